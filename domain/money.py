@@ -1,0 +1,124 @@
+"""Exact money: integer minor units, odds as fractions, round down, keep the remainder.
+
+No floats anywhere near money. An `Odds` of `3:2` means a winning stake
+returns the stake plus 3/2 of it. A payout is rounded **down** to the minor
+unit and the cut-off part is kept as an exact fraction of one minor unit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from domain.errors import Refusal, require
+
+# Below PostgreSQL BIGINT (2**63 - 1) with room for sums of many stakes and
+# the largest odds (1000:1): a stake at the max times 1001 stays below BIGINT.
+AMOUNT_MAX_MINOR = 10**15
+CURRENCY_CODE_LEN = 3
+
+
+def check_amount(amount_minor: object, what: str) -> int:
+    """Refuse anything that is not a positive integer below AMOUNT_MAX_MINOR."""
+    if type(amount_minor) is not int:  # bool is an int subclass: refuse it too
+        raise Refusal("bad_amount", f"{what} must be an integer number of minor units, got {amount_minor!r}")
+    if amount_minor <= 0:
+        raise Refusal("bad_amount", f"{what} must be positive, got {amount_minor}")
+    if amount_minor > AMOUNT_MAX_MINOR:
+        raise Refusal("bad_amount", f"{what} {amount_minor} exceeds the maximum {AMOUNT_MAX_MINOR}")
+    return amount_minor
+
+
+def check_currency(code: object) -> str:
+    if not (isinstance(code, str) and len(code) == CURRENCY_CODE_LEN and code.isalpha() and code.isupper()):
+        raise Refusal("bad_currency", f"currency must be a three-letter ISO 4217 code like 'EUR', got {code!r}")
+    return code
+
+
+@dataclass(frozen=True, slots=True)
+class Odds:
+    """Winnings per unit staked, exact: `Odds.parse("3:2")` == 3/2, `"0.95:1"` == 19/20."""
+
+    ratio: Fraction
+
+    @staticmethod
+    def parse(text: str) -> "Odds":
+        left, sep, right = text.partition(":")
+        require(sep == ":", f"odds must look like 'X:Y', got {text!r}")
+        # Fraction parses '0.95' exactly from the decimal string (never via float).
+        ratio = Fraction(left.strip()) / Fraction(right.strip())
+        require(ratio >= 0, f"odds must be non-negative: {text!r}")
+        return Odds(ratio)
+
+    def __str__(self) -> str:
+        return f"{self.ratio.numerator}:{self.ratio.denominator}"
+
+
+@dataclass(frozen=True, slots=True)
+class Payout:
+    """What a winning stake returns: stake back + winnings rounded down, and what rounding kept."""
+
+    stake_minor: int
+    winnings_minor: int
+    remainder: Fraction  # 0 <= remainder < 1 minor unit, cut off by rounding down
+
+    @property
+    def returned_minor(self) -> int:
+        return self.stake_minor + self.winnings_minor
+
+
+def win(stake_minor: int, odds: Odds) -> Payout:
+    """Pay `stake_minor` at `odds`, rounding the winnings down to the minor unit."""
+    require(type(stake_minor) is int and stake_minor >= 0, f"bad stake {stake_minor!r}")
+    exact = stake_minor * odds.ratio
+    winnings = exact.numerator // exact.denominator
+    remainder = exact - winnings
+    require(0 <= remainder < 1, "remainder out of range")
+    return Payout(stake_minor, winnings, remainder)
+
+
+def fraction_parts(f: Fraction) -> tuple[int, int]:
+    """A fraction as plain (numerator, denominator) for events and JSON."""
+    return f.numerator, f.denominator
+
+
+def format_minor(amount_minor: int, currency: str | None = None, exponent: int = 2) -> str:
+    """`123456` -> `1,234.56` (display only; never parse this back)."""
+    sign = "-" if amount_minor < 0 else ""
+    units, cents = divmod(abs(amount_minor), 10**exponent)
+    text = f"{sign}{units:,}" + (f".{cents:0{exponent}d}" if exponent else "")
+    return f"{text} {currency}" if currency else text
+
+
+@dataclass(frozen=True, slots=True)
+class Leg:
+    """One side of a double-entry posting: `amount_minor` > 0 increases the account."""
+
+    account: str
+    amount_minor: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"account": self.account, "amount_minor": self.amount_minor}
+
+
+def transfer(from_account: str, to_account: str, amount_minor: int) -> tuple[Leg, Leg]:
+    """Move money between two accounts: two legs that sum to zero."""
+    require(type(amount_minor) is int and amount_minor >= 0, f"bad transfer amount {amount_minor!r}")
+    return Leg(from_account, -amount_minor), Leg(to_account, amount_minor)
+
+
+def check_balanced(legs: list[Leg] | tuple[Leg, ...]) -> None:
+    """Invariant: the legs of one event sum to zero."""
+    total = sum(leg.amount_minor for leg in legs)
+    require(total == 0, f"postings do not sum to zero (sum {total}): {legs}")
+
+
+def player_account(player_id: str) -> str:
+    return f"player:{player_id}"
+
+
+def round_account(round_id: str) -> str:
+    return f"round:{round_id}"
+
+
+def house_account(table_id: str) -> str:
+    return f"house:{table_id}"
