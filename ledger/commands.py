@@ -1,0 +1,120 @@
+"""The studio feed: one strict pydantic discriminated union of commands.
+
+Parsed from raw JSON bytes with `parse_command(raw)`; `extra="forbid"`,
+strict types (a string is never coerced into a number), frozen. This module
+is the wire format only; inside the service, commands become plain calls.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from domain.errorpolicy import CAUSES
+from domain.model import DECISION_SOURCES
+
+Id = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-/#@]+$")]
+Note = Annotated[str, Field(max_length=2000)]
+Cause = Literal[CAUSES]  # type: ignore[valid-type]
+Source = Literal[DECISION_SOURCES]  # type: ignore[valid-type]
+MinorAmount = Annotated[int, Field(gt=0, le=10**15)]
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    command_id: Id  # idempotency key: same id + same payload = same result, nothing recorded twice
+    table_id: Id
+    round_no: Annotated[int, Field(ge=1, le=10**12)]
+    studio_time: datetime  # the studio's clock, ISO 8601 with offset; the store keeps its own time too
+
+
+class OpenRound(_Command):
+    type: Literal["open_round"]
+    ruleset_id: Id
+    ruleset_version: Annotated[int, Field(ge=1)]
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    shoe_id: Id
+    dealer_id: Id
+
+
+class PlaceBet(_Command):
+    type: Literal["place_bet"]
+    bet_id: Id
+    player_id: Id
+    spot: Id  # seat:3 | box:2 | behind:3 | table
+    bet_type: Id  # a paytable line of the rule set: main, pair, player, banker, tie, ...
+    stake_minor: MinorAmount
+    mode: Literal["traditional", "no_commission"] | None = None  # baccarat Banker mode
+    seat_no: Annotated[int, Field(ge=1, le=16)] | None = None  # spielbank: the player's own seat
+
+
+class CloseBetting(_Command):
+    type: Literal["close_betting"]
+
+
+class DealCard(_Command):
+    type: Literal["deal_card"]
+    card: Annotated[str, Field(min_length=2, max_length=3)]  # AS, TD, 10D, kh
+    target: Id  # dealer | seat:3 | seat:3.2 (split hand) | box:2 | player | banker | A | B | burn
+    seq_no: Annotated[int, Field(ge=1, le=1000)]  # 1-based position of this card in the round
+
+
+class Decide(_Command):
+    type: Literal["decide"]
+    hand: Id
+    action: Id  # hit | stand | double | split | insurance | no_insurance | even_money | surrender | auto
+    source: Source
+    amount_minor: MinorAmount | None = None  # only where the rule set lets the player choose (casino-tour insurance)
+
+
+class Follow(_Command):
+    type: Literal["follow"]
+    bet_id: Id
+    kind: Literal["split", "double"]
+    accept: bool
+
+
+class Pause(_Command):
+    type: Literal["pause"]
+    cause: Cause
+    by: Id
+    note: Note = ""
+
+
+class Resume(_Command):
+    type: Literal["resume"]
+    by: Id
+    note: Note = ""
+
+
+class Void(_Command):
+    type: Literal["void"]
+    cause: Cause
+    by: Id
+    note: Note = ""
+
+
+class ReverseSettlement(_Command):
+    type: Literal["reverse_settlement"]
+    by: Id
+    reason: Note
+    then: Literal["void", "resettle"] = "void"
+    cause: Cause = "human_error"
+
+
+Command = Annotated[
+    Union[OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement],
+    Field(discriminator="type"),
+]
+COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
+
+
+def parse_command(raw: bytes | str) -> Command:
+    """Parse one command from raw JSON; raises pydantic.ValidationError on bad input."""
+    return COMMAND_ADAPTER.validate_json(raw)
+
+
+def command_json_schema() -> dict:
+    return COMMAND_ADAPTER.json_schema()
