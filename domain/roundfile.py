@@ -1,0 +1,103 @@
+"""Play one round from plain facts (the `ledger settle` round file), purely.
+
+A round file is a dict (JSON): rule set id and version, the round's place
+in the shoe, the bets, and the steps in the order they happened:
+
+    {"ruleset_id": "baccarat/live-8d", "ruleset_version": 1, "round_in_shoe": 12,
+     "bets": [{"bet_id": "b1", "player_id": "p1", "spot": "table",
+               "bet_type": "banker", "stake_minor": 1000, "mode": "no_commission"}],
+     "steps": ["9H", "KD", {"card": "2C", "to": "player"},
+               {"decide": "hit", "hand": "seat:1", "source": "player"},
+               {"follow": "b7", "kind": "split", "accept": true}]}
+
+A bare string step is a card dealt where the rules say the next card goes.
+See docs/rounds.md for the full format and an example per game.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.cards import parse_card
+from domain.errors import Refusal
+from domain.model import Bet, BetResult, StakeMove
+from domain.registry import get_rule_set, new_round
+
+BET_FIELDS = ("bet_id", "player_id", "spot", "bet_type", "stake_minor", "mode", "seat_no")
+STEPS_MAX = 500
+
+
+@dataclass
+class Played:
+    """What playing a round file produced: the results, or the refusal and where."""
+
+    ruleset_id: str
+    ruleset_version: int
+    ruleset_hash: str
+    results: list[BetResult] = field(default_factory=list)
+    stake_moves: list[StakeMove] = field(default_factory=list)
+    refusal: Refusal | None = None
+    refused_at: str | None = None  # "bet b3" | "step 7"
+    complete: bool = False
+    view: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_bet(raw: Any) -> Bet:
+    if not isinstance(raw, dict):
+        raise Refusal("bad_round_file", f"a bet must be an object, got {raw!r}")
+    unknown = set(raw) - set(BET_FIELDS)
+    if unknown:
+        raise Refusal("bad_round_file", f"bet has unknown fields {sorted(unknown)}; allowed: {', '.join(BET_FIELDS)}")
+    try:
+        return Bet(**raw)
+    except TypeError as exc:
+        raise Refusal("bad_round_file", f"bet {raw.get('bet_id', '?')!r}: {exc}") from None
+
+
+def apply_step(model: Any, step: Any) -> list[StakeMove]:
+    """Apply one step (card, decision or follow) to a round model."""
+    if isinstance(step, str):
+        step = {"card": step}
+    if not isinstance(step, dict):
+        raise Refusal("bad_round_file", f"a step must be a card string or an object, got {step!r}")
+    if "card" in step:
+        target = step.get("to") or model.next_card_target()
+        if target is None:
+            raise Refusal("card_not_expected", f"card {step['card']} arrived but no card is expected now")
+        model.deal(parse_card(step["card"]), target)
+        return []
+    if "decide" in step:
+        return model.decide(step["hand"], step["decide"], step.get("source", "player"), step.get("amount_minor"))
+    if "follow" in step:
+        return model.follow(step["follow"], step["kind"], bool(step["accept"]))
+    raise Refusal("bad_round_file", f"unknown step {step!r}: expected 'card', 'decide' or 'follow'")
+
+
+def play(data: dict[str, Any]) -> Played:
+    """Play a round file to its settlement, or to the first refusal."""
+    if not isinstance(data, dict):
+        raise Refusal("bad_round_file", "the round file must be a JSON object")
+    rules = get_rule_set(data.get("ruleset_id"), data.get("ruleset_version"))
+    played = Played(rules.id, rules.version, rules.content_hash())
+    model = new_round(rules, round_in_shoe=int(data.get("round_in_shoe", 1)))
+    steps = data.get("steps", [])
+    if len(steps) > STEPS_MAX:
+        raise Refusal("bad_round_file", f"{len(steps)} steps; at most {STEPS_MAX}")
+    where = "bets"
+    try:
+        for raw in data.get("bets", []):
+            bet = parse_bet(raw)
+            where = f"bet {bet.bet_id}"
+            model.place_bet(bet)
+        where = "close betting"
+        model.close_betting()
+        for i, step in enumerate(steps, 1):
+            where = f"step {i}"
+            played.stake_moves += apply_step(model, step)
+    except Refusal as refusal:
+        played.refusal, played.refused_at = refusal, where
+    played.view = model.view()
+    played.complete = played.refusal is None and model.is_complete()
+    if played.complete:
+        played.results = model.settle()
+    return played

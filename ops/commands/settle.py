@@ -1,0 +1,85 @@
+"""`ledger settle ROUND.json`: settle one round file under its rule set, no storage."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+
+from domain.errors import Refusal
+from domain.money import format_minor
+from domain.roundfile import play
+
+EPILOG = """\
+The round file names the rule set and version, the bets, and the cards and
+decisions in the order they happened (format and one example per game:
+docs/rounds.md). Examples:
+
+  ledger settle docs/examples/baccarat.json
+  ledger settle docs/examples/blackjack-live.json --json | jq .results
+
+Exit status: 0 settled; 1 refused (the refusal code and message are printed);
+3 the round is not complete yet (what is expected next is printed).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "settle",
+        help="settle one round file (rule set, bets, cards, decisions) without storage",
+        description="Settle one round from its facts and print each bet's outcome, payout, "
+        "rounding remainder and explanation, or the refusal.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("round_file", metavar="ROUND.json", help="round file ('-' for standard input)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    raw = sys.stdin.read() if args.round_file == "-" else open(args.round_file, encoding="utf-8").read()
+    try:
+        played = play(json.loads(raw))
+    except json.JSONDecodeError as exc:
+        return _report_refusal(args, Refusal("bad_round_file", f"not valid JSON: {exc}"), "file")
+    except Refusal as refusal:
+        return _report_refusal(args, refusal, "file")
+    if played.refusal is not None:
+        return _report_refusal(args, played.refusal, played.refused_at or "")
+    if not played.complete:
+        return _report_incomplete(args, played)
+    total_remainder = sum((Fraction(r.remainder_num, r.remainder_den) for r in played.results), Fraction(0))
+    if args.json:
+        print(json.dumps({
+            "status": "settled",
+            "ruleset": {"id": played.ruleset_id, "version": played.ruleset_version, "hash": played.ruleset_hash},
+            "results": [r.as_dict() for r in played.results],
+            "remainder_total": f"{total_remainder.numerator}/{total_remainder.denominator}",
+        }, indent=2))
+        return 0
+    print(f"{played.ruleset_id} v{played.ruleset_version}  (rule-set hash {played.ruleset_hash[:12]}…)")
+    for r in played.results:
+        rem = "" if r.remainder_num == 0 else f"  remainder {r.remainder_num}/{r.remainder_den}"
+        print(f"  {r.bet_id:<12} {r.player_id:<10} {r.bet_type:<16} {r.outcome:<9} "
+              f"staked {format_minor(r.staked_minor):>12}  returned {format_minor(r.returned_minor):>12}{rem}")
+        print(f"      {r.explanation}")
+    print(f"rounding kept: {total_remainder} minor unit(s)")
+    return 0
+
+
+def _report_refusal(args: argparse.Namespace, refusal: Refusal, where: str) -> int:
+    if args.json:
+        print(json.dumps({"status": "refused", "at": where, **refusal.as_dict()}, indent=2))
+    else:
+        print(f"refused at {where}: {refusal.code}: {refusal.message}")
+    return 1
+
+
+def _report_incomplete(args: argparse.Namespace, played) -> int:
+    if args.json:
+        print(json.dumps({"status": "incomplete", "view": played.view}, indent=2, default=str))
+    else:
+        print("the round is not complete yet; state so far:")
+        print(json.dumps(played.view, indent=2, default=str))
+    return 3
