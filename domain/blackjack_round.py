@@ -1,0 +1,496 @@
+"""The pure blackjack round model (the RoundModel contract of domain/model.py).
+
+Phases: betting -> deal (initial deal) -> insurance (only when the dealer's
+first card is an ace) -> play (hands in order) -> dealer -> complete.
+
+Every public mutator works on a copy of the state and swaps it in only when
+every check passed, so a `Refusal` leaves the model exactly as it was.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from domain.blackjack_rules import (
+    BLACKJACK_TOTAL, CARDS_PER_HAND_MAX, DEALER_STANDS_ON,
+    TIMEOUT_HIT_BELOW, BlackjackRules, hand_total,
+)
+from domain.cards import Card, CardCounter
+from domain.errors import Refusal, require
+from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
+from domain.money import check_amount, format_minor
+
+FINISHED = ("stood", "bust", "blackjack", "surrendered", "even_money")
+EXTRA_REASONS = ("split", "double", "follow_split", "follow_double")
+
+
+@dataclass(slots=True)
+class Stake:
+    bet_id: str
+    player_id: str
+    amount_minor: int
+    reason: str  # main | split | double | follow_split | follow_double
+
+
+@dataclass(slots=True)
+class Hand:
+    name: str
+    spot: str
+    cards: list[Card] = field(default_factory=list)
+    stakes: list[Stake] = field(default_factory=list)
+    from_split: bool = False
+    split_aces: bool = False
+    doubled: bool = False
+    status: str = "playing"
+    auto: bool = False  # the no-action rule plays this hand
+    want_card: bool = False  # a hit or a double awaits its card
+    acted: bool = False  # any play decision taken on this hand
+
+    def clone(self) -> "Hand":
+        return replace(self, cards=list(self.cards), stakes=[replace(s) for s in self.stakes])
+
+    @property
+    def total(self) -> int:
+        return hand_total(self.cards)[0]
+
+    @property
+    def soft(self) -> bool:
+        return hand_total(self.cards)[1]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+@dataclass(slots=True)
+class State:
+    phase: str = "betting"  # betting | deal | insurance | play | dealer | complete
+    bets: list[Bet] = field(default_factory=list)
+    spots: list[str] = field(default_factory=list)  # played seats/boxes, table order
+    holders: dict[str, str] = field(default_factory=dict)  # spot -> deciding bet_id
+    hands: list[Hand] = field(default_factory=list)  # play order
+    deal_plan: list[str] = field(default_factory=list)  # initial-deal targets
+    deal_done: int = 0
+    dealer: list[Card] = field(default_factory=list)
+    dealer_mode: str = ""  # full | second_only | none (set when the players are done)
+    first_two: dict[str, tuple[Card, ...]] = field(default_factory=dict)  # spot -> initial cards
+    insurance: dict[str, int] = field(default_factory=dict)  # spot -> insurance stake taken
+    insurance_answered: set[str] = field(default_factory=set)
+    offers: list[tuple[FollowOffer, str]] = field(default_factory=list)  # (offer, target hand)
+    seen: Any = None  # CardCounter
+
+    def clone(self) -> "State":
+        return State(
+            phase=self.phase, bets=list(self.bets), spots=list(self.spots), holders=dict(self.holders),
+            hands=[h.clone() for h in self.hands], deal_plan=list(self.deal_plan), deal_done=self.deal_done,
+            dealer=list(self.dealer), dealer_mode=self.dealer_mode, first_two=dict(self.first_two),
+            insurance=dict(self.insurance), insurance_answered=set(self.insurance_answered),
+            offers=list(self.offers), seen=CardCounter(self.seen.decks, self.seen.seen),
+        )
+
+
+def spot_number(spot: str) -> int:
+    return int(spot.split(":")[1].split(".")[0])
+
+
+class BlackjackRound:
+    """One blackjack round under `rules`; see module doc and domain/model.py."""
+
+    def __init__(self, rules: BlackjackRules, round_in_shoe: int) -> None:
+        require(isinstance(rules, BlackjackRules), "rules must be BlackjackRules")
+        require(type(round_in_shoe) is int and round_in_shoe >= 1, f"bad round_in_shoe {round_in_shoe!r}")
+        self.rules = rules
+        self.round_in_shoe = round_in_shoe
+        self._s = State(seen=CardCounter(rules.decks))
+
+    # ------------------------------------------------------------------ plumbing
+    def _apply(self, fn: Any, *args: Any) -> Any:
+        """Run `fn(state, ...)` on a copy; keep the copy only if nothing was refused."""
+        s = self._s.clone()
+        result = fn(s, *args)
+        self._s = s
+        return result
+
+    # ------------------------------------------------------------------ betting
+    def place_bet(self, bet: Bet) -> None:
+        from domain.blackjack_bets import check_bet
+
+        require(isinstance(bet, Bet), "place_bet needs a Bet")
+        s = self._s
+        if s.phase != "betting":
+            raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
+        check_bet(self.rules, s, bet)
+        self._apply(lambda st: st.bets.append(bet))
+
+    def close_betting(self) -> None:
+        if self._s.phase != "betting":
+            raise Refusal("betting_closed", "betting is already closed for this round")
+        self._apply(self._close)
+
+    def _close(self, s: State) -> None:
+        from domain.blackjack_bets import box_holder
+
+        mains = [b for b in s.bets if b.bet_type == "main" and b.spot.startswith(self.rules.spot_kind + ":")]
+        s.spots = sorted({b.spot for b in mains}, key=spot_number)
+        for spot in s.spots:
+            holder = box_holder(self.rules, spot, [b for b in mains if b.spot == spot])
+            s.holders[spot] = holder.bet_id
+            hand = Hand(name=spot, spot=spot)
+            for b in s.bets:
+                if b.bet_type == "main" and (b.spot == spot or b.spot == f"behind:{spot_number(spot)}"):
+                    hand.stakes.append(Stake(b.bet_id, b.player_id, b.stake_minor, "main"))
+            s.hands.append(hand)
+        s.deal_plan = s.spots + ["dealer"] + s.spots
+        s.phase = "deal" if s.spots else "complete"
+
+    # ------------------------------------------------------------------ cards
+    def next_card_target(self) -> str | None:
+        return _next_target(self.rules, self._s)
+
+    def deal(self, card: Card, target: str) -> None:
+        require(isinstance(card, Card), f"deal needs a Card, got {card!r}")
+        s = self._s
+        if s.phase == "betting":
+            raise Refusal("betting_open", f"card {card} to {target}: betting is still open; close betting first")
+        expected = _next_target(self.rules, s)
+        if expected is None:
+            why = "the round is complete" if s.phase == "complete" else _awaiting(self.rules, s)
+            raise Refusal("card_not_expected", f"card {card} to {target}: no card is expected now ({why})")
+        if target != expected:
+            raise Refusal("wrong_target", f"card {card} dealt to {target}, but the next card must go to {expected}")
+        s.seen.check(card)
+        self._apply(self._deal, card, target)
+
+    def _deal(self, s: State, card: Card, target: str) -> None:
+        s.seen.take(card)
+        s.offers = []  # follow offers not answered before the next card count as declined
+        if s.phase == "deal":
+            if target == "dealer":
+                s.dealer.append(card)
+            else:
+                _hand(s, target).cards.append(card)
+            s.deal_done += 1
+            if s.deal_done == len(s.deal_plan):
+                self._after_initial_deal(s)
+        elif target == "dealer":
+            s.dealer.append(card)
+        else:
+            h = _hand(s, target)
+            require(len(h.cards) < CARDS_PER_HAND_MAX, f"{h.name}: too many cards")
+            h.cards.append(card)
+            h.want_card = False
+        _advance(self.rules, s)
+
+    def _after_initial_deal(self, s: State) -> None:
+        for h in s.hands:
+            s.first_two[h.spot] = tuple(h.cards)
+            if h.total == BLACKJACK_TOTAL:
+                h.status = "blackjack"
+        s.phase = "insurance" if s.dealer[0].rank == "A" else "play"
+
+    # ------------------------------------------------------------------ decisions
+    def legal_decisions(self) -> dict[str, tuple[str, ...]]:
+        return _legal(self.rules, self._s)
+
+    def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
+        s = self._s
+        if source not in DECISION_SOURCES:
+            raise Refusal("bad_decision_source", f"{hand} {action}: source must be one of {', '.join(DECISION_SOURCES)}, got {source!r}")
+        if s.phase == "betting":
+            raise Refusal("betting_open", f"{hand} {action}: betting is still open; no decisions yet")
+        if not any(h.name == hand for h in s.hands):
+            names = ", ".join(h.name for h in s.hands) or "none"
+            raise Refusal("unknown_hand", f"{action} on {hand}: no such hand in this round (hands: {names})")
+        legal = _legal(self.rules, s)
+        if action not in legal.get(hand, ()):
+            now = "; ".join(f"{k}: {', '.join(v)}" for k, v in legal.items()) or _awaiting(self.rules, s)
+            raise Refusal("decision_not_legal", f"{action} on {hand} is not legal now (legal now: {now})")
+        ins_amount = _check_amount(self.rules, s, hand, action, amount_minor)
+        return self._apply(self._decide, hand, action, ins_amount)
+
+    def _decide(self, s: State, name: str, action: str, ins_amount: int | None) -> list[StakeMove]:
+        from domain.blackjack_play import apply_decision
+
+        s.offers = []  # offers close at the next decision too
+        moves = apply_decision(self.rules, s, name, action, ins_amount)
+        _advance(self.rules, s)
+        return moves
+
+    # ------------------------------------------------------------------ follows
+    def pending_follows(self) -> list[FollowOffer]:
+        return [o for o, _ in self._s.offers]
+
+    def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
+        require(isinstance(accept, bool), "accept must be a bool")
+        match = [i for i, (o, _) in enumerate(self._s.offers) if o.bet_id == bet_id and o.kind == kind]
+        if not match:
+            open_ = ", ".join(f"{o.bet_id}/{o.kind}" for o, _ in self._s.offers) or "none"
+            raise Refusal("no_follow_offer", f"bet {bet_id} has no open {kind} follow offer (open offers: {open_})")
+        return self._apply(self._follow, match[0], accept)
+
+    def _follow(self, s: State, index: int, accept: bool) -> list[StakeMove]:
+        offer, target = s.offers.pop(index)
+        if not accept:
+            return []
+        reason = f"follow_{offer.kind}"
+        _hand(s, target).stakes.append(Stake(offer.bet_id, offer.player_id, offer.amount_minor, reason))
+        return [StakeMove(offer.bet_id, offer.player_id, offer.amount_minor, reason)]
+
+    # ------------------------------------------------------------------ end
+    def is_complete(self) -> bool:
+        return self._s.phase == "complete"
+
+    def settle(self) -> list[BetResult]:
+        from domain.blackjack_settle import settle
+
+        if not self.is_complete():
+            raise Refusal("round_not_complete", f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
+        return settle(self.rules, self._s)
+
+    def view(self) -> dict[str, Any]:
+        s = self._s
+        d_total, d_soft = hand_total(s.dealer)
+        return {
+            "game": "blackjack",
+            "ruleset": f"{self.rules.id} v{self.rules.version}",
+            "round_in_shoe": self.round_in_shoe,
+            "phase": s.phase,
+            "dealer": {"cards": [str(c) for c in s.dealer], "total": d_total, "soft": d_soft},
+            "hands": [
+                {
+                    "name": h.name, "spot": h.spot, "cards": [str(c) for c in h.cards], "total": h.total,
+                    "soft": h.soft, "status": h.status, "doubled": h.doubled, "from_split": h.from_split,
+                    "auto": h.auto,
+                    "stakes": [{"bet_id": k.bet_id, "player_id": k.player_id, "amount_minor": k.amount_minor,
+                                "reason": k.reason} for k in h.stakes],
+                }
+                for h in s.hands
+            ],
+            "bets": [{"bet_id": b.bet_id, "player_id": b.player_id, "spot": b.spot, "bet_type": b.bet_type,
+                      "stake_minor": b.stake_minor} for b in s.bets],
+            "holders": dict(s.holders),
+            "insurance": dict(sorted(s.insurance.items())),
+            "follow_offers": [{"bet_id": o.bet_id, "player_id": o.player_id, "kind": o.kind,
+                               "amount_minor": o.amount_minor, "hand": t} for o, t in s.offers],
+            "next_card_target": _next_target(self.rules, s),
+            "legal_decisions": {k: list(v) for k, v in _legal(self.rules, s).items()},
+        }
+
+
+# ---------------------------------------------------------------------- helpers
+def _hand(s: State, name: str) -> Hand:
+    for h in s.hands:
+        if h.name == name:
+            return h
+    require(False, f"no hand {name}")
+    raise AssertionError  # unreachable
+
+
+def holder_bet(s: State, spot: str) -> Bet:
+    bet_id = s.holders[spot]
+    return next(b for b in s.bets if b.bet_id == bet_id)
+
+
+def current_hand(s: State) -> Hand | None:
+    if s.phase != "play":
+        return None
+    return next((h for h in s.hands if not h.finished), None)
+
+
+def can_split(rules: BlackjackRules, s: State, h: Hand) -> bool:
+    if len(h.cards) != 2 or h.doubled or h.acted:
+        return False
+    a, b = h.cards
+    same = a.rank == b.rank or (rules.split_ten_values_any and a.is_ten_value and b.is_ten_value)
+    if not same:
+        return False
+    if sum(1 for x in s.hands if x.spot == h.spot) >= rules.hands_per_box_max:
+        return False
+    if h.split_aces and not rules.resplit_aces:
+        return False
+    return True
+
+
+def can_double(rules: BlackjackRules, h: Hand) -> bool:
+    if len(h.cards) != 2 or h.doubled or h.acted or h.status != "playing":
+        return False
+    if h.from_split and not rules.double_after_split:
+        return False
+    if h.split_aces and not rules.double_on_split_aces:
+        return False
+    total, soft = hand_total(h.cards)
+    if rules.double_on == "hard_9_10_11" and (soft or total not in (9, 10, 11)):
+        return False
+    if not rules.doubled_stake_may_exceed_max:
+        main = sum(k.amount_minor for k in h.stakes if k.reason in ("main", "split"))
+        if 2 * main > rules.limit_for("main").max_minor:
+            return False
+    return True
+
+
+def can_surrender(rules: BlackjackRules, s: State, h: Hand) -> bool:
+    if rules.surrender == "none" or len(h.cards) != 2 or h.from_split or h.acted or h.doubled:
+        return False
+    if rules.surrender == "early_no_ace_ten":
+        up = s.dealer[0]
+        return not (up.rank == "A" or up.is_ten_value)
+    return True  # before_third_card: any dealer card
+
+
+def has_choice_before_autodeal(rules: BlackjackRules, s: State, h: Hand) -> bool:
+    return can_split(rules, s, h) or can_double(rules, h) or can_surrender(rules, s, h)
+
+
+def auto_floor(rules: BlackjackRules, h: Hand) -> int:
+    """Total below which a hand takes cards without being asked."""
+    floor = 0
+    if rules.auto_deal_to_min_total and not (h.split_aces and not rules.auto_deal_split_aces):
+        floor = rules.auto_deal_to_min_total
+    if h.auto and rules.timeout_policy == "hit_to_12":
+        floor = max(floor, TIMEOUT_HIT_BELOW)
+    return floor
+
+
+def _hand_needs_card(rules: BlackjackRules, s: State, h: Hand) -> bool:
+    if h.finished:
+        return False
+    if len(h.cards) < 2 or h.want_card:
+        return True
+    if h.split_aces and rules.split_aces_one_card:
+        return False
+    below = h.total < auto_floor(rules, h)
+    return below and (h.acted or h.auto or not has_choice_before_autodeal(rules, s, h))
+
+
+def _dealer_needs_card(rules: BlackjackRules, s: State) -> bool:
+    if s.dealer_mode == "none":
+        return False
+    if s.dealer_mode == "second_only":
+        return len(s.dealer) < 2
+    total, soft = hand_total(s.dealer)
+    if total < DEALER_STANDS_ON:
+        return True
+    return total == DEALER_STANDS_ON and soft and not rules.dealer_stands_soft_17
+
+
+def _next_target(rules: BlackjackRules, s: State) -> str | None:
+    if s.phase == "deal":
+        return s.deal_plan[s.deal_done]
+    if s.phase == "play":
+        h = current_hand(s)
+        if h is not None and _hand_needs_card(rules, s, h):
+            return h.name
+        return None
+    if s.phase == "dealer":
+        return "dealer" if _dealer_needs_card(rules, s) else None
+    return None
+
+
+def insurance_spots(rules: BlackjackRules, s: State) -> list[str]:
+    return [sp for sp in s.spots if sp not in s.insurance_answered]
+
+
+def _legal(rules: BlackjackRules, s: State) -> dict[str, tuple[str, ...]]:
+    if s.phase == "insurance":
+        out: dict[str, tuple[str, ...]] = {}
+        for spot in insurance_spots(rules, s):
+            h = next(x for x in s.hands if x.spot == spot)
+            acts = ["insurance", "no_insurance"]
+            if rules.even_money and h.status == "blackjack":
+                acts.insert(0, "even_money")
+            out[spot] = tuple(acts + ["auto"])
+        return out
+    h = current_hand(s)
+    if h is None or _hand_needs_card(rules, s, h):
+        return {}
+    acts: list[str] = []
+    if not (h.split_aces and rules.split_aces_one_card):
+        acts.append("hit")
+    if h.total >= auto_floor(rules, h) or not acts:
+        acts.append("stand")
+    if can_double(rules, h):
+        acts.append("double")
+    if can_split(rules, s, h):
+        acts.append("split")
+    if can_surrender(rules, s, h):
+        acts.append("surrender")
+    acts.append("auto")
+    return {h.name: tuple(acts)}
+
+
+def _awaiting(rules: BlackjackRules, s: State) -> str:
+    legal = _legal(rules, s)
+    if legal:
+        return "awaiting decisions: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in legal.items())
+    target = _next_target(rules, s)
+    if target:
+        return f"awaiting a card to {target}"
+    return f"phase {s.phase}"
+
+
+def _check_amount(rules: BlackjackRules, s: State, hand: str, action: str, amount: int | None) -> int | None:
+    """The insurance stake for `action`, or None; refuse an amount where none may be chosen."""
+    if action != "insurance":
+        if amount is not None:
+            raise Refusal("amount_not_allowed", f"{action} on {hand}: an amount is only chosen for casino-tour insurance")
+        return None
+    main = holder_bet(s, hand).stake_minor
+    if rules.insurance_amount == "half_main":
+        if amount is not None and amount != main // 2:
+            raise Refusal("bad_insurance_amount",
+                          f"insurance on {hand}: costs exactly half the main bet ({format_minor(main // 2)}), "
+                          f"got {format_minor(amount)}")
+        return main // 2
+    low = -(-rules.limit_for("main").min_minor // 2)
+    high = main // 2
+    if amount is None:
+        return high
+    check_amount(amount, f"insurance on {hand}")
+    if not low <= amount <= high:
+        raise Refusal("bad_insurance_amount",
+                      f"insurance on {hand}: amount {format_minor(amount)} must be between half the table minimum "
+                      f"({format_minor(low)}) and half the stake ({format_minor(high)})")
+    return amount
+
+
+def _advance(rules: BlackjackRules, s: State) -> None:
+    """Normalize after a change: finish hands, move on to the dealer, complete."""
+    if s.phase == "insurance":
+        if insurance_spots(rules, s):
+            return
+        s.phase = "play"
+    if s.phase == "play":
+        for h in s.hands:
+            _settle_hand_state(rules, s, h)
+        if current_hand(s) is not None:
+            return
+        s.dealer_mode = _dealer_mode(rules, s)
+        s.phase = "dealer"
+    if s.phase == "dealer" and not _dealer_needs_card(rules, s):
+        s.phase = "complete"
+
+
+def _settle_hand_state(rules: BlackjackRules, s: State, h: Hand) -> None:
+    if h.finished or len(h.cards) < 2 or h.want_card:
+        return
+    total = h.total
+    if total > BLACKJACK_TOTAL:
+        h.status = "bust"
+    elif total == BLACKJACK_TOTAL or h.doubled:
+        h.status = "stood"
+    elif h.split_aces and rules.split_aces_one_card and not can_split(rules, s, h):
+        h.status = "stood"
+    elif h.auto and total >= auto_floor(rules, h):
+        h.status = "stood"  # the no-action rule stands once it stops hitting
+
+
+def _dealer_mode(rules: BlackjackRules, s: State) -> str:
+    if not rules.dealer_draws_only_if_needed:
+        return "full"
+    if any(h.status == "stood" for h in s.hands):
+        return "full"
+    up = s.dealer[0]
+    could_bj = up.rank == "A" or up.is_ten_value
+    needs_second = any(h.status == "blackjack" for h in s.hands) or bool(s.insurance)
+    return "second_only" if could_bj and needs_second else "none"
+
