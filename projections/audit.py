@@ -1,0 +1,335 @@
+"""The audit trail: every event in global order, canonical bytes, a SHA-256 chain.
+
+Pure functions only (no I/O): `projections/audit_export.py` reads the store and
+writes or reads the files. The exact form is specified for regulators in
+docs/audit.md; change nothing here without changing `FORMAT` and that file.
+
+Canonical record of one event (a JSON object, keys sorted, no whitespace,
+UTF-8, strings escaped as JSON requires and nothing else, integers as JSON
+numbers, no floats: RFC 8785 JCS restricted to integers within +-(2**53 - 1)):
+
+    {"event": name, "fields": {...plain fields...}, "originator_id": uuid,
+     "originator_version": int, "position": int, "seq": int, "timestamp": ISO-8601 UTC}
+
+`seq` is the 1-based number of the event in the chain (dense, unlike
+`position`, which may have gaps on PostgreSQL). The chain:
+
+    hash_1 = SHA-256(GENESIS || canonical(record_1));  hash_n = SHA-256(hash_{n-1} || canonical(record_n))
+
+with hashes as raw 32 bytes inside the hash input and as lower-case hex in files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from uuid import UUID
+
+from domain.errors import require
+
+FORMAT = "casino-ledger-audit/1"
+GENESIS_HEX = "00" * 32
+JSON_INT_MAX = 2**53 - 1  # exact in every JSON implementation (IEEE double)
+NESTING_MAX = 32
+LINE_BYTES_MAX = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """One stored event as the audit sees it (the shape `projections.reader.read_events` yields)."""
+
+    position: int
+    name: str
+    originator_id: str
+    originator_version: int
+    timestamp: str  # ISO 8601 UTC, microseconds, `Z`
+    fields: dict[str, Any]
+
+    @staticmethod
+    def of(item: Any) -> "Recorded":
+        """Accept a `Recorded` or the reader's tuple
+        (position, name, originator_id, originator_version, timestamp, fields)."""
+        if isinstance(item, Recorded):
+            return item
+        position, name, originator_id, version, timestamp, fields = item
+        return Recorded(int(position), str(name), str(UUID(str(originator_id))), int(version),
+                        iso_utc(timestamp), dict(fields))
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something the verifier or the replay found wrong. `position` is the store's
+    global position of the event concerned (None when it concerns a whole file)."""
+
+    kind: str
+    position: int | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "position": self.position, "message": self.message}
+
+    def __str__(self) -> str:
+        where = f"position {self.position}" if self.position is not None else "export"
+        return f"{self.kind} at {where}: {self.message}"
+
+
+def iso_utc(value: Any) -> str:
+    """Server time as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC, always six fraction digits)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    require(isinstance(value, datetime) and value.tzinfo is not None, f"timestamp must be aware: {value!r}")
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_plain(value: Any, where: str, depth: int = 0) -> None:
+    """Only str, int (within +-2**53-1), bool, null, lists and string-keyed objects."""
+    require(depth <= NESTING_MAX, f"{where}: nested deeper than {NESTING_MAX}")
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        require(-JSON_INT_MAX <= value <= JSON_INT_MAX, f"{where}: integer {value} beyond +-2**53-1")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_plain(item, f"{where}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            require(isinstance(key, str), f"{where}: object key {key!r} is not a string")
+            check_plain(item, f"{where}.{key}", depth + 1)
+        return
+    require(False, f"{where}: {type(value).__name__} {value!r} is not a plain JSON value (no floats)")
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text (caller checked the value is plain)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def canonical_record(event: Recorded, seq: int) -> dict[str, Any]:
+    return {
+        "event": event.name,
+        "fields": event.fields,
+        "originator_id": event.originator_id,
+        "originator_version": event.originator_version,
+        "position": event.position,
+        "seq": seq,
+        "timestamp": event.timestamp,
+    }
+
+
+def record_bytes(record: dict[str, Any]) -> bytes:
+    check_plain(record, f"event at position {record.get('position')}")
+    return canonical_json(record).encode("utf-8")
+
+
+def chain_hash(prev_hex: str, canonical: bytes) -> str:
+    return hashlib.sha256(bytes.fromhex(prev_hex) + canonical).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One line of events.jsonl: the record, the hash before it, its own hash."""
+
+    record: dict[str, Any]
+    prev: str
+    hash: str
+
+    @property
+    def position(self) -> int:
+        return self.record["position"]
+
+    @property
+    def seq(self) -> int:
+        return self.record["seq"]
+
+    def line(self) -> str:
+        return canonical_json({"hash": self.hash, "prev": self.prev, "record": self.record})
+
+
+def chain(events: Iterable[Any], prev_hex: str = GENESIS_HEX, seq_start: int = 1) -> Iterator[Link]:
+    """Hash events (in global order) into links, continuing from `prev_hex`."""
+    seq = seq_start
+    last_position = None
+    for item in events:
+        event = Recorded.of(item)
+        require(last_position is None or event.position > last_position,
+                f"events out of order: {event.position} after {last_position}")
+        record = canonical_record(event, seq)
+        link_hash = chain_hash(prev_hex, record_bytes(record))
+        yield Link(record, prev_hex, link_hash)
+        prev_hex, seq, last_position = link_hash, seq + 1, event.position
+
+
+def parse_line(text: str) -> Link:
+    """One events.jsonl line; raises ValueError when it is not a link at all."""
+    obj = json.loads(text)
+    if not (isinstance(obj, dict) and set(obj) == {"hash", "prev", "record"}):
+        raise ValueError("a line must be an object with exactly hash, prev, record")
+    record = obj["record"]
+    if not (isinstance(record, dict) and isinstance(record.get("position"), int)
+            and isinstance(record.get("seq"), int)):
+        raise ValueError("record must carry integer position and seq")
+    for key in ("hash", "prev"):
+        value = obj[key]
+        if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+            raise ValueError(f"{key} must be 64 lower-case hex digits")
+    return Link(record, obj["prev"], obj["hash"])
+
+
+def self_consistent(link: Link) -> bool:
+    """The line's hash is SHA-256(its prev || canonical bytes of its record)."""
+    try:
+        return chain_hash(link.prev, record_bytes(link.record)) == link.hash
+    except Exception:  # a record that is not even plain JSON cannot match
+        return False
+
+
+# --------------------------------------------------------------------------- verify: files alone
+
+
+def verify_links(links: Sequence[Link], chain_start: str, first_seq: int) -> list[Finding]:
+    """Check a chain segment (lines in file order) and name every broken event by position.
+
+    Kinds: `reordered` (lines out of seq order), `inserted` (a line that is not
+    part of the chain: duplicate seq or its successor links past it),
+    `deleted` (seq numbers missing), `edited` (a line whose hash does not match
+    its content, or whose successor names a different hash for it).
+    """
+    findings = _reorder_findings(links)
+    by_seq: dict[int, list[Link]] = {}
+    for link in links:
+        by_seq.setdefault(link.seq, []).append(link)
+    seqs = sorted(by_seq)
+    last_hash, expected_seq, last_link = chain_start, first_seq, None
+    for i, seq in enumerate(seqs):
+        next_prevs = {c.prev for c in by_seq[seqs[i + 1]]} if i + 1 < len(seqs) else None
+        link, extra = _pick(by_seq[seq], last_hash, next_prevs)
+        findings += [Finding("inserted", x.position, f"line with seq {x.seq} is not part of the chain "
+                             "(another line holds this seq and links correctly)") for x in extra]
+        if seq > expected_seq:
+            after = f"after position {last_link.position} " if last_link else ""
+            findings.append(Finding("deleted", link.position,
+                                    f"{seq - expected_seq} event(s) (seq {expected_seq}..{seq - 1}) missing "
+                                    f"{after}before position {link.position}"))
+        if not self_consistent(link):
+            findings.append(Finding("edited", link.position, "content does not match its hash"))
+        elif link.prev != last_hash and seq == expected_seq:
+            where = last_link.position if last_link else None
+            what = f"position {where}" if where is not None else "the event before this export"
+            findings.append(Finding("edited", where, f"{what} was changed and re-hashed: the next event "
+                                    f"(position {link.position}) names a different hash for it"))
+        last_hash, expected_seq, last_link = link.hash, seq + 1, link
+    return _dedupe(findings)
+
+
+def _pick(candidates: list[Link], last_hash: str, next_prevs: set[str] | None) -> tuple[Link, list[Link]]:
+    """Among lines sharing one seq, the one that belongs to the chain, and the intruders."""
+    if len(candidates) == 1:
+        return candidates[0], []
+
+    def score(link: Link) -> tuple[bool, bool, bool]:
+        return (next_prevs is not None and link.hash in next_prevs, link.prev == last_hash, self_consistent(link))
+
+    best = max(candidates, key=score)
+    return best, [c for c in candidates if c is not best]
+
+
+def _reorder_findings(links: Sequence[Link]) -> list[Finding]:
+    findings = []
+    for before, after in zip(links, links[1:]):
+        if after.seq < before.seq:
+            findings.append(Finding("reordered", after.position,
+                                    f"line for position {after.position} (seq {after.seq}) comes after "
+                                    f"position {before.position} (seq {before.seq})"))
+    seq_sorted = sorted(links, key=lambda lk: lk.seq)
+    for before, after in zip(seq_sorted, seq_sorted[1:]):
+        if after.seq > before.seq and after.position <= before.position:
+            findings.append(Finding("reordered", after.position,
+                                    f"position {after.position} has seq {after.seq} but follows position "
+                                    f"{before.position} (seq {before.seq})"))
+    return findings
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        key = (f.kind, f.position)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------- verify: against the store
+
+
+def compare_with_store(links: Sequence[Link], store_links: Sequence[Link]) -> list[Finding]:
+    """Compare exported lines with the store's events over the same position range, by position.
+
+    `store_links` are freshly chained from the live store (over the export's
+    position range, the seq/prev continuing from the store's own history).
+    """
+    if not links:
+        return []
+    lo = min(lk.position for lk in links)
+    hi = max(lk.position for lk in links)
+    exported = {lk.position: _content(lk.record) for lk in links}
+    stored = {lk.position: _content(lk.record) for lk in store_links if lo <= lk.position <= hi}
+    findings: list[Finding] = []
+    changed = sorted(p for p in exported.keys() & stored.keys() if exported[p] != stored[p])
+    swapped = _swaps(changed, exported, stored)
+    for p, q in swapped:
+        findings.append(Finding("reordered", p, f"the store holds at position {p} the event exported at "
+                                f"position {q}, and vice versa"))
+    in_swaps = {p for pair in swapped for p in pair}
+    for p in changed:
+        if p not in in_swaps:
+            findings.append(Finding("edited", p, f"the store's event differs from the export: {_diff(exported[p], stored[p])}"))
+    for p in sorted(exported.keys() - stored.keys()):
+        findings.append(Finding("deleted", p, "exported event is missing from the store"))
+    for p in sorted(stored.keys() - exported.keys()):
+        findings.append(Finding("inserted", p, "the store holds an event here that the export does not"))
+    first_store = next((lk for lk in store_links if lk.position == lo), None)
+    first_export = min(links, key=lambda lk: lk.position)
+    if first_store is not None and first_store.prev != first_export.prev and not findings:
+        findings.append(Finding("edited", None, f"events before position {lo} in the store no longer hash to "
+                                "this export's chain start: verify the earlier export against the store"))
+    return findings
+
+
+def _content(record: dict[str, Any]) -> str:
+    """A record without its chain-dependent `seq`, canonical."""
+    return canonical_json({k: v for k, v in record.items() if k != "seq"})
+
+
+def _swaps(changed: list[int], exported: dict[int, str], stored: dict[int, str]) -> list[tuple[int, int]]:
+    def body(content: str) -> str:  # the event without its own position
+        obj = json.loads(content)
+        obj.pop("position", None)
+        return canonical_json(obj)
+
+    exp_body = {p: body(exported[p]) for p in changed}
+    sto_body = {p: body(stored[p]) for p in changed}
+    pairs, used = [], set()
+    for p in changed:
+        for q in changed:
+            if q > p and p not in used and q not in used and exp_body[p] == sto_body[q] and exp_body[q] == sto_body[p]:
+                pairs.append((p, q))
+                used |= {p, q}
+    return pairs
+
+
+def _diff(exported: str, stored: str) -> str:
+    a, b = json.loads(exported), json.loads(stored)
+    keys = []
+    for key in sorted(set(a) | set(b)):
+        if key == "fields":
+            fa, fb = a.get("fields", {}), b.get("fields", {})
+            keys += [f"fields.{k}" for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+        elif a.get(key) != b.get(key):
+            keys.append(key)
+    return "changed " + ", ".join(keys) if keys else "changed"

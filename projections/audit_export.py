@@ -1,0 +1,278 @@
+"""Audit exports on disk: write events.jsonl, events.csv and manifest.json; verify them.
+
+The chain and the canonical form are in projections/audit.py; the file
+formats and verify semantics are specified in docs/audit.md. Events come in
+as any iterable in global order (the reader's tuples or `Recorded`), so this
+module knows nothing about the store.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domain.errors import require
+from projections.audit import (
+    FORMAT,
+    GENESIS_HEX,
+    LINE_BYTES_MAX,
+    Finding,
+    Link,
+    canonical_json,
+    chain,
+    compare_with_store,
+    parse_line,
+    verify_links,
+)
+
+EVENTS_JSONL = "events.jsonl"
+EVENTS_CSV = "events.csv"
+MANIFEST = "manifest.json"
+CSV_COLUMNS = ("seq", "position", "timestamp", "originator_id", "originator_version", "event", "fields", "prev", "hash")
+
+
+@dataclass
+class ExportResult:
+    directory: Path
+    manifest: dict[str, Any]
+    links: list[Link] = field(default_factory=list)
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def export(directory: str | Path, events: Iterable[Any], *, from_position: int | None = None,
+           to_position: int | None = None, previous_manifest: str | Path | None = None,
+           exported_at: str, progress: Any = None) -> ExportResult:
+    """Chain every event from the first (the chain always starts at genesis) and
+    write those within [from_position, to_position]. `progress(n)` is called per event."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    chain_start, links, rule_sets = GENESIS_HEX, [], {}
+    for link in chain(events):
+        if progress is not None:
+            progress(1)
+        if to_position is not None and link.position > to_position:
+            break
+        if from_position is not None and link.position < from_position:
+            chain_start = link.hash
+            continue
+        links.append(link)
+        _note_rule_set(rule_sets, link.record)
+    with open(out / EVENTS_JSONL, "w", encoding="utf-8", newline="\n") as f:
+        for link in links:
+            f.write(link.line() + "\n")
+    (out / EVENTS_CSV).write_text(_csv_text(links), encoding="utf-8", newline="")
+    previous = Path(previous_manifest) if previous_manifest else find_previous_manifest(out, links)
+    manifest = _manifest(links, chain_start, from_position, to_position, previous, rule_sets, exported_at, out)
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
+    return ExportResult(out, manifest, links)
+
+
+def _note_rule_set(rule_sets: dict, record: dict[str, Any]) -> None:
+    fields = record["fields"]
+    if record["event"].endswith("Opened") and "ruleset_id" in fields:
+        key = (fields["ruleset_id"], fields["ruleset_version"])
+        entry = rule_sets.setdefault(key, {"id": key[0], "version": key[1], "hashes": [], "rounds": 0})
+        entry["rounds"] += 1
+        if fields.get("ruleset_hash") and fields["ruleset_hash"] not in entry["hashes"]:
+            entry["hashes"].append(fields["ruleset_hash"])
+
+
+def _csv_text(links: list[Link]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for link in links:
+        writer.writerow(_csv_row(link))
+    return buf.getvalue()
+
+
+def _csv_row(link: Link) -> list[str]:
+    r = link.record
+    return [str(r["seq"]), str(r["position"]), r.get("timestamp", ""), r.get("originator_id", ""),
+            str(r.get("originator_version", "")), r.get("event", ""), canonical_json(r.get("fields", {})),
+            link.prev, link.hash]
+
+
+def _manifest(links: list[Link], chain_start: str, from_position: int | None, to_position: int | None,
+              previous: Path | None, rule_sets: dict, exported_at: str, out: Path) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "count": len(links),
+        "first_position": links[0].position if links else None,
+        "last_position": links[-1].position if links else None,
+        "first_seq": links[0].seq if links else None,
+        "last_seq": links[-1].seq if links else None,
+        "chain_start_hash": chain_start,
+        "head_hash": links[-1].hash if links else chain_start,
+        "requested_range": {"from": from_position, "to": to_position},
+        "previous_manifest": _relative(previous, out) if previous else None,
+        "previous_manifest_hash": file_sha256(previous) if previous else None,
+        "rule_sets": [rule_sets[k] for k in sorted(rule_sets)],
+        "exported_at": exported_at,
+    }
+
+
+def _relative(path: Path, out: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(out.resolve().parent))
+    except ValueError:
+        return str(path.resolve())
+
+
+def find_previous_manifest(out: Path, links: list[Link]) -> Path | None:
+    """The sibling export (same parent directory) that ends latest before this one starts."""
+    first_seq = links[0].seq if links else None
+    best: tuple[int, Path] | None = None
+    for candidate in sorted(out.resolve().parent.glob(f"*/{MANIFEST}")):
+        if candidate.parent == out.resolve():
+            continue
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+            last_seq = data["last_seq"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(last_seq, int) and (first_seq is None or last_seq < first_seq):
+            if best is None or last_seq > best[0]:
+                best = (last_seq, candidate)
+    return best[1] if best else None
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass
+class Verified:
+    manifest: dict[str, Any]
+    links: list[Link]
+    findings: list[Finding]
+
+
+def read_links(directory: Path) -> tuple[list[Link], list[Finding]]:
+    links, findings = [], []
+    with open(directory / EVENTS_JSONL, encoding="utf-8", newline="\n") as f:
+        for number, text in enumerate(f, 1):
+            text = text.rstrip("\n")
+            if not text:
+                continue
+            try:
+                require(len(text) <= LINE_BYTES_MAX, "line too long")
+                links.append(parse_line(text))
+            except Exception as exc:  # a mangled line is a finding, not a crash
+                findings.append(Finding("unreadable", None, f"{EVENTS_JSONL} line {number}: {exc}"))
+    return links, findings
+
+
+def verify_files(directory: str | Path) -> Verified:
+    """Recompute the chain from the files alone and check the manifest and CSV against it."""
+    out = Path(directory)
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Verified({}, [], [Finding("manifest", None, f"{MANIFEST} unreadable: {exc}")])
+    links, findings = read_links(out)
+    first_seq = manifest.get("first_seq") or (min((lk.seq for lk in links), default=1))
+    findings += verify_links(links, manifest.get("chain_start_hash", GENESIS_HEX), first_seq)
+    findings += _manifest_findings(manifest, links, findings)
+    findings += _csv_findings(out, links)
+    findings += _previous_findings(out, manifest)
+    return Verified(manifest, links, findings)
+
+
+def _manifest_findings(manifest: dict[str, Any], links: list[Link], so_far: list[Finding]) -> list[Finding]:
+    ordered = sorted(links, key=lambda lk: lk.seq)
+    head = ordered[-1] if ordered else None
+    checks = [
+        ("count", len(links)),
+        ("first_position", ordered[0].position if ordered else None),
+        ("last_position", head.position if head else None),
+        ("last_seq", head.seq if head else None),
+        ("head_hash", head.hash if head else manifest.get("chain_start_hash")),
+    ]
+    findings = []
+    for key, actual in checks:
+        if manifest.get(key) != actual:
+            position = head.position if key in ("head_hash", "last_seq", "last_position") and head else None
+            # A missing or extra event is already reported by position; the count follows from it.
+            findings.append(Finding("manifest", position, f"manifest {key} is {manifest.get(key)!r}, "
+                                    f"the events give {actual!r}"))
+    if manifest.get("format") != FORMAT:
+        findings.append(Finding("manifest", None, f"unknown format {manifest.get('format')!r}; expected {FORMAT}"))
+    return findings
+
+
+def _csv_findings(out: Path, links: list[Link]) -> list[Finding]:
+    path = out / EVENTS_CSV
+    if not path.exists():
+        return [Finding("csv", None, f"{EVENTS_CSV} is missing")]
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or tuple(rows[0]) != CSV_COLUMNS:
+        return [Finding("csv", None, f"{EVENTS_CSV} header is not {','.join(CSV_COLUMNS)}")]
+    expected = {link.hash: _csv_row(link) for link in links}
+    findings = []
+    seen = set()
+    for row in rows[1:]:
+        h = row[-1] if row else ""
+        position = _int_or_none(row[1]) if len(row) > 1 else None
+        if h not in expected:
+            findings.append(Finding("csv", position, f"{EVENTS_CSV} row for position {position} matches no "
+                                    f"line of {EVENTS_JSONL}"))
+        elif row != expected[h]:
+            findings.append(Finding("csv", position, f"{EVENTS_CSV} row differs from {EVENTS_JSONL}"))
+        seen.add(h)
+    for h, row in expected.items():
+        if h not in seen:
+            findings.append(Finding("csv", int(row[1]), f"{EVENTS_CSV} has no row for position {row[1]}"))
+    return findings
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _previous_findings(out: Path, manifest: dict[str, Any]) -> list[Finding]:
+    name, recorded = manifest.get("previous_manifest"), manifest.get("previous_manifest_hash")
+    if not name:
+        return []
+    path = Path(name) if Path(name).is_absolute() else out.resolve().parent / name
+    if not path.exists():
+        return [Finding("previous_manifest", None, f"previous manifest {name} not found; its hash "
+                        f"{recorded} cannot be checked here")]
+    findings = []
+    if file_sha256(path) != recorded:
+        findings.append(Finding("previous_manifest", None, f"previous manifest {name} does not hash to {recorded}"))
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return findings + [Finding("previous_manifest", None, f"previous manifest {name} is not JSON")]
+    if previous.get("last_seq") is not None and previous.get("last_seq") + 1 == manifest.get("first_seq") \
+            and previous.get("head_hash") != manifest.get("chain_start_hash"):
+        findings.append(Finding("previous_manifest", manifest.get("first_position"),
+                                f"this export continues {name} but its chain start differs from that "
+                                "export's head hash: events before this export were changed"))
+    return findings
+
+
+def verify_against_store(verified: Verified, store_events: Iterable[Any]) -> list[Finding]:
+    """Chain the live store's events (from genesis) and compare them by position with the export."""
+    last = verified.manifest.get("last_position")
+    if last is None and verified.links:
+        last = max(lk.position for lk in verified.links)
+    store_links = []
+    for link in chain(store_events):
+        if last is not None and link.position > last:
+            break
+        store_links.append(link)
+    return compare_with_store(verified.links, store_links)
