@@ -81,6 +81,9 @@ class Pause(_Command):
     cause: Cause
     by: Id
     note: Note = ""
+    # player-side causes (live blackjack "complete"): whose hands the no-action rule plays;
+    # absent = every hand waiting for a decision now
+    player_id: Id | None = None
 
 
 class Resume(_Command):

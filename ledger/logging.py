@@ -1,0 +1,57 @@
+"""Structured logs: one line per command at debug, a summary at info.
+
+`merge_contextvars` comes first so the command id and round bound per command
+show on every line logged while it runs. Console renderer on a tty, JSON otherwise.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import structlog
+
+_configured = False
+
+
+def configure(level: str = "info", json_output: bool | None = None) -> None:
+    global _configured
+    if json_output is None:
+        json_output = not sys.stderr.isatty()
+    renderer: Any = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    _configured = True
+
+
+def get_logger() -> Any:
+    if not _configured:
+        configure()
+    return structlog.get_logger("ledger")
+
+
+@contextmanager
+def bound(**values: Any) -> Iterator[None]:
+    with structlog.contextvars.bound_contextvars(**values):
+        yield
+
+
+def log_result(result: Any) -> None:
+    get_logger().debug(
+        "command",
+        command_id=result.command_id,
+        status=result.status,
+        code=result.code,
+        round_id=result.round_id,
+        events=list(result.events),
+    )

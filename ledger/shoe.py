@@ -1,0 +1,130 @@
+"""The Shoe aggregate: what spans the rounds dealt from one shoe at one table.
+
+- rounds dealt from it (`round_in_shoe`: baccarat side bets stop after round 50/60);
+- the cards of every closed round, so an impossible card is caught across
+  rounds (a ninth ace of spades in 8 decks);
+- retirement: after a void under a policy that replaces the shoe (live
+  blackjack), the shoe is retired and further rounds on it are refused.
+
+A game reshuffled every round (Teen Patti) counts cards within the round only.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, CanMutateAggregate
+
+from domain.cards import Card, parse_card
+from domain.errors import refuse_unless, require
+from domain.ruleset import RuleSet
+from ledger.round import NAMESPACE
+
+ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds
+
+
+def shoe_id_for(table_id: str, shoe_id: str) -> UUID:
+    return uuid5(NAMESPACE, f"shoe/{table_id}/{shoe_id}")
+
+
+def reshuffled_every_round(rules: RuleSet) -> bool:
+    """Teen Patti 20-20: one deck shuffled after every round (seed 003)."""
+    return bool(getattr(rules, "reshuffle_every_round", rules.game == "teen-patti"))
+
+
+class Shoe(Aggregate):
+    class Event(Aggregate.Event):
+        command_id: str
+        studio_time: str
+
+        def mutate(self, aggregate: Any) -> Any:
+            if aggregate is None:
+                aggregate = Shoe._shell(self.originator_id, self.timestamp)
+            return CanMutateAggregate.mutate(self, aggregate)
+
+    class Started(Event):
+        table_id: str
+        shoe_id: str
+        game: str
+        decks: int
+
+        def apply(self, s: "Shoe") -> None:
+            s.table_id, s.shoe_id, s.game, s.decks = self.table_id, self.shoe_id, self.game, self.decks
+
+    class RoundStarted(Event):
+        round_id: str
+        round_no: int
+        round_in_shoe: int
+
+        def apply(self, s: "Shoe") -> None:
+            require(self.round_in_shoe == s.rounds_dealt + 1, "round_in_shoe out of order")
+            s.rounds_dealt = self.round_in_shoe
+
+    class CardsRecorded(Event):
+        round_id: str
+        cards: list[str]
+
+        def apply(self, s: "Shoe") -> None:
+            s.seen.update(parse_card(c) for c in self.cards)
+
+    class Retired(Event):
+        round_id: str
+        cause: str
+
+        def apply(self, s: "Shoe") -> None:
+            s.retired = {"round_id": self.round_id, "cause": self.cause}
+
+    @classmethod
+    def _shell(cls, shoe_uuid: UUID, timestamp: Any) -> "Shoe":
+        s = cls.__new__(cls)
+        s.__base_init__(originator_id=shoe_uuid, originator_version=0, timestamp=timestamp)
+        s.table_id = ""
+        s.shoe_id = ""
+        s.game = ""
+        s.decks = 0
+        s.rounds_dealt = 0
+        s.seen: Counter[Card] = Counter()
+        s.retired: dict[str, str] | None = None
+        return s
+
+    @classmethod
+    def new(cls, table_id: str, shoe_id: str) -> "Shoe":
+        return cls._shell(shoe_id_for(table_id, shoe_id), datetime.now(timezone.utc))
+
+    def _trigger(self, event_class: type, cmd: Any, **fields: Any) -> None:
+        self.trigger_event(event_class, command_id=cmd.command_id, studio_time=cmd.studio_time.isoformat(), **fields)
+
+    def start_round(self, cmd: Any, rules: RuleSet, round_id: UUID) -> int:
+        """Count a new round on this shoe; refuse a retired shoe. Returns round_in_shoe."""
+        refuse_unless(
+            self.retired is None, "shoe_retired",
+            f"shoe {cmd.shoe_id} at table {cmd.table_id} was retired after round {self.retired and self.retired['round_id']} "
+            f"was voided ({self.retired and self.retired['cause']}); open the round on a new shoe",
+        )
+        refuse_unless(
+            self.version == 0 or self.game == rules.game, "shoe_game_mismatch",
+            f"shoe {cmd.shoe_id} deals {self.game}; round {cmd.round_no} is {rules.game}",
+        )
+        refuse_unless(
+            self.rounds_dealt < ROUNDS_PER_SHOE_MAX, "shoe_exhausted",
+            f"shoe {cmd.shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
+        )
+        if self.version == 0:
+            self._trigger(Shoe.Started, cmd, table_id=cmd.table_id, shoe_id=cmd.shoe_id, game=rules.game, decks=rules.decks)
+        self._trigger(
+            Shoe.RoundStarted, cmd, round_id=str(round_id), round_no=cmd.round_no, round_in_shoe=self.rounds_dealt + 1
+        )
+        return self.rounds_dealt
+
+    def seen_for(self, rules: RuleSet) -> Counter[Card]:
+        return Counter() if reshuffled_every_round(rules) else self.seen
+
+    def record_round(self, cmd: Any, rules: RuleSet, round_id: UUID, cards: list[str]) -> None:
+        if cards and not reshuffled_every_round(rules):
+            self._trigger(Shoe.CardsRecorded, cmd, round_id=str(round_id), cards=cards)
+
+    def retire(self, cmd: Any, round_id: UUID, cause: str) -> None:
+        if self.retired is None:
+            self._trigger(Shoe.Retired, cmd, round_id=str(round_id), cause=cause)
