@@ -78,7 +78,7 @@ def export(directory: str | Path, events: Iterable[Any], *, from_position: int |
 
 def _note_rule_set(rule_sets: dict, record: dict[str, Any]) -> None:
     fields = record["fields"]
-    if record["event"].endswith("Opened") and "ruleset_id" in fields:
+    if record["event"] == "Round.Opened" and "ruleset_id" in fields:
         key = (fields["ruleset_id"], fields["ruleset_version"])
         entry = rule_sets.setdefault(key, {"id": key[0], "version": key[1], "hashes": [], "rounds": 0})
         entry["rounds"] += 1

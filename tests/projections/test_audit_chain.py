@@ -27,12 +27,12 @@ def synthetic(count: int = 12, gap_at: int | None = None) -> list[Recorded]:
     for i in range(count):
         position += 2 if gap_at is not None and i == gap_at else 1
         round_id = str(uuid5(NAMESPACE_URL, f"round/{i // 4}"))
-        name = ("Opened", "BetPlaced", "BettingClosed", "Settled")[i % 4]
+        name = ("Round.Opened", "Round.BetPlaced", "Round.BettingClosed", "Round.Settled")[i % 4]
         fields = {"command_id": f"c{i}", "studio_time": "2024-05-01T11:59:59+00:00", "note": "Café ✓ \"q\"\n"}
-        if name == "BetPlaced":
+        if name == "Round.BetPlaced":
             fields |= {"bet_id": f"b{i}", "stake_minor": 1000, "postings": [
                 {"account": "player:p1", "amount_minor": -1000}, {"account": f"round:{round_id}", "amount_minor": 1000}]}
-        if name == "Opened":
+        if name == "Round.Opened":
             fields |= {"ruleset_id": "baccarat/live-8d", "ruleset_version": 1, "ruleset_hash": "ab" * 32}
         events.append(Recorded(position, name, round_id, i % 4 + 1, (T0 + timedelta(seconds=i)).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ"), fields))
@@ -66,10 +66,10 @@ def test_canonical_bytes_are_sorted_compact_utf8() -> None:
 
 def test_worked_example_in_docs_matches_the_code() -> None:
     """docs/audit.md shows this record and its hash; keep them in step."""
-    record = Recorded(1, "Opened", "5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11", 1, "2024-05-01T12:00:00.000000Z",
+    record = Recorded(1, "Round.Opened", "5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11", 1, "2024-05-01T12:00:00.000000Z",
                       {"command_id": "c1", "table_id": "bac-1", "round_no": 7})
     link = next(chain([record]))
-    expected = ('{"event":"Opened","fields":{"command_id":"c1","round_no":7,"table_id":"bac-1"},'
+    expected = ('{"event":"Round.Opened","fields":{"command_id":"c1","round_no":7,"table_id":"bac-1"},'
                 '"originator_id":"5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11","originator_version":1,'
                 '"position":1,"seq":1,"timestamp":"2024-05-01T12:00:00.000000Z"}')
     assert canonical_json(link.record) == expected
@@ -177,7 +177,7 @@ def test_swapped_lines_are_named_by_position(tmp_path: Path) -> None:
 def test_edited_csv_row_is_named(tmp_path: Path) -> None:
     out = make_export(tmp_path)
     text = (out / EVENTS_CSV).read_text().splitlines()
-    text[3] = text[3].replace("BettingClosed", "Voided")
+    text[3] = text[3].replace("Round.BettingClosed", "Round.Voided")
     (out / EVENTS_CSV).write_text("\n".join(text) + "\n")
     assert kinds(out) == {("csv", 3)}
 
