@@ -25,6 +25,7 @@ BEHIND_PERCENT = 60
 
 class BlackjackDriver(GameDriver):
     regulars = 14
+    has_decisions = True
     main_types = ("main",)
 
     def __init__(self, rules: RuleSet) -> None:

@@ -36,6 +36,7 @@ class GameDriver:
     """Defaults for table games without decisions (baccarat, Teen Patti)."""
 
     regulars = 10
+    has_decisions = False
     fresh_shoe_each_round = False
     main_types: tuple[str, ...] = ()
     side_types: tuple[tuple[str, int], ...] = ()  # (bet type, chance in percent)

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import copy
 import random
-from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from domain.cards import Card
 from domain.errors import Refusal, require
 from domain.model import Bet
 from domain.registry import new_round
@@ -61,7 +59,8 @@ class RoundCtx:
     fault: str | None
     faults: list[str] = field(default_factory=list)
     disconnected: set[str] = field(default_factory=set)
-    ended: bool = False
+    ended: bool = False  # voided (or reversed then voided): nothing more is sent for it
+    shoe_void: bool = False  # voided while in play: a replace-the-shoe policy retires the shoe
     timeout_used: bool = False
     answered: set[tuple[str, str]] = field(default_factory=set)
 
@@ -128,7 +127,10 @@ class TableSim:
         self._play(ctx)
         if fault == "duplicate":
             self._duplicate(ctx)
-        if ctx.ended:
+        if fault == "early_void":
+            # The ledger never opened it: the shoe did not count it (a new shoe still burns next round).
+            self.round_in_shoe -= 1
+        elif ctx.shoe_void:
             self._after_void()
         writer.tick(rng.randint(3_000, 9_000))  # the table resets between rounds
         self.clock_ms = writer.clock_ms
@@ -188,11 +190,12 @@ class TableSim:
 
     def _deal_and_decide(self, ctx: RoundCtx) -> None:
         model, rng = ctx.model, ctx.rng
-        fault_step = rng.randint(1, 6) if ctx.fault in MID_ROUND_FAULTS else -1
+        fault_step = rng.randint(1, 4) if ctx.fault in MID_ROUND_FAULTS else STEPS_MAX + 1
         for step in range(1, STEPS_MAX + 1):
             if model.is_complete():
                 return
-            if step == fault_step:
+            if step >= fault_step and self._fault_fits(ctx):
+                fault_step = STEPS_MAX + 1
                 self._mid_round_fault(ctx)
                 if ctx.ended:
                     return
@@ -257,7 +260,7 @@ class TableSim:
     def _void(self, ctx: RoundCtx, cause: str, note: str) -> None:
         ctx.writer.tick(ctx.rng.randint(5_000, 40_000))
         ctx.writer.emit("void", cause=cause, by=ctx.rng.choice(SUPERVISORS), note=note)
-        ctx.ended = True
+        ctx.ended = ctx.shoe_void = True
 
     def _pause(self, ctx: RoundCtx, cause: str, by: str, note: str) -> None:
         ctx.writer.tick(ctx.rng.randint(500, 3_000))
@@ -268,25 +271,27 @@ class TableSim:
         ctx.writer.emit("resume", by=ctx.rng.choice(SUPERVISORS), note=note)
 
     def _interrupt(self, ctx: RoundCtx, cause: str, note: str) -> None:
-        """A pause for `cause`; then the error policy decides: void, or resume (or void if unresolved)."""
-        if self._action(cause) == "void":
-            self._pause(ctx, cause, "studio", note)
-            self._void(ctx, cause, f"{note}; round cancelled, every bet refunded")
-            return
+        """A pause for `cause`; the ledger applies the error policy: a void policy voids
+        the round at once; a pause policy waits for a resume (or a void if unresolved)."""
         self._pause(ctx, cause, "studio", note)
+        if self._action(cause) == "void":
+            ctx.ended = ctx.shoe_void = True
+            return
         if ctx.rng.randrange(10) < 7:
             self._resume(ctx, "resolved")
         else:
             self._void(ctx, "unresolved_pause", f"{note}; not resolved, round cancelled")
 
+    def _fault_fits(self, ctx: RoundCtx) -> bool:
+        """A disconnect at a decision table happens while a player is to act."""
+        if ctx.fault == "disconnect" and self.driver.has_decisions:
+            return bool(ctx.model.legal_decisions())
+        return True
+
     def _mid_round_fault(self, ctx: RoundCtx) -> None:
         ctx.faults.append(ctx.fault or "")
         if ctx.fault == "disconnect":
-            player = ctx.rng.choice(ctx.players) if ctx.players else "p0000"
-            ctx.disconnected.add(player)
-            self._pause(ctx, "player_connection_lost", "studio", f"player {player} lost connection")
-            if self._action("player_connection_lost") == "pause":
-                self._resume(ctx, f"player {player} reconnected")
+            self._disconnect(ctx)
         elif ctx.fault == "host_interruption":
             self._interrupt(ctx, "host_interruption", "studio host system interrupted")
         elif ctx.fault == "pause_resume":
@@ -295,6 +300,28 @@ class TableSim:
             self._resume(ctx, "checked, play on")
         elif ctx.fault == "dealer_error":
             self._dealer_error(ctx)
+
+    def _disconnect(self, ctx: RoundCtx) -> None:
+        """The acting player's connection drops. Under a `complete` policy the ledger
+        plays every hand waiting for a decision by the no-action rule and declines
+        open follow offers; the model here does the same to stay in step."""
+        model = ctx.model
+        waiting = list(model.legal_decisions())
+        owner = self.driver.hand_owner(ctx, waiting[0]) if waiting else None
+        player = owner or (ctx.rng.choice(ctx.players) if ctx.players else "p0000")
+        ctx.disconnected.add(player)
+        self._pause(ctx, "player_connection_lost", "studio", f"player {player} lost connection")
+        action = self._action("player_connection_lost")
+        if action == "complete":
+            for offer in list(model.pending_follows()):
+                model.follow(offer.bet_id, offer.kind, False)
+            for hand in waiting:
+                if hand in model.legal_decisions():
+                    model.decide(hand, "auto", "system")
+        elif action == "pause":
+            self._resume(ctx, f"player {player} reconnected")
+        else:
+            ctx.ended = ctx.shoe_void = True
 
     def _dealer_error(self, ctx: RoundCtx) -> None:
         """A card to the wrong place (or a card the shoe cannot hold), then void or correction."""
@@ -312,12 +339,16 @@ class TableSim:
             pass
         w.tick(rng.randint(1_200, 2_600))
         w.deal(bad_card, bad_target, recorded=False)
-        if self._action("human_error") == "void" or rng.randrange(10) < 4:
+        # The ledger refuses the card and applies the human-error policy itself:
+        # a void policy voids the round; a pause policy flags a pause that the
+        # correct card lifts (or a resume, or a supervisor's void).
+        if self._action("human_error") == "void":
+            ctx.ended = ctx.shoe_void = True
+        elif rng.randrange(10) < 4:
             self._void(ctx, "human_error", f"dealer error: {bad_card} to {bad_target}")
-            return
-        self._pause(ctx, "human_error", "studio", f"dealer error: {bad_card} to {bad_target}")
-        self._resume(ctx, "card corrected")
-        # play goes on: the loop deals the right card to the right target next
+        elif model.next_card_target() is None:
+            self._resume(ctx, f"{bad_card} taken back; play on")
+        # else play goes on: the loop deals the right card to the right target, which resumes
 
     def _early_void(self, ctx: RoundCtx) -> None:
         """The round's void reaches the ledger before its open_round (out-of-order delivery)."""
@@ -332,8 +363,6 @@ class TableSim:
         ctx.writer.tick(ctx.rng.randint(30_000, 300_000))
         ctx.writer.emit("reverse_settlement", by=ctx.rng.choice(SUPERVISORS),
                         reason="dispute review: settlement corrected", then=then, cause="human_error")
-        if then == "void":
-            ctx.ended = True
 
     def _duplicate(self, ctx: RoundCtx) -> None:
         """The studio retried: one line arrives again a little later."""
@@ -345,6 +374,3 @@ class TableSim:
         j = min(len(lines), i + 1 + ctx.rng.randrange(3))
         lines.insert(j, (lines[j - 1][0], lines[i][1]))
 
-
-def card_counts(cards: list[Card]) -> Counter[Card]:
-    return Counter(cards)
