@@ -1,0 +1,55 @@
+"""Shared fixtures: `store_url` runs a test on SQLite (a tmp file) and on PostgreSQL
+(a fresh schema per test, dropped afterwards).
+
+PostgreSQL comes from LEDGER_TEST_PG_URL (default postgresql://postgres@127.0.0.1:5432/postgres).
+When the server is unreachable the postgres variants skip locally, but FAIL under CI=true.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from urllib.parse import urlparse
+
+import pytest
+
+PG_URL_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def pg_base_url() -> str:
+    return os.environ.get("LEDGER_TEST_PG_URL", PG_URL_DEFAULT)
+
+
+def _pg_connect(url: str):  # type: ignore[no-untyped-def]
+    import psycopg
+
+    p = urlparse(url)
+    return psycopg.connect(
+        dbname=p.path.lstrip("/"), host=p.hostname, port=p.port or 5432, user=p.username or "postgres",
+        password=p.password or None, autocommit=True, connect_timeout=5,
+    )
+
+
+@pytest.fixture
+def pg_schema_url():  # type: ignore[no-untyped-def]
+    base = pg_base_url()
+    try:
+        conn = _pg_connect(base)
+    except Exception as exc:  # noqa: BLE001 - any failure to connect means "no server"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL at {base} is unreachable under CI=true: {exc}")
+        pytest.skip(f"PostgreSQL at {base} is unreachable: {exc}")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}schema={schema}"
+    finally:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        conn.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path):  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    return request.getfixturevalue("pg_schema_url")
