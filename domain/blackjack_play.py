@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from domain.blackjack_round import Hand, Stake, State, holder_bet
 from domain.blackjack_rules import BlackjackRules
+from domain.errors import require
 from domain.model import FollowOffer, StakeMove
 
 
@@ -34,10 +35,10 @@ def _insurance(s: State, spot: str, action: str, amount: int | None) -> list[Sta
         return []
     if action != "insurance":  # no_insurance, auto (silence declines insurance)
         return []
-    assert_amount = amount if amount is not None else 0
+    require(amount is not None and amount > 0, f"insurance on {spot} without an amount")
     holder = holder_bet(s, spot)
-    s.insurance[spot] = assert_amount
-    return [StakeMove(f"{holder.bet_id}:insurance", holder.player_id, assert_amount, "insurance")]
+    s.insurance[spot] = amount  # type: ignore[assignment]
+    return [StakeMove(f"{holder.bet_id}:insurance", holder.player_id, amount, "insurance")]  # type: ignore[arg-type]
 
 
 def _others_on(s: State, h: Hand, holder_id: str) -> list[str]:

@@ -236,6 +236,21 @@ class BlackjackRound:
         _hand(s, target).stakes.append(Stake(offer.bet_id, offer.player_id, offer.amount_minor, reason))
         return [StakeMove(offer.bet_id, offer.player_id, offer.amount_minor, reason)]
 
+    def deciding_player(self, hand: str) -> str:
+        """The player whose decisions count for `hand` (seat player / box holder)."""
+        s = self._s
+        spot = next((h.spot for h in s.hands if h.name == hand or h.spot == hand), None)
+        if spot is None:
+            raise Refusal("unknown_hand", f"no hand {hand} in this round")
+        return holder_bet(s, spot).player_id
+
+    def check_decider(self, hand: str, player_id: str) -> None:
+        """For the ledger: refuse a decision on `hand` by anyone but its holder (spielbank seed 002)."""
+        holder = self.deciding_player(hand)
+        if player_id != holder:
+            raise Refusal("not_box_holder", f"{hand}: only the box holder {holder} decides; {player_id} may "
+                                            "only follow a split or double")
+
     # ------------------------------------------------------------------ end
     def is_complete(self) -> bool:
         return self._s.phase == "complete"
@@ -308,6 +323,13 @@ def can_split(rules: BlackjackRules, s: State, h: Hand) -> bool:
         return False
     if h.split_aces and not rules.resplit_aces:
         return False
+    if not rules.split_hand_counts_as_box_for_max:
+        # the box maximum then caps the holder's stakes on all the box's hands together
+        holder = holder_bet(s, h.spot)
+        on_box = sum(k.amount_minor for x in s.hands if x.spot == h.spot for k in x.stakes
+                     if k.bet_id == holder.bet_id)
+        if on_box + holder.stake_minor > rules.limit_for("main").max_minor:
+            return False
     return True
 
 

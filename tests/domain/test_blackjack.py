@@ -619,3 +619,65 @@ def test_empty_round_completes_with_no_results() -> None:
 def test_basic_strategy(cards, up, legal, action) -> None:
     got = basic_strategy(LIVE, [parse_card(c) for c in cards.split()], parse_card(up), legal)
     assert got == action
+
+
+def test_split_hand_counts_as_box_for_max_or_not() -> None:
+    assert "split" in one(LIVE, stake=300_000).cards("8S", "7C", "8D").legal("seat:1")
+    t = one(LIVE, stake=250_001, split_hand_counts_as_box_for_max=False).cards("8S", "7C", "8D")
+    assert "split" not in t.legal("seat:1")
+    t = one(LIVE, stake=250_000, split_hand_counts_as_box_for_max=False).cards("8S", "7C", "8D")
+    assert "split" in t.legal("seat:1")
+
+
+def test_only_the_box_holder_decides() -> None:
+    t = Table(SPIEL).bet("h", "p1", "box:2", 500, seat_no=2).bet("o", "p2", "box:2", 500, seat_no=5).close()
+    t.r.check_decider("box:2", "p1")
+    refused("not_box_holder", t.r.check_decider, "box:2", "p2")
+    refused("unknown_hand", t.r.check_decider, "box:6", "p2")
+
+
+def test_bets_per_round_limit_at_and_past() -> None:
+    from domain.blackjack_rules import BETS_PER_ROUND_MAX
+
+    t = Table(LIVE, behind_bets_per_seat_max=100)
+    n = 0
+    for seat in range(1, 8):
+        t.bet(f"s{seat}", f"seated{seat}", f"seat:{seat}", 100)
+        n += 1
+    backer = 0
+    while n < BETS_PER_ROUND_MAX:
+        seat = backer % 7 + 1
+        t.bet(f"x{n}", f"q{backer}", f"behind:{seat}", 100)
+        n += 1
+        if n < BETS_PER_ROUND_MAX:
+            t.bet(f"x{n}", f"q{backer}", f"behind:{seat}", 100, "pair")
+            n += 1
+        backer += 1
+    assert len(t.r.view()["bets"]) == BETS_PER_ROUND_MAX
+    refused("too_many_bets", t.r.place_bet, Bet("late", "z", "behind:1", "main", 100))
+
+
+def test_spielbank_follower_declines_double_keeps_single_stake() -> None:
+    t = Table(SPIEL).bet("h", "p1", "box:1", 1000, seat_no=1).bet("o", "p2", "box:1", 500, seat_no=4).close()
+    t.cards("5S", "7C", "5D").do("box:1", "double").cards("9H", "TD")  # offer silently declined
+    res = t.results()
+    assert (res["o"].staked_minor, res["o"].returned_minor) == (500, 1000)
+    assert (res["h"].staked_minor, res["h"].returned_minor) == (2000, 4000)
+
+
+def test_follow_offer_expires_at_next_decision() -> None:
+    t = Table(SPIEL).bet("h", "p1", "box:1", 1000, seat_no=1).bet("o", "p2", "box:1", 500, seat_no=4).close()
+    t.cards("8S", "7C", "8D").do("box:1", "split")
+    assert len(t.r.pending_follows()) == 1
+    t.cards("TH")
+    refused("no_follow_offer", t.r.follow, "o", "split", True)
+
+
+def test_decision_source_and_view_are_plain() -> None:
+    import json
+
+    t = behind_table().cards("8S", "7C", "8D").do("seat:2", "split")
+    view = t.r.view()
+    assert json.loads(json.dumps(view)) == view
+    assert view["follow_offers"][0]["hand"] == "seat:2.2"
+    assert view["legal_decisions"] == {} and view["next_card_target"] == "seat:2.1"
