@@ -92,8 +92,9 @@ class _State:
         return format_minor(amount_minor, self.currency)
 
 
-def recompute(events_of_round: Iterable[Any]) -> Replay:
-    """Replay one round's events (in order) on a fresh domain model; see the module doc."""
+def recompute(events_of_round: Iterable[Any], *, views: bool = True) -> Replay:
+    """Replay one round's events (in order) on a fresh domain model; see the module doc.
+    `views=False` skips the state snapshot after each step (bulk checks need only findings)."""
     events = [Recorded.of(e) for e in events_of_round]
     s = _State(round_id=events[0].originator_id if events else "")
     _check_sequence(s, events)
@@ -106,7 +107,7 @@ def recompute(events_of_round: Iterable[Any]) -> Replay:
         else:
             _check_postings_balance(s, event)
             text, source = handler(s, event)
-        view = s.model.view() if s.model is not None else None
+        view = s.model.view() if views and s.model is not None else None
         s.steps.append(Step(event.originator_version, event.position, name, event.fields.get("studio_time"),
                             event.timestamp, text, source, view))
     return Replay(s.steps, s.results, s.findings)
@@ -168,8 +169,8 @@ def _opened(s: _State, e: Recorded) -> tuple[str, str | None]:
         s.stopped = "unknown rule set"
         s.find("ruleset_unknown", e.position, refusal.message)
         return f"opened under {label} (unknown here)", None
-    if rules.content_hash() != f.get("ruleset_hash"):
-        s.find("ruleset_hash_mismatch", e.position, f"{label} hashes to {rules.content_hash()} now; the round "
+    if _content_hash(rules) != f.get("ruleset_hash"):
+        s.find("ruleset_hash_mismatch", e.position, f"{label} hashes to {_content_hash(rules)} now; the round "
                f"recorded {f.get('ruleset_hash')}: the rule set changed after this round was played")
     s.rules = rules
     s.model = new_round(rules, round_in_shoe=f["round_in_shoe"])
@@ -278,6 +279,17 @@ _HANDLERS = {
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+_HASHES: dict[int, tuple[Any, str]] = {}
+
+
+def _content_hash(rules: Any) -> str:
+    """Rule sets are frozen and few: hash each object once per process."""
+    cached = _HASHES.get(id(rules))
+    if cached is None or cached[0] is not rules:
+        cached = _HASHES[id(rules)] = (rules, rules.content_hash())
+    return cached[1]
 
 
 def _key(d: dict[str, Any]) -> tuple:

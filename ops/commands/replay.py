@@ -1,0 +1,181 @@
+"""`ledger replay ROUND`: one round's timeline, state after each step, and its
+settlement recomputed on a fresh domain model, bet by bet (projections/replay.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from domain.errors import Refusal
+
+EPILOG = """\
+ROUND is the round's UUID or TABLE#ROUND_NO (e.g. bacc-1#12).
+
+The settlement is recomputed from the recorded facts (bets, cards, decisions,
+follows) under the recorded rule-set id and version with a FRESH pure domain
+model (not the ledger's aggregate) and compared with the recorded Settled
+results bet by bet. Any difference is a finding; nothing is corrected.
+Finding kinds: docs/audit.md.
+
+Examples:
+  ledger replay bacc-1#12
+  ledger replay bj-live-1#3 --at 5          # the round as of its 5th event
+  ledger replay bj-live-1#3 --json | jq '.results'
+  ledger replay tp-1#9 --proof               # also each event's audit-chain hash
+
+Exit status: 0 no findings; 1 findings (printed); 2 round not found or bad arguments.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay", help="replay one round: timeline, state per step, settlement recomputed and compared",
+        description="Replay one round for a dispute: every event with its position, studio and server time, "
+        "the state after each step, and each bet's payout recomputed under the recorded rule set.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("round", metavar="ROUND", help="round UUID or TABLE#ROUND_NO")
+    p.add_argument("--at", type=int, metavar="N", help="show the round as of its N-th event (1-based)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("--proof", action="store_true",
+                   help="also print each event's audit-chain hash and the store's head hash (reads the whole store)")
+    p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ledger.store import open_app
+    from projections.audit_store import parse_round_ref, round_events
+    from projections.replay import recompute
+
+    try:
+        round_id = parse_round_ref(args.round)
+    except Refusal as refusal:
+        print(f"{refusal.code}: {refusal.message}")
+        return 2
+    app = open_app(args.db)
+    events = round_events(app, round_id)
+    if not events:
+        print(f"round_not_found: no events for {args.round} (id {round_id}) in this store")
+        return 2
+    if args.at is not None:
+        if not 1 <= args.at <= len(events):
+            print(f"bad_at: --at must be 1..{len(events)} for this round")
+            return 2
+        events = events[: args.at]
+    replay = recompute(events)
+    proof = _proof(app, {e.position for e in events}) if args.proof else None
+    if args.json:
+        print(json.dumps(_as_json(round_id, events, replay, proof, args.at), indent=2, default=str))
+    else:
+        _print_text(round_id, events, replay, proof, args.at)
+    return 1 if replay.findings else 0
+
+
+def _proof(app: Any, positions: set[int]) -> dict[str, Any]:
+    from projections.audit import chain
+    from projections.reader import read_events
+
+    hashes, head = {}, None
+    for link in chain(read_events(app, 1, page_size=5000)):
+        if link.position in positions:
+            hashes[link.position] = {"seq": link.seq, "hash": link.hash}
+        head = link
+    return {"events": hashes, "head_position": head.position if head else None,
+            "head_hash": head.hash if head else None}
+
+
+def _as_json(round_id: Any, events: list, replay: Any, proof: Any, at: int | None) -> dict[str, Any]:
+    opened = events[0].fields if events[0].name == "Round.Opened" else {}
+    return {
+        "round_id": str(round_id),
+        "table_id": opened.get("table_id"), "round_no": opened.get("round_no"),
+        "ruleset": {k: opened.get(k) for k in ("ruleset_id", "ruleset_version", "ruleset_hash")},
+        "at": at,
+        "steps": [s.as_dict() for s in replay.steps],
+        "results": [r.as_dict() for r in replay.results],
+        "findings": [f.as_dict() for f in replay.findings],
+        "proof": proof,
+    }
+
+
+def _print_text(round_id: Any, events: list, replay: Any, proof: Any, at: int | None) -> None:
+    from projections.replay import describe_step
+
+    opened = events[0].fields if events[0].name == "Round.Opened" else {}
+    label = f"{opened.get('table_id')}#{opened.get('round_no')}" if opened else str(round_id)
+    print(f"Round {label}  id {round_id}" + (f"  (as of event {at})" if at else ""))
+    if opened:
+        print(f"rule set {opened['ruleset_id']} v{opened['ruleset_version']}  recorded hash {opened['ruleset_hash']}")
+    print(f"\nTimeline ({len(replay.steps)} events; times are server time, then studio time):")
+    for step in replay.steps:
+        print("  " + describe_step(step))
+        if proof and step.position in proof["events"]:
+            p = proof["events"][step.position]
+            print(f"       chain seq {p['seq']} hash {p['hash']}")
+        state = compact_state(step.state)
+        if state:
+            print(f"       state: {state}")
+    _print_results(replay)
+    if proof:
+        print(f"\nStore head: position {proof['head_position']} hash {proof['head_hash']} "
+              "(compare with a published audit manifest's head_hash)")
+    print()
+    if replay.findings:
+        print(f"FINDINGS ({len(replay.findings)}):")
+        for f in replay.findings:
+            print(f"  {f}")
+    else:
+        print("No findings: every recorded fact replays, and every recorded payout equals the recomputed one.")
+
+
+def _print_results(replay: Any) -> None:
+    if not replay.results:
+        print("\nNo settlement in these events.")
+        return
+    current = None
+    for check in replay.results:
+        if check.settlement_no != current:
+            current = check.settlement_no
+            print(f"\nSettlement {current} (position {check.position}), recomputed on a fresh model:")
+        mark = "ok " if check.agrees else "DIFF"
+        rec, new = check.recorded, check.recomputed
+        line = rec or new or {}
+        print(f"  [{mark}] {check.bet_id:<14} {line.get('player_id', ''):<12} {line.get('bet_type', ''):<14} "
+              f"recorded {_short(rec)}  |  recomputed {_short(new)}")
+        explanation = (new or rec or {}).get("explanation")
+        if explanation:
+            print(f"         {explanation}")
+
+
+def _short(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "—"
+    rem = f" (+{r['remainder_num']}/{r['remainder_den']} kept)" if r.get("remainder_num") else ""
+    return f"{r['outcome']} {r['staked_minor']}->{r['returned_minor']}{rem}"
+
+
+def compact_state(view: dict[str, Any] | None) -> str:
+    """One line from a model's view(): each hand's cards and total, and the phase."""
+    if not view:
+        return ""
+    parts = []
+    for key, value in view.items():
+        if isinstance(value, dict) and "cards" in value:
+            parts.append(_hand(key, value))
+    for hand in view.get("hands", []) or []:
+        if isinstance(hand, dict) and "cards" in hand:
+            parts.append(_hand(hand.get("name", "?"), hand))
+    phase = view.get("phase")
+    result = view.get("result")
+    tail = f"  [{phase}]" if phase else ""
+    if result:
+        tail += f"  {result}"
+    return "  ".join(parts) + tail
+
+
+def _hand(name: str, hand: dict[str, Any]) -> str:
+    cards = " ".join(hand.get("cards") or []) or "-"
+    total = hand.get("total", hand.get("hand"))
+    status = f" {hand['status']}" if hand.get("status") not in (None, "open", "playing") else ""
+    return f"{name}: {cards}" + (f" ={total}" if total not in (None, "") else "") + status
