@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from ops.sim_table import RoundCtx
 
 STAKE_MULTIPLES = (1, 1, 2, 2, 3, 5, 5, 10, 10, 20, 25, 50, 100)
+ODD_CENTS_PERCENT = 15
+ODD_CENTS_MINOR = (5, 25, 55, 75)
 UNKNOWN_BET_TYPES = ("dragon_bonus", "lucky_seven", "super_six", "golden_pair")
 BACCARAT_CUT_FROM_END = 16  # cut card 16 cards before the end of the shoe
 BLACKJACK_PENETRATION_DEN = 4  # cut card with a quarter of the shoe left
@@ -29,7 +31,9 @@ def stake(rng: random.Random, limit: BetLimit, step_minor: int | None = None) ->
     amount = step * rng.choice(STAKE_MULTIPLES)
     if amount > limit.max_minor:
         amount = limit.max_minor - limit.max_minor % step
-    return max(amount, limit.min_minor)
+    if step_minor is None and rng.randrange(100) < ODD_CENTS_PERCENT:
+        amount += rng.choice(ODD_CENTS_MINOR)  # 12.25 on 3:2 or 0.95:1 leaves a remainder to round down
+    return min(max(amount, limit.min_minor), limit.max_minor)
 
 
 class GameDriver:
