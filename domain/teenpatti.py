@@ -154,14 +154,14 @@ def category_of(cards: list[Card] | tuple[Card, ...]) -> str:
 
 
 def hand_name(cards: list[Card] | tuple[Card, ...]) -> str:
-    """Readable: 'Trail of aces', 'Pure Sequence A-K-Q', 'Pair of 9s, kicker K'."""
+    """Readable: 'Trail of aces', 'Pure Sequence A-K-Q', 'Pair of nines, kicker K'."""
     cat, key = rank_hand(cards)
     name = CATEGORIES[cat]
     shown = "-".join(_rank_text(v) for v in _display_order(cards, name))
     if name == "trail":
-        return f"Trail of {RANK_NAMES[_rank_char(key[0])]}s"
+        return f"Trail of {_plural(key[0])}"
     if name == "pair":
-        return f"Pair of {_rank_text(key[0])}s, kicker {_rank_text(key[1])}"
+        return f"Pair of {_plural(key[0])}, kicker {_rank_text(key[1])}"
     return f"{CATEGORY_NAMES[name]} {shown}"
 
 
@@ -170,6 +170,11 @@ def _display_order(cards: list[Card] | tuple[Card, ...], name: str) -> list[int]
     if name in ("sequence", "pure_sequence") and values == [ACE, THREE, TWO]:
         return [ACE, TWO, THREE]
     return values
+
+
+def _plural(value: int) -> str:
+    word = RANK_NAMES[_rank_char(value)]
+    return word + ("es" if word.endswith("x") else "s")
 
 
 def _rank_char(value: int) -> str:
