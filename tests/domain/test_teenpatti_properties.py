@@ -22,7 +22,7 @@ def run(seed, bets):
     deck = list(ALL_CARDS)
     random.Random(seed).shuffle(deck)
     model = tp.new_round(RULES, round_in_shoe=1)
-    placed = [Bet(f"b{i}", "p1", "table", t, s) for i, (t, s) in enumerate(bets)]
+    placed = [Bet(f"b{i}", f"p{i}", "table", t, s) for i, (t, s) in enumerate(bets)]
     for b in placed:
         model.place_bet(b)
     model.close_betting()
