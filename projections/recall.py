@@ -1,0 +1,188 @@
+"""View `recall`: a player's last N rounds (game recall for disputes and
+responsible-gaming screens).
+
+`proj_recall_rounds` keeps each round's timeline in the original order
+(bets, cards, decisions, follows, pauses, void, settlement, reversal), one
+entry per event. `proj_recall` has one row per (player, round): the
+player's bets by type, stake moves, settlement lines (outcome, payout),
+refunds, and the player's account balance before their first bet in the
+round and after the event that closed it (in the round's currency; a
+player playing several tables at once sees those movements too).
+`seq` is the position of the player's first event in the round: the
+player's rounds in the order they were played.
+
+It reads `balances` (folded first), so the balance it sees already
+includes the event being folded.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from domain.errors import require
+from projections.balances import PLAYER_PREFIX, account_row
+from projections.reader import RecordedEvent
+from projections.rounds import round_row
+from projections.sql import Db, Table
+from projections.state import Change, Put, Rows, View, iso, postings_delta
+
+RECALL_ROUNDS = Table(
+    "proj_recall_rounds",
+    key=("round_id",),
+    columns=(("round_id", "text"), ("status", "text"), ("timeline", "json")),
+)
+RECALL = Table(
+    "proj_recall",
+    key=("player_id", "round_id"),
+    columns=(
+        ("player_id", "text"), ("round_id", "text"), ("seq", "int"), ("table_id", "text"),
+        ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
+        ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
+        ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
+        ("balance_before_minor", "int"), ("balance_after_minor", "int"),
+    ),
+    indexes=(("player_id", "seq"),),
+)
+RECALL_LAST_DEFAULT = 10
+RECALL_LAST_MIN = 10
+RECALL_LAST_MAX = 1000
+
+_STATUS = {"Round.Voided": "voided", "Round.Settled": "settled", "Round.SettlementReversed": "reversed"}
+# Timeline entry per event: which fields to keep.
+_TIMELINE_FIELDS = {
+    "Round.Opened": ("table_id", "round_no", "game", "ruleset_id", "ruleset_version", "shoe_id", "dealer_id"),
+    "Round.BetPlaced": ("bet_id", "player_id", "bet_type", "spot", "stake_minor", "mode"),
+    "Round.BettingClosed": (),
+    "Round.CardDealt": ("seq_no", "card", "target"),
+    "Round.DecisionTaken": ("hand", "action", "source", "amount_minor", "stake_moves"),
+    "Round.FollowDecided": ("bet_id", "kind", "accept", "stake_moves"),
+    "Round.Paused": ("cause", "by", "note", "flag_code"),
+    "Round.Resumed": ("by", "note"),
+    "Round.Voided": ("cause", "by", "note"),
+    "Round.Settled": ("settlement_no", "ruleset_id", "ruleset_version"),
+    "Round.SettlementReversed": ("settlement_no", "by", "reason"),
+}
+
+
+def _timeline(rows: Rows, ev: RecordedEvent) -> Put:
+    old = rows.get(RECALL_ROUNDS.name, (ev.originator_id,))
+    entry = {"version": ev.originator_version, "event": ev.name.partition(".")[2], "at": iso(ev.timestamp)}
+    entry.update((k, ev.fields.get(k)) for k in _TIMELINE_FIELDS[ev.name])
+    timeline = (old["timeline"] if old else []) + [entry]
+    status = _STATUS.get(ev.name, old["status"] if old else "open")
+    return Put(RECALL_ROUNDS.name, {"round_id": ev.originator_id, "status": status, "timeline": timeline})
+
+
+def _player_row(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str,
+                deltas: dict[str, int]) -> dict[str, Any]:
+    old = rows.get(RECALL.name, (player_id, ev.originator_id))
+    if old is not None:
+        return dict(old)
+    balance = _balance(rows, player_id, info["currency"])
+    return {
+        "player_id": player_id, "round_id": ev.originator_id, "seq": ev.position,
+        "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
+        "currency": info["currency"], "played_at": iso(ev.timestamp), "status": "open",
+        "bets": [], "stake_moves": [], "results": [], "refunds": [],
+        "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
+        "balance_before_minor": balance - deltas.get(PLAYER_PREFIX + player_id, 0),
+        "balance_after_minor": None,
+    }
+
+
+def _balance(rows: Rows, player_id: str, currency: str) -> int:
+    row = account_row(rows, PLAYER_PREFIX + player_id, currency)
+    return row["balance_minor"] if row else 0
+
+
+def _players_touched(ev: RecordedEvent) -> list[str]:
+    f = ev.fields
+    if ev.name == "Round.BetPlaced":
+        return [f["player_id"]]
+    if ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
+        return [m["player_id"] for m in f["stake_moves"]]
+    if ev.name == "Round.Settled":
+        return [r["player_id"] for r in f["results"]]
+    if ev.name == "Round.Voided":
+        return [r["player_id"] for r in f.get("refunds") or []]
+    if ev.name == "Round.SettlementReversed":
+        return [p["account"][len(PLAYER_PREFIX):] for p in f["postings"] if p["account"].startswith(PLAYER_PREFIX)]
+    return []
+
+
+def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
+    info = round_row(rows, ev.originator_id)
+    if info is None or info["table_id"] is None:  # tombstone void
+        return []
+    changes: list[Change] = [_timeline(rows, ev)]
+    players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
+    if not players:
+        return changes
+    deltas = postings_delta(ev.fields.get("postings") or [])
+    for player_id in players:
+        row = _player_row(rows, ev, info, player_id, deltas)
+        _apply(row, ev, player_id)
+        if ev.name in _STATUS:
+            row["status"] = _STATUS[ev.name]
+            row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
+        changes.append(Put(RECALL.name, row))
+    return changes
+
+
+def _apply(row: dict[str, Any], ev: RecordedEvent, player_id: str) -> None:
+    """Update a fresh copy of the player's row (lists are rebuilt, never mutated)."""
+    f = ev.fields
+    if ev.name == "Round.BetPlaced":
+        bet = {k: f[k] for k in ("bet_id", "bet_type", "spot", "stake_minor")}
+        row["bets"] = row["bets"] + [bet]
+        row["staked_minor"] += f["stake_minor"]
+    elif ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
+        mine = [{k: m[k] for k in ("bet_id", "amount_minor", "reason")}
+                for m in f["stake_moves"] if m["player_id"] == player_id]
+        row["stake_moves"] = row["stake_moves"] + mine
+        row["staked_minor"] += sum(m["amount_minor"] for m in mine)
+    elif ev.name == "Round.Settled":
+        mine = [{k: r[k] for k in ("bet_id", "bet_type", "outcome", "staked_minor", "returned_minor", "explanation")}
+                for r in f["results"] if r["player_id"] == player_id]
+        row["results"] = mine  # a resettlement replaces the reversed lines
+        row["returned_minor"] = sum(r["returned_minor"] for r in mine)
+    elif ev.name == "Round.SettlementReversed":
+        row["results"] = []
+        row["returned_minor"] = 0
+    elif ev.name == "Round.Voided":
+        mine = [{"bet_id": r["bet_id"], "amount_minor": r["amount_minor"]}
+                for r in f.get("refunds") or [] if r["player_id"] == player_id]
+        row["refunds"] = row["refunds"] + mine
+        row["refunded_minor"] += sum(r["amount_minor"] for r in mine)
+
+
+def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> list[dict[str, Any]]:
+    """The player's `last` rounds, oldest first, each with the round's timeline."""
+    require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
+    cols = RECALL.column_names
+    found = db.query(
+        f"SELECT {', '.join('p.' + c for c in cols)}, r.timeline FROM {RECALL.name} p "
+        f"JOIN {RECALL_ROUNDS.name} r ON r.round_id = p.round_id "
+        "WHERE p.player_id = ? ORDER BY p.seq DESC LIMIT ?", (player_id, last))
+    out = []
+    for values in reversed(found):
+        row = dict(zip(cols, values[:-1]))
+        for col in RECALL.json_columns:
+            row[col] = _loads(row[col])
+        row["timeline"] = _loads(values[-1])
+        out.append(row)
+    return out
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+VIEW = View(
+    name="recall",
+    version=1,
+    tables=(RECALL_ROUNDS, RECALL),
+    handles=frozenset(_TIMELINE_FIELDS),
+    fold=fold,
+    reads=("rounds", "balances"),
+)

@@ -1,0 +1,180 @@
+"""Bring views up to date, exactly once, one transaction per page.
+
+Loop: read a page of events after the views' tracked position (global
+order, `select_notifications`), fold each event through every view that has
+not seen it, then in ONE transaction write the changed rows of every view
+and advance each view's position in `proj_tracking`. The position update is
+guarded (`WHERE position = <what we started from>`): a second runner that
+got there first makes ours roll back, forget its cache and re-read, so no
+event is ever counted twice and none is skipped. A crash anywhere loses at
+most the uncommitted page, which the next run reads again.
+
+The same pull loop serves SQLite (no subscriptions there) and PostgreSQL;
+on PostgreSQL the view tables sit in the ledger's own database and schema.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from domain.errors import require
+from projections import balances, ggr, recall, refunds, rounds
+from projections.reader import PAGE_SIZE_MAX, head_position, read_page
+from projections.sql import Db, Table
+from projections.state import CachedRows, View
+
+# Order matters: a view reads only views listed before it (View.reads).
+ALL_VIEWS: tuple[View, ...] = (rounds.VIEW, balances.VIEW, recall.VIEW, refunds.VIEW, ggr.VIEW)
+PAGE_SIZE_DEFAULT = 1000
+CONFLICT_RETRIES_MAX = 50
+
+TRACKING = Table(
+    "proj_tracking",
+    key=("view",),
+    columns=(("view", "text"), ("position", "int"), ("fingerprint", "text"), ("updated_at", "text")),
+)
+
+
+class ConcurrentRunner(Exception):
+    """Another runner advanced a view first; this page was rolled back."""
+
+
+@dataclass
+class CatchUp:
+    events: int = 0  # events read (each folded by every view that had not seen it)
+    pages: int = 0
+    rows_written: int = 0
+    position: int = 0
+    conflicts: int = 0
+
+
+ProgressFn = Callable[[int, int], None]  # (position, head)
+
+
+class Projector:
+    """Runs `views` over `app`'s events into tables of the same database."""
+
+    def __init__(self, app: Any, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
+                 page_size: int = PAGE_SIZE_DEFAULT) -> None:
+        require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
+        names = [v.name for v in views]
+        require(len(set(names)) == len(names), f"duplicate views {names}")
+        for i, view in enumerate(views):
+            require(set(view.reads) <= set(names[:i]), f"view {view.name} reads {view.reads}: list them first")
+        self.app = app
+        self.views = tuple(views)
+        self.db = db or Db.for_app(app)
+        self.page_size = page_size
+        self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
+        self._dispatch: dict[str, list[View]] = {}
+        for view in self.views:
+            for name in view.handles:
+                self._dispatch.setdefault(name, []).append(view)
+        self.positions: dict[str, int] = {}
+        self.setup()
+
+    # ---------------------------------------------------------------- setup
+    def setup(self) -> None:
+        """Create missing tables; a view whose definition changed is rebuilt
+        (all views are, since later views read earlier ones)."""
+        self.db.create(TRACKING)
+        for view in self.views:
+            for table in view.tables:
+                self.db.create(table)
+        tracked = {r[0]: (r[1], r[2]) for r in self.db.query("SELECT view, position, fingerprint FROM proj_tracking")}
+        stale = [v for v in self.views if v.name not in tracked or tracked[v.name][1] != v.fingerprint()]
+        if stale:
+            changed = [v for v in stale if v.name in tracked]
+            with self.db.transaction():
+                for view in changed:  # definition changed: recreate its tables
+                    for table in view.tables:
+                        self.db.drop(table)
+                        self.db.create(table)
+                for view in stale:
+                    self.db.execute("DELETE FROM proj_tracking WHERE view=?", (view.name,))
+                    self.db.execute("INSERT INTO proj_tracking (view, position, fingerprint, updated_at) "
+                                    "VALUES (?, 0, ?, ?)", (view.name, view.fingerprint(), _now()))
+            self.rebuild()  # later views read earlier ones: never mix old and new positions
+        self._load_positions()
+
+    def _load_positions(self) -> None:
+        rows = self.db.query("SELECT view, position FROM proj_tracking")
+        tracked = {name: pos for name, pos in rows}
+        self.positions = {v.name: tracked[v.name] for v in self.views}
+        # Fresh views have empty tables: nothing to read back, the cache is the truth.
+        self.rows.complete = all(p == 0 for p in self.positions.values())
+
+    def rebuild(self) -> None:
+        """Empty every view and start again from position 0 (one transaction)."""
+        with self.db.transaction():
+            for view in self.views:
+                for table in view.tables:
+                    self.db.execute(f"DELETE FROM {table.name}")
+                self.db.execute("UPDATE proj_tracking SET position=0, fingerprint=?, updated_at=? WHERE view=?",
+                                (view.fingerprint(), _now(), view.name))
+        self.rows.forget()
+        self._load_positions()
+
+    # ---------------------------------------------------------------- run
+    def catch_up(self, progress: ProgressFn | None = None, *, max_pages: int | None = None,
+                 after_commit: Callable[[int], None] | None = None) -> CatchUp:
+        """Fold every recorded event the views have not seen yet."""
+        result = CatchUp(position=min(self.positions.values(), default=0))
+        head = head_position(self.app)
+        while max_pages is None or result.pages < max_pages:
+            start = min(self.positions.values()) + 1
+            page = read_page(self.app, start, self.page_size)
+            if not page:
+                break
+            try:
+                result.rows_written += self._commit_page(page)
+            except ConcurrentRunner:
+                result.conflicts += 1
+                require(result.conflicts <= CONFLICT_RETRIES_MAX, "too many concurrent-runner conflicts")
+                self.rows.forget()
+                self._load_positions()
+                continue
+            result.pages += 1
+            result.events += len(page)
+            result.position = page[-1].position
+            if after_commit:
+                after_commit(result.position)
+            if progress:
+                head = max(head, result.position)
+                progress(result.position, head)
+        return result
+
+    def _commit_page(self, page: list[Any]) -> int:
+        positions = self.positions
+        rows = self.rows
+        try:
+            for ev in page:
+                for view in self._dispatch.get(ev.name, ()):
+                    if ev.position > positions[view.name]:
+                        rows.apply(view.fold(rows, ev))
+            last = page[-1].position
+            with self.db.transaction():
+                written = rows.flush()
+                for view in self.views:
+                    if last > positions[view.name]:
+                        moved = self.db.execute(
+                            "UPDATE proj_tracking SET position=?, updated_at=? WHERE view=? AND position=?",
+                            (last, _now(), view.name, positions[view.name]))
+                        if moved != 1:
+                            raise ConcurrentRunner(view.name)
+        except BaseException:
+            rows.forget()  # the cache may hold what was rolled back
+            raise
+        rows.commit()
+        for view in self.views:
+            positions[view.name] = max(positions[view.name], last)
+        return written
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()

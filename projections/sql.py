@@ -1,0 +1,163 @@
+"""A tiny adapter over sqlite3 and psycopg connections for the view tables.
+
+SQL is written once with `?` placeholders and `ON CONFLICT ... DO UPDATE`
+(both SQLite >= 3.24 and PostgreSQL understand it); the adapter swaps the
+placeholder style for psycopg. Connection settings come from the ledger
+application's own datastore, so views live in the same SQLite file or the
+same PostgreSQL database and schema as the events.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from domain.errors import require
+
+SQLITE_BUSY_TIMEOUT_S = 30
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A view table: typed columns, a primary key, optional extra indexes.
+    Column types are portable names: `int` (BIGINT), `text`, `json` (TEXT
+    holding JSON; a Python list/dict in rows)."""
+
+    name: str
+    key: tuple[str, ...]
+    columns: tuple[tuple[str, str], ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [c for c, _ in self.columns]
+        require(all(_IDENT.match(n) for n in [self.name, *names]), f"bad identifier in {self.name}")
+        require(set(self.key) <= set(names), f"{self.name}: key {self.key} not among columns")
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+    @property
+    def json_columns(self) -> tuple[str, ...]:
+        return tuple(c for c, t in self.columns if t == "json")
+
+
+_SQL_TYPES = {"int": "BIGINT", "text": "TEXT", "json": "TEXT"}
+
+
+class Db:
+    """One connection (sqlite3 or psycopg) used for view reads and writes."""
+
+    def __init__(self, conn: Any, dialect: str, schema: str | None = None) -> None:
+        require(dialect in ("sqlite", "postgres"), f"unknown dialect {dialect}")
+        self.conn = conn
+        self.dialect = dialect
+        self.schema = schema
+
+    # ------------------------------------------------------------- opening
+    @classmethod
+    def for_app(cls, app: Any) -> "Db":
+        """Open a connection to the database the ledger `app` stores events in."""
+        datastore = app.recorder.datastore
+        pool = datastore.pool
+        if hasattr(pool, "db_name"):  # eventsourcing.sqlite
+            return cls.sqlite(pool.db_name)
+        kwargs = {k: v for k, v in pool.kwargs.items() if k in ("dbname", "host", "port", "user", "password")}
+        return cls.postgres(kwargs, schema=datastore.schema)
+
+    @classmethod
+    def sqlite(cls, db_name: str) -> "Db":
+        conn = sqlite3.connect(db_name, uri=True, isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_S,
+                               check_same_thread=False)
+        return cls(conn, "sqlite")
+
+    @classmethod
+    def postgres(cls, kwargs: dict[str, Any], schema: str = "public") -> "Db":
+        import psycopg
+
+        conn = psycopg.connect(autocommit=True, **kwargs)
+        require(_IDENT.match(schema) is not None, f"bad schema name {schema!r}")
+        conn.execute(f"SET search_path TO {schema}")
+        return cls(conn, "postgres", schema)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ----------------------------------------------------------- statements
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.dialect == "postgres" else text
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; returns the affected row count."""
+        cur = self.conn.execute(self._sql(text), params)
+        return cur.rowcount
+
+    def executemany(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            cur = self.conn.cursor()
+            cur.executemany(self._sql(text), rows)
+
+    def query(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = self.conn.execute(self._sql(text), params)
+        return list(cur.fetchall())
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All or nothing. SQLite takes the write lock up front (BEGIN
+        IMMEDIATE) so two runners never interleave a page."""
+        if self.dialect == "sqlite":
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        else:
+            with self.conn.transaction():
+                yield
+
+    # ------------------------------------------------------------------ DDL
+    def create(self, table: Table) -> None:
+        cols = ", ".join(f"{c} {_SQL_TYPES[t]}" for c, t in table.columns)
+        self.execute(f"CREATE TABLE IF NOT EXISTS {table.name} ({cols}, PRIMARY KEY ({', '.join(table.key)}))")
+        for index in table.indexes:
+            self.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_{'_'.join(index)} ON {table.name} ({', '.join(index)})")
+
+    def drop(self, table: Table) -> None:
+        self.execute(f"DROP TABLE IF EXISTS {table.name}")
+
+    def table_exists(self, name: str) -> bool:
+        if self.dialect == "sqlite":
+            rows = self.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,))
+        else:
+            rows = self.query("SELECT 1 FROM information_schema.tables WHERE table_schema=? AND table_name=?",
+                              (self.schema, name))
+        return bool(rows)
+
+
+def upsert_sql(table: Table) -> str:
+    cols = table.column_names
+    values = [c for c in cols if c not in table.key]
+    update = ", ".join(f"{c}=excluded.{c}" for c in values)
+    conflict = f"DO UPDATE SET {update}" if update else "DO NOTHING"
+    return (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join(['?'] * len(cols))}) "
+            f"ON CONFLICT ({', '.join(table.key)}) {conflict}")
+
+
+def delete_sql(table: Table) -> str:
+    return f"DELETE FROM {table.name} WHERE " + " AND ".join(f"{k}=?" for k in table.key)
+
+
+def select_sql(table: Table) -> str:
+    return f"SELECT {', '.join(table.column_names)} FROM {table.name} WHERE " + " AND ".join(f"{k}=?" for k in table.key)
+
+
+def dump(db: Db, table: Table) -> list[tuple[Any, ...]]:
+    """Every row of `table` in key order (for comparisons: rebuild == incremental)."""
+    cols = ", ".join(table.column_names)
+    return db.query(f"SELECT {cols} FROM {table.name} ORDER BY {', '.join(table.key)}")
