@@ -1,0 +1,42 @@
+"""`ledger rejections`: the append-only log of refused commands."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from ledger.store import open_app
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
+                       description="Every refused command is kept: command id, round, code, message, raw payload.")
+    p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    p.add_argument("--code", help="only this refusal code")
+    p.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    app = open_app(args.db)
+    try:
+        rows, after = [], 0
+        while len(rows) < args.limit:
+            page = app.rejections(after_id=after, limit=min(1000, args.limit))
+            if not page:
+                break
+            rows.extend(r for r in page if not args.code or r["code"] == args.code)
+            after = page[-1]["id"]
+        rows = rows[: args.limit]
+    finally:
+        app.close()
+    for r in rows:
+        if args.json:
+            print(json.dumps(r))
+        else:
+            where = f"{r['table_id']}#{r['round_no']}" if r["table_id"] else "-"
+            print(f"{r['id']:>6} {r['received_at'][:19]} {where:<20} {r['command_id'] or '-':<28} "
+                  f"{r['code']}: {r['message']}")
+    if not rows and not args.json:
+        print("no rejections")
+    return 0
