@@ -1,0 +1,108 @@
+"""Simulator feeds through the real ledger (SQLite): the money invariants hold
+for any seed, faults included; a clean feed is accepted whole; `ledger demo`
+runs and reports its invariant check as OK."""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.store import open_app
+from ops.commands.demo import run_demo
+from ops.simulator import Studio, simulate
+from projections.reader import read_events
+
+# Every refusal a faulty feed may cause, each on purpose (see ops/sim_table.py FAULT_KINDS).
+EXPECTED_FAULT_CODES = {
+    "round_voided",  # commands of a round whose void came first (or that a dealer error voided)
+    "wrong_target", "impossible_card", "card_not_expected",  # dealer errors
+    "bet_not_offered", "stake_below_minimum",  # bad commands, late side bets
+}
+
+
+def ingest(lines: list[bytes], directory: str):
+    app = open_app(f"sqlite:///{Path(directory) / 'ledger.db'}")
+    return app, app.ingest(lines, batch_size=200)
+
+
+def check_money(app) -> tuple[int, int]:
+    """Every event's postings sum to zero; every closed round's account is zero;
+    all accounts sum to zero. Returns (events with postings, closed rounds)."""
+    balances: Counter[str] = Counter()
+    phase: dict[str, str] = {}
+    with_postings = 0
+    for ev in read_events(app):
+        postings = ev.fields.get("postings") or []
+        assert sum(p["amount_minor"] for p in postings) == 0, (ev.name, ev.position, postings)
+        with_postings += bool(postings)
+        for p in postings:
+            balances[p["account"]] += p["amount_minor"]
+        if ev.name in ("Round.Settled", "Round.Voided", "Round.SettlementReversed"):
+            phase[ev.originator_id] = ev.name
+    closed = [rid for rid, name in phase.items() if name != "Round.SettlementReversed"]
+    for rid in closed:
+        assert balances[f"round:{rid}"] == 0, rid
+    assert sum(balances.values()) == 0
+    return with_postings, len(closed)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=2**32), fault_rate=st.sampled_from([0, 150, 400]))
+def test_ledger_money_invariants_hold_for_any_simulated_studio(seed: int, fault_rate: int) -> None:
+    lines = list(simulate(5, 5, seed, fault_rate))
+    with tempfile.TemporaryDirectory() as tmp:
+        app, results = ingest(lines, tmp)
+        statuses = Counter(r.status for r in results)
+        assert statuses["conflict"] == 0
+        unexpected = {r.code for r in results if r.status == "refused"} - EXPECTED_FAULT_CODES
+        assert not unexpected, unexpected
+        if fault_rate == 0:
+            assert statuses == Counter({"accepted": len(lines)})
+        with_postings, closed = check_money(app)
+        assert with_postings > 0 and closed > 0
+
+
+def test_clean_feed_settles_every_round_in_the_ledger() -> None:
+    studio = Studio(5, 6, seed=77)
+    lines = list(studio.lines())
+    with tempfile.TemporaryDirectory() as tmp:
+        app, results = ingest(lines, tmp)
+        assert all(r.status == "accepted" for r in results)
+        settled = [ev for ev in read_events(app) if ev.name == "Round.Settled"]
+        assert len(settled) == studio.stats.rounds_total == 30
+
+
+def test_duplicates_are_recognised_and_early_voids_leave_tombstones() -> None:
+    studio = Studio(10, 20, seed=4, fault_rate=500, fault_kinds=("duplicate", "early_void"))
+    lines = list(studio.lines())
+    with tempfile.TemporaryDirectory() as tmp:
+        app, results = ingest(lines, tmp)
+    statuses = Counter(r.status for r in results)
+    assert statuses["duplicate"] == studio.stats.faults["duplicate"] > 0
+    opens_refused = sum(1 for line, r in zip(lines, results)
+                        if json.loads(line)["type"] == "open_round" and r.code == "round_voided")
+    assert opens_refused == studio.stats.faults["early_void"] > 0
+
+
+def test_demo_smoke(tmp_path, capsys) -> None:
+    args = argparse.Namespace(db=f"sqlite:///{tmp_path / 'demo.db'}", tables=5, rounds=6, seed=3,
+                              fault_rate=200, quiet=True)
+    assert run_demo(args) == 0
+    out = capsys.readouterr().out
+    assert "invariant check: OK" in out
+    for title in ("Rounds by game and outcome", "Voids by cause", "Money", "Refusals by code", "Invariants"):
+        assert title in out
+    assert "teen-patti/20-20" in out and "blackjack/spielbank" in out
+    # a second run starts from a fresh store: the same ingest outcome and event count
+    assert run_demo(args) == 0
+    second = capsys.readouterr().out
+
+    def ingest_lines(text: str) -> list[str]:
+        return [x for x in text.splitlines() if x.startswith(("  ingest:", "  events recorded:"))]
+
+    assert len(ingest_lines(out)) == 2 and ingest_lines(second) == ingest_lines(out)
