@@ -32,7 +32,7 @@ def run(seed, round_in_shoe, bets):
     model = bac.new_round(RULES, round_in_shoe=round_in_shoe)
     calls = []
     for i, (bet_type, stake, mode) in enumerate(bets):
-        b = Bet(f"b{i}", f"p{i % 3}", "table", bet_type, stake, mode)
+        b = Bet(f"b{i}", f"p{i}", "table", bet_type, stake, mode)
         try:
             model.place_bet(b)
             calls.append(b)
