@@ -218,3 +218,17 @@ def test_store_comparison_names_every_kind(tmp_path: Path) -> None:
 
 def _as_kw(e: Recorded) -> dict:
     return {k: getattr(e, k) for k in Recorded.__slots__}
+
+
+def test_reference_verifier_in_docs_runs(tmp_path: Path) -> None:
+    """The stand-alone verifier printed in docs/audit.md accepts a clean export and catches an edit."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    code = text.split("<!-- reference-verifier -->\n```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {"__name__": "reference_verifier"}
+    exec(compile(code, "docs/audit.md", "exec"), namespace)
+    out = make_export(tmp_path, synthetic(12, gap_at=5))
+    assert namespace["verify"](str(out)) == []
+    rows = lines(out)
+    rows[4] = rows[4].replace('"c4"', '"c44"')
+    write_lines(out, rows)
+    assert namespace["verify"](str(out)) == ["event at position 5 was edited"]
