@@ -89,11 +89,9 @@ class BaccaratRules(RuleSet):
         require(self.bets_per_round_max >= 1, "bets_per_round_max must be positive")
 
     def odds(self, line: str) -> Odds:
-        for name, odds in self.paytable:
-            if name == line:
-                return odds
-        require(False, f"no paytable line {line!r} in {self.id} v{self.version}")
-        raise AssertionError  # unreachable; require raised
+        table = dict(self.paytable)
+        require(line in table, f"no paytable line {line!r} in {self.id} v{self.version}")
+        return table[line]
 
     def max_round(self, bet_type: str) -> int | None:
         return dict(self.max_round_by_bet).get(bet_type)
