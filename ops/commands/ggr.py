@@ -1,0 +1,60 @@
+"""`ledger ggr`: gross gaming revenue per table, game and day (staked, paid,
+refunded, rounding kept as an exact fraction, GGR), from the `ggr` view."""
+from __future__ import annotations
+
+import argparse
+import json
+from fractions import Fraction
+
+from domain.money import format_minor
+from ops.commands.project import add_db_argument, open_views
+from projections.ggr import ggr_rows
+from projections.state import fraction_text, parse_fraction
+
+EPILOG = """\
+GGR = staked - paid - refunded, booked on the UTC day of the settlement, void or
+reversal. Rounding kept = the exact sum of the fractions of a minor unit cut
+by rounding payouts down (e.g. 19/20 of a cent), shown as n/d.
+
+Examples:
+  ledger ggr
+  ledger ggr --json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ggr", help="gross gaming revenue per table, game and day",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_views(args.db) as views:
+        rows = ggr_rows(views.db)
+    totals: dict[str, dict] = {}
+    for r in rows:
+        t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,
+                                              "ggr_minor": 0, "rounding_kept": Fraction(0)})
+        for k in ("staked_minor", "paid_minor", "refunded_minor", "ggr_minor"):
+            t[k] += r[k]
+        t["rounding_kept"] += parse_fraction(r["rounding_kept"])
+    for t in totals.values():
+        t["rounding_kept"] = fraction_text(t["rounding_kept"])
+    if args.json:
+        print(json.dumps({"rows": rows, "totals": totals}, indent=2))
+        return 0
+    print(f"{'day':<10}  {'table':<16} {'game':<10} cur  {'rounds':>6} {'staked':>14} {'paid':>14} "
+          f"{'refunded':>12} {'GGR':>14}  rounding kept")
+    for r in rows:
+        print(f"{r['day']:<10}  {r['table_id']:<16} {r['game']:<10} {r['currency']}  {r['rounds_closed']:>6} "
+              f"{format_minor(r['staked_minor']):>14} {format_minor(r['paid_minor']):>14} "
+              f"{format_minor(r['refunded_minor']):>12} {format_minor(r['ggr_minor']):>14}  {r['rounding_kept']}")
+    for currency, t in sorted(totals.items()):
+        print(f"{'total':<10}  {'':<16} {'':<10} {currency}  {'':>6} {format_minor(t['staked_minor']):>14} "
+              f"{format_minor(t['paid_minor']):>14} {format_minor(t['refunded_minor']):>12} "
+              f"{format_minor(t['ggr_minor']):>14}  {t['rounding_kept']}")
+    if not rows:
+        print("(no settled or voided rounds yet)")
+    return 0

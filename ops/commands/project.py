@@ -1,0 +1,97 @@
+"""`ledger project`: bring every view (rounds, balances, recall, refunds, ggr)
+up to date with the events, exactly once; `--rebuild` empties them and
+replays from position 0. The query commands (balances, refunds, recall, ggr)
+use `open_views()` from here and catch up quietly before they answer."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ledger.store import db_url_from, open_app
+from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
+
+EPILOG = """\
+Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
+proj_recall, proj_recall_rounds, proj_refunds, proj_ggr, ...; see docs/projections.md).
+Each page of events is written with the views' positions (proj_tracking) in one
+transaction, so a crash or a second runner never counts an event twice.
+
+Examples:
+  ledger project                      # catch up (progress bar on stderr)
+  ledger project --rebuild            # empty the views and replay everything
+  ledger project --db postgresql://postgres@127.0.0.1:5432/ledger --json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("project", help="bring the query views up to date (exactly once); --rebuild from scratch",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    p.add_argument("--rebuild", action="store_true", help="empty every view and replay from position 0")
+    p.add_argument("--page-size", type=int, default=PAGE_SIZE_DEFAULT, metavar="N",
+                   help=f"events per transaction (default {PAGE_SIZE_DEFAULT})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def add_db_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
+
+
+@contextmanager
+def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Projector]:
+    """A Projector on the store, caught up (quietly) unless told otherwise."""
+    app = open_app(db_url_from(db_url))
+    projector = Projector(app, page_size=page_size)
+    try:
+        if catch_up:
+            projector.catch_up()
+        yield projector
+    finally:
+        projector.close()
+        app.close()
+
+
+def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
+    if quiet or not sys.stderr.isatty():
+        return projector.catch_up()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    start = min(projector.positions.values(), default=0)
+    with Progress(TextColumn("projecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  transient=True) as bar:
+        task = bar.add_task("events", total=None, completed=start)
+
+        def progress(position: int, head: int) -> None:
+            bar.update(task, completed=position, total=head)
+
+        return projector.catch_up(progress)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.page_size <= 100_000:
+        print(f"ledger project: --page-size must be 1..100000, got {args.page_size}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    with open_views(args.db, catch_up=False, page_size=args.page_size) as projector:
+        if args.rebuild:
+            projector.rebuild()
+        result = catch_up_with_progress(projector, args.quiet)
+        positions = dict(projector.positions)
+    elapsed_s = time.monotonic() - started
+    summary = {"rebuilt": args.rebuild, "events": result.events, "pages": result.pages,
+               "rows_written": result.rows_written, "conflicts": result.conflicts, "positions": positions,
+               "elapsed_s": round(elapsed_s, 3)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    elif not args.quiet:
+        rate = f", {result.events / elapsed_s:,.0f} events/s" if result.events and elapsed_s > 0 else ""
+        print(f"{'rebuilt' if args.rebuild else 'caught up'}: {result.events} events in {result.pages} pages "
+              f"({result.rows_written} rows written{rate}); views at position {max(positions.values(), default=0)}",
+              file=sys.stderr)
+    return 0
