@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +35,8 @@ GENESIS_HEX = "00" * 32
 JSON_INT_MAX = 2**53 - 1  # exact in every JSON implementation (IEEE double)
 NESTING_MAX = 32
 LINE_BYTES_MAX = 1_000_000
+UUID_TEXT_LEN = 36
+ZERO = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +57,9 @@ class Recorded:
         if isinstance(item, Recorded):
             return item
         position, name, originator_id, version, timestamp, fields = item
-        return Recorded(int(position), str(name), str(UUID(str(originator_id))), int(version),
-                        iso_utc(timestamp), dict(fields))
+        if not (isinstance(originator_id, str) and len(originator_id) == UUID_TEXT_LEN and originator_id.islower()):
+            originator_id = str(UUID(str(originator_id)))  # canonical lower-case hyphenated form
+        return Recorded(position, name, originator_id, version, iso_utc(timestamp), fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,10 @@ def iso_utc(value: Any) -> str:
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     require(isinstance(value, datetime) and value.tzinfo is not None, f"timestamp must be aware: {value!r}")
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.utcoffset() != ZERO:
+        value = value.astimezone(timezone.utc)
+    return f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:" \
+           f"{value.second:02d}.{value.microsecond:06d}Z"
 
 
 def check_plain(value: Any, where: str, depth: int = 0) -> None:
