@@ -96,9 +96,10 @@ def run(args: argparse.Namespace) -> int:
               f"in {time.monotonic() - started:.1f}s; faults: {faults}", file=sys.stderr)
     if write_wallet is not None:
         with open(args.out, "rb") as feed:
-            write_wallet(list(feed), args.wallet_out, args.wallet_discrepancies, args.seed)
+            planted = write_wallet(list(feed), args.wallet_out, args.wallet_discrepancies, args.seed)
         if not args.quiet:
-            print(f"wallet transactions written to {args.wallet_out}", file=sys.stderr)
+            print(f"wallet transactions written to {args.wallet_out} "
+                  f"({len(planted or [])} planted discrepancies)", file=sys.stderr)
     return 0
 
 
