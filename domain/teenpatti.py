@@ -59,8 +59,10 @@ class TeenPattiRules(RuleSet):
     paytable: tuple[tuple[str, Odds], ...]
     # Decision: A-2-3-4-5 is a straight in the 6 Card Bonus (and a straight flush when suited).
     six_card_ace_low_straight: bool
-    # Seed: "a tie is when the three ranks of one hand match the other's" and suits never
-    # decide, so K-Q-J suited vs K-Q-J unsuited is a tie; False: Pure Sequence beats Sequence.
+    # Decision: the hand ranking decides first (Pure Sequence beats Sequence, as the seed's
+    # ranking list says); a tie is the same category with the same three ranks, suits never
+    # break it. The spec's "Tie returns 5.6%" holds only under this reading. True would make
+    # K-Q-J suited vs K-Q-J unsuited a tie (a literal reading of the seed's parenthesis).
     tie_when_same_ranks: bool
     bets_per_round_max: int
 
@@ -106,7 +108,7 @@ TWENTY_TWENTY_V1 = TeenPattiRules(
         six_card_straight="10:1", six_card_three_of_a_kind="7:1",
     ),
     six_card_ace_low_straight=True,
-    tie_when_same_ranks=True,
+    tie_when_same_ranks=False,
     bets_per_round_max=1000,
 )
 

@@ -100,11 +100,12 @@ def test_same_three_ranks_tie(a, b):
     assert tp.compare_hands(hand(a), hand(b), RULES) == 0
 
 
-def test_same_ranks_tie_whatever_the_suits_by_decision():
+def test_category_decides_before_the_same_ranks_tie_by_decision():
     suited, unsuited = hand("KS QS JS"), hand("KH QD JC")
-    assert tp.compare_hands(suited, unsuited, RULES) == 0  # tie_when_same_ranks (seed wording)
-    by_rank = dataclasses.replace(RULES, tie_when_same_ranks=False)
-    assert tp.compare_hands(suited, unsuited, by_rank) == 1
+    assert tp.compare_hands(suited, unsuited, RULES) == 1  # Pure Sequence beats Sequence
+    assert tp.compare_hands(unsuited, suited, RULES) == -1
+    literal = dataclasses.replace(RULES, tie_when_same_ranks=True)
+    assert tp.compare_hands(suited, unsuited, literal) == 0
 
 
 # ------------------------------------------------------------ paytable
