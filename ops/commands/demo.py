@@ -106,4 +106,5 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"casino-ledger demo: seed {args.seed}, {args.tables} tables x {args.rounds} rounds, "
           f"fault rate {args.fault_rate}/1000\n")
     print(render(sections))
+    app.close()
     return 0 if all(s.ok for s in sections) else 1
