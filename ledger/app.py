@@ -97,7 +97,10 @@ def _peek(raw: bytes | str) -> dict[str, Any]:
 
 class LedgerApp(Application):
     name = "Ledger"
-    env = {"AGGREGATE_CACHE_MAXSIZE": "5000"}
+    # Hot rounds stay in the repository cache (fast-forwarded from the store on each
+    # load). No deepcopy from the cache: a refused command never changes an aggregate
+    # (checks come first), and a batch whose save fails evicts what it touched.
+    env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
 
     # ------------------------------------------------------------ public API
 
@@ -135,15 +138,18 @@ class LedgerApp(Application):
         parsed = [self._parse(raw) for raw in raws]
         ids = [p.command_id for p in parsed if isinstance(p, BaseModel)]
         unit = UnitOfWork(self, self.recorder.select_commands(ids) if ids else {})  # type: ignore[attr-defined]
-        results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
         try:
+            results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
             unit.save()
         except RecordConflictError:
             unit.evict()
             if len(raws) == 1:
-                return [self._conflict(parsed[0], results[0])]
+                return [self._conflict(parsed[0])]
             # Someone else wrote in between: rerun one command at a time on fresh state.
             return [r for raw in raws for r in self.run_batch([raw])]
+        except BaseException:
+            unit.evict()  # never leave half-applied aggregates in the cache
+            raise
         for result in results:
             ledger_logging.log_result(result)
         return results
@@ -158,11 +164,12 @@ class LedgerApp(Application):
                 return Refusal("bad_command", f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
             return Refusal("bad_command", describe_validation_error(err))
 
-    def _conflict(self, cmd: Any, tentative: Result) -> Result:
+    def _conflict(self, cmd: Any) -> Result:
+        rid = round_id_for(cmd.table_id, cmd.round_no) if isinstance(cmd, BaseModel) else None
         return Result(
             status="conflict", command_id=getattr(cmd, "command_id", None), code="concurrency_conflict",
             message="another writer changed this round first; nothing was recorded, retry the command",
-            round_id=tentative.round_id,
+            round_id=str(rid) if rid else None,
         )
 
 

@@ -1,0 +1,149 @@
+"""Ingest benchmark: the ledger against a raw eventsourcing baseline, in the same run.
+
+    python -m ops.bench.ingest_bench [--db URL ...] [--commands N] [--tables 50] [--batch-size 200]
+
+For each store (default: a temporary SQLite file and, when reachable, PostgreSQL in a
+temporary schema), a simulated feed of single commands from `--tables` tables is
+ingested by `LedgerApp.ingest` (parse, check, record, command index; batched
+transactions). The baseline then appends the very same events with the library alone
+(a plain `Application`, `events.put` per round = one transaction per round, mapping
+included) into a fresh store of the same kind. Prints commands/s, events/s and the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from eventsourcing.application import Application
+
+from ledger.app import BATCH_SIZE_DEFAULT
+from ledger.store import env_for, open_app
+from ops.simulator import simulate
+
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+COMMANDS_PER_ROUND_APPROX = 20
+
+
+def make_feed(commands: int, tables: int, seed: int) -> list[bytes]:
+    rounds = max(1, commands // (tables * COMMANDS_PER_ROUND_APPROX) + 1)
+    feed: list[bytes] = []
+    for line in simulate(tables, rounds, seed=seed, fault_rate=0):
+        feed.append(line)
+        if len(feed) >= commands:
+            break
+    return feed
+
+
+class Baseline(Application):
+    name = "Baseline"
+
+
+def _with_schema(url: str, schema: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+def _drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    env = env_for(url)
+    with psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
+                         user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+                         autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _all_events(app: Any) -> list[Any]:
+    out, start = [], 1
+    while True:
+        notes = app.recorder.select_notifications(start, 1000)
+        if not notes:
+            return out
+        out.extend(app.mapper.to_domain_event(n) for n in notes)
+        start = notes[-1].id + 1
+
+
+def run_one(url: str, feed: list[bytes], batch_size: int) -> dict[str, Any]:
+    app = open_app(url)
+    t0 = time.perf_counter()
+    results = app.ingest(feed, batch_size=batch_size)
+    ledger_s = time.perf_counter() - t0
+    events = _all_events(app)
+    app.close()
+    accepted = sum(r.status == "accepted" for r in results)
+
+    # Baseline: the same events, the library alone, one transaction per aggregate (round/shoe).
+    by_aggregate: dict[Any, list[Any]] = defaultdict(list)
+    for e in events:
+        by_aggregate[e.originator_id].append(e)
+    env = env_for(url)
+    env.pop("APPLICATION_RECORDER_TOPIC")
+    base_url_schema = None
+    if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+        env["SQLITE_DBNAME"] = env["SQLITE_DBNAME"] + ".baseline"
+    else:
+        base_url_schema = f"bench_base_{uuid.uuid4().hex[:8]}"
+        base = open_app(_with_schema(url.split("?")[0], base_url_schema))  # creates the schema
+        base.close()
+        env["POSTGRES_SCHEMA"] = base_url_schema
+    baseline = Baseline(env=env)
+    t0 = time.perf_counter()
+    for group in by_aggregate.values():
+        baseline.events.put(group)
+    base_s = time.perf_counter() - t0
+    baseline.close()
+    if base_url_schema:
+        _drop_schema(url, base_url_schema)
+    return {
+        "commands": len(feed), "accepted": accepted, "events": len(events),
+        "ledger_s": ledger_s, "baseline_s": base_s,
+        "ledger_cmd_s": len(feed) / ledger_s, "ledger_ev_s": len(events) / ledger_s,
+        "baseline_ev_s": len(events) / base_s, "ratio": base_s / ledger_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--db", action="append", help="store URL (repeatable); default: temp SQLite + PostgreSQL")
+    p.add_argument("--commands", type=int, default=20_000)
+    p.add_argument("--tables", type=int, default=50)
+    p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT)
+    p.add_argument("--seed", type=int, default=7)
+    args = p.parse_args(argv)
+    feed = make_feed(args.commands, args.tables, args.seed)
+    print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}")
+    tmp = tempfile.mkdtemp(prefix="ledger-bench-")
+    urls = args.db or [f"sqlite:///{os.path.join(tmp, 'bench.db')}", os.environ.get("LEDGER_TEST_PG_URL", PG_DEFAULT)]
+    for url in urls:
+        schema = None
+        target = url
+        if url.startswith("postgres"):
+            schema = f"bench_{uuid.uuid4().hex[:8]}"
+            target = _with_schema(url, schema)
+        try:
+            r = run_one(target, feed, args.batch_size)
+        except Exception as exc:  # noqa: BLE001 - report and go on with the next store
+            print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+            continue
+        finally:
+            if schema:
+                try:
+                    _drop_schema(url, schema)
+                except Exception:  # noqa: BLE001
+                    pass
+        kind = "sqlite" if url.startswith("sqlite") else "postgresql"
+        print(f"{kind:<10} ledger  {r['ledger_cmd_s']:>8.0f} commands/s {r['ledger_ev_s']:>8.0f} events/s "
+              f"({r['commands']} commands, {r['events']} events, {r['ledger_s']:.2f}s)")
+        print(f"{kind:<10} raw     {'':>8} {'':>11} {r['baseline_ev_s']:>8.0f} events/s "
+              f"(library only, one transaction per aggregate, {r['baseline_s']:.2f}s)")
+        print(f"{kind:<10} ratio   ledger / raw = {r['ratio']:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
