@@ -66,7 +66,8 @@ def require_clean(summary: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.replay_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", metavar="URL", help="an existing store (default: simulate into a temp SQLite file)")
+    parser.add_argument("--db", metavar="URL",
+                        help="a store (default: a temp SQLite file); an empty store is filled by the simulator first")
     parser.add_argument("--tables", type=int, default=10, help="simulated tables (default 10)")
     parser.add_argument("--rounds", type=int, default=100, help="simulated rounds per table (default 100)")
     parser.add_argument("--seed", type=int, default=1)
@@ -76,11 +77,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from ledger.store import open_app
     from ops.simulator import simulate
+    from projections.reader import head_position
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"
         app = open_app(url)
-        if not args.db:
+        if head_position(app) == 0:  # an empty store (or none given): fill it with a simulated studio
             started = time.perf_counter()
             app.ingest(simulate(args.tables, args.rounds, args.seed))
             print(f"simulated and ingested {args.tables} tables x {args.rounds} rounds in "
