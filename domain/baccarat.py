@@ -401,7 +401,7 @@ class BaccaratRound:
     # -- bets
 
     def place_bet(self, bet: Bet) -> None:
-        require(isinstance(bet, Bet), f"not a Bet: {bet!r}")
+        require(isinstance(bet, Bet), f"not a Bet: {type(bet).__name__}")
         resolved = self._check_bet(bet)
         self.bets.append(resolved)
 
@@ -491,7 +491,7 @@ class BaccaratRound:
         return None
 
     def deal(self, card: Card, target: str) -> None:
-        require(isinstance(card, Card), f"not a Card: {card!r}")
+        require(isinstance(card, Card), f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "the coup is complete"
@@ -563,5 +563,5 @@ class BaccaratRound:
 
 
 def new_round(rules: BaccaratRules, *, round_in_shoe: int) -> BaccaratRound:
-    require(isinstance(rules, BaccaratRules), f"not baccarat rules: {rules!r}")
+    require(isinstance(rules, BaccaratRules), f"not baccarat rules: {type(rules).__name__}")
     return BaccaratRound(rules, check_round_in_shoe(round_in_shoe, rules.decks))

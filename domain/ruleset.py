@@ -74,8 +74,14 @@ class RuleSet:
         return _plain(self)
 
     def content_hash(self) -> str:
-        data = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(data.encode("utf-8")).hexdigest()
+        # A rule set is immutable, so its hash is computed once per instance
+        # (every round records it; recomputing it dominated settlement time).
+        cached = self.__dict__.get("_content_hash")
+        if cached is None:
+            data = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            cached = hashlib.sha256(data.encode("utf-8")).hexdigest()
+            object.__setattr__(self, "_content_hash", cached)
+        return cached
 
 
 def _plain(value: Any) -> Any:

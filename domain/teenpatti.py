@@ -340,7 +340,7 @@ class TeenPattiRound:
         self.counter = CardCounter(self.rules.decks)
 
     def place_bet(self, bet: Bet) -> None:
-        require(isinstance(bet, Bet), f"not a Bet: {bet!r}")
+        require(isinstance(bet, Bet), f"not a Bet: {type(bet).__name__}")
         self._check_bet(bet)
         self.bets.append(bet)
 
@@ -383,7 +383,7 @@ class TeenPattiRound:
         return "A" if a == b else "B"
 
     def deal(self, card: Card, target: str) -> None:
-        require(isinstance(card, Card), f"not a Card: {card!r}")
+        require(isinstance(card, Card), f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "both hands are complete"
@@ -439,7 +439,7 @@ class TeenPattiRound:
 
 def new_round(rules: TeenPattiRules, *, round_in_shoe: int) -> TeenPattiRound:
     """`round_in_shoe` is recorded only: the deck is fresh every round."""
-    require(isinstance(rules, TeenPattiRules), f"not Teen Patti rules: {rules!r}")
+    require(isinstance(rules, TeenPattiRules), f"not Teen Patti rules: {type(rules).__name__}")
     if type(round_in_shoe) is not int or not 1 <= round_in_shoe <= ROUND_NUMBER_MAX:
         raise Refusal("bad_round_in_shoe", f"round number must be an integer 1..{ROUND_NUMBER_MAX}, "
                       f"got {round_in_shoe!r}")
