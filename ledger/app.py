@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 from uuid import UUID
@@ -45,9 +45,10 @@ class Result:
     original_status: str | None = None  # for a duplicate: the status of the first delivery
 
     def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["events"] = list(self.events)
-        return d
+        return {
+            "status": self.status, "command_id": self.command_id, "code": self.code, "message": self.message,
+            "round_id": self.round_id, "events": list(self.events), "original_status": self.original_status,
+        }
 
     @staticmethod
     def from_json(text: str) -> "Result":
@@ -182,22 +183,30 @@ class UnitOfWork:
     aggregates: dict[UUID, Any] = field(default_factory=dict)
     rows: LedgerRows = field(default_factory=LedgerRows)
     seen: dict[str, tuple[str, Result]] = field(default_factory=dict)  # command ids handled in this batch
+    marks: dict[UUID, int] = field(default_factory=dict)  # pending-event counts when the command began
 
     # -- loading
 
     def load(self, aggregate_id: UUID) -> Any | None:
-        if aggregate_id not in self.aggregates:
+        found = self.aggregates.get(aggregate_id)
+        if found is None:
             try:
-                self.aggregates[aggregate_id] = self.app.repository.get(aggregate_id)
+                found = self.aggregates[aggregate_id] = self.app.repository.get(aggregate_id)
             except AggregateNotFoundError:
                 return None
-        return self.aggregates[aggregate_id]
+        self._mark(aggregate_id, found)
+        return found
 
     def load_or_new(self, aggregate_id: UUID, make: Any) -> Any:
         found = self.load(aggregate_id)
         if found is None:
             found = self.aggregates[aggregate_id] = make()
+            self._mark(aggregate_id, found)
         return found
+
+    def _mark(self, aggregate_id: UUID, aggregate: Any) -> None:
+        if aggregate_id not in self.marks:
+            self.marks[aggregate_id] = len(aggregate.pending_events)
 
     def save(self) -> None:
         self.app.save(*self.aggregates.values(), ledger_rows=self.rows)
@@ -243,29 +252,28 @@ class UnitOfWork:
         self.seen[cid] = (digest, result)
         return result
 
-    def _pending(self) -> dict[UUID, int]:
-        return {k: len(a.pending_events) for k, a in self.aggregates.items()}
-
-    def _new_events(self, before: dict[UUID, int]) -> tuple[str, ...]:
+    def _new_events(self) -> tuple[str, ...]:
+        """Names of the events the current command triggered, on the aggregates it loaded."""
         names: list[str] = []
-        for k, a in self.aggregates.items():
+        for k, mark in self.marks.items():
+            a = self.aggregates[k]
             prefix = "Shoe." if isinstance(a, Shoe) else ""
-            names.extend(prefix + type(e).__name__ for e in a.pending_events[before.get(k, 0):])
+            names.extend(prefix + type(e).__name__ for e in a.pending_events[mark:])
         return tuple(names)
 
     def _execute(self, cmd: Any, raw: Any) -> Result:
         rid = round_id_for(cmd.table_id, cmd.round_no)
-        before = self._pending()
+        self.marks = {}
         with ledger_logging.bound(command_id=cmd.command_id, round=f"{cmd.table_id}#{cmd.round_no}"):
             try:
                 consequence = Dispatcher(self, cmd, rid).run()
             except Refusal as refusal:
                 require(
-                    self._new_events(before) == (),
+                    self._new_events() == (),
                     f"command {cmd.command_id} was refused after recording events: {refusal}",
                 )
                 return self._reject(cmd, raw, refusal, str(rid))
-        events = self._new_events(before)
+        events = self._new_events()
         if consequence is not None:  # a human error: refused, but the round got its consequence
             return self._reject(cmd, raw, consequence, str(rid), events)
         return Result(status="accepted", command_id=cmd.command_id, round_id=str(rid), events=events)

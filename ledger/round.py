@@ -27,6 +27,17 @@ HUMAN_ERROR = "human_error"
 LEDGER_ACTOR = "ledger"
 
 
+_HASHES: dict[tuple[str, int], str] = {}
+
+
+def ruleset_hash(rules: Any) -> str:
+    """The rule set's content hash, computed once per (id, version) per process."""
+    h = _HASHES.get(rules.key)
+    if h is None:
+        h = _HASHES[rules.key] = rules.content_hash()
+    return h
+
+
 def round_id_for(table_id: str, round_no: int) -> UUID:
     return uuid5(NAMESPACE, f"round/{table_id}/{round_no}")
 
@@ -76,7 +87,7 @@ class Round(Aggregate):
 
         def apply(self, r: "Round") -> None:
             rules = registry.get_rule_set(self.ruleset_id, self.ruleset_version)
-            require(rules.content_hash() == self.ruleset_hash, f"rule set {rules.id} v{rules.version} changed")
+            require(ruleset_hash(rules) == self.ruleset_hash, f"rule set {rules.id} v{rules.version} changed")
             r.model = registry.new_round(rules, round_in_shoe=self.round_in_shoe)
             r.rules = rules
             for name in ("table_id", "round_no", "game", "currency", "shoe_id", "round_in_shoe", "dealer_id"):
@@ -269,7 +280,7 @@ class Round(Aggregate):
         self._trigger(
             Round.Opened, cmd,
             table_id=cmd.table_id, round_no=cmd.round_no, game=rules.game, ruleset_id=rules.id,
-            ruleset_version=rules.version, ruleset_hash=rules.content_hash(), currency=cmd.currency,
+            ruleset_version=rules.version, ruleset_hash=ruleset_hash(rules), currency=cmd.currency,
             shoe_id=cmd.shoe_id, round_in_shoe=round_in_shoe, dealer_id=cmd.dealer_id,
         )
 
