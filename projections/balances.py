@@ -44,6 +44,8 @@ def account_row(rows: Rows, account: str, currency: str) -> dict[str, Any] | Non
 
 def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     postings = ev.fields.get("postings") or []
+    if not postings and ev.name in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
+        return []
     delta = postings_delta(postings)
     info = round_row(rows, ev.originator_id)
     if info is None or info["currency"] is None:

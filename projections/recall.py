@@ -73,11 +73,18 @@ def _timeline(rows: Rows, ev: RecordedEvent) -> Put:
     return Put(RECALL_ROUNDS.name, {"round_id": ev.originator_id, "status": status, "timeline": timeline})
 
 
-def _player_row(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str,
-                deltas: dict[str, int]) -> dict[str, Any]:
-    old = rows.get(RECALL.name, (player_id, ev.originator_id))
-    if old is not None:
-        return dict(old)
+def _lines_by_player(ev: RecordedEvent) -> dict[str, list[dict[str, Any]]]:
+    """The event's stake moves / results / refunds grouped by player (one pass)."""
+    f = ev.fields
+    lines = f.get("stake_moves") or f.get("results") or f.get("refunds") or []
+    out: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        out.setdefault(line["player_id"], []).append(line)
+    return out
+
+
+def _new_player_row(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str,
+                    deltas: dict[str, int]) -> dict[str, Any]:
     balance = _balance(rows, player_id, info["currency"])
     return {
         "player_id": player_id, "round_id": ev.originator_id, "seq": ev.position,
@@ -118,10 +125,17 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
     if not players:
         return changes
-    deltas = postings_delta(ev.fields.get("postings") or [])
+    deltas: dict[str, int] | None = None  # computed only when a player's first row needs it
+    by_player = _lines_by_player(ev)
     for player_id in players:
-        row = _player_row(rows, ev, info, player_id, deltas)
-        _apply(row, ev, player_id)
+        row = rows.get(RECALL.name, (player_id, ev.originator_id))
+        if row is None:
+            if deltas is None:
+                deltas = postings_delta(ev.fields.get("postings") or [])
+            row = _new_player_row(rows, ev, info, player_id, deltas)
+        else:
+            row = dict(row)
+        _apply(row, ev, by_player.get(player_id, ()))
         if ev.name in _STATUS:
             row["status"] = _STATUS[ev.name]
             row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
@@ -129,31 +143,31 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     return changes
 
 
-def _apply(row: dict[str, Any], ev: RecordedEvent, player_id: str) -> None:
-    """Update a fresh copy of the player's row (lists are rebuilt, never mutated)."""
+def _apply(row: dict[str, Any], ev: RecordedEvent, mine: Any) -> None:
+    """Update a fresh copy of the player's row with the event's lines for this
+    player (lists are rebuilt, never mutated)."""
     f = ev.fields
     if ev.name == "Round.BetPlaced":
         bet = {k: f[k] for k in ("bet_id", "bet_type", "spot", "stake_minor")}
         row["bets"] = row["bets"] + [bet]
         row["staked_minor"] += f["stake_minor"]
     elif ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
-        mine = [{k: m[k] for k in ("bet_id", "amount_minor", "reason")}
-                for m in f["stake_moves"] if m["player_id"] == player_id]
-        row["stake_moves"] = row["stake_moves"] + mine
-        row["staked_minor"] += sum(m["amount_minor"] for m in mine)
+        moves = [{"bet_id": m["bet_id"], "amount_minor": m["amount_minor"], "reason": m["reason"]} for m in mine]
+        row["stake_moves"] = row["stake_moves"] + moves
+        row["staked_minor"] += sum(m["amount_minor"] for m in moves)
     elif ev.name == "Round.Settled":
-        mine = [{k: r[k] for k in ("bet_id", "bet_type", "outcome", "staked_minor", "returned_minor", "explanation")}
-                for r in f["results"] if r["player_id"] == player_id]
-        row["results"] = mine  # a resettlement replaces the reversed lines
+        row["results"] = [{k: r[k] for k in _RESULT_FIELDS} for r in mine]  # a resettlement replaces reversed lines
         row["returned_minor"] = sum(r["returned_minor"] for r in mine)
     elif ev.name == "Round.SettlementReversed":
         row["results"] = []
         row["returned_minor"] = 0
     elif ev.name == "Round.Voided":
-        mine = [{"bet_id": r["bet_id"], "amount_minor": r["amount_minor"]}
-                for r in f.get("refunds") or [] if r["player_id"] == player_id]
-        row["refunds"] = row["refunds"] + mine
-        row["refunded_minor"] += sum(r["amount_minor"] for r in mine)
+        refunds = [{"bet_id": r["bet_id"], "amount_minor": r["amount_minor"]} for r in mine]
+        row["refunds"] = row["refunds"] + refunds
+        row["refunded_minor"] += sum(r["amount_minor"] for r in refunds)
+
+
+_RESULT_FIELDS = ("bet_id", "bet_type", "outcome", "staked_minor", "returned_minor", "explanation")
 
 
 def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> list[dict[str, Any]]:

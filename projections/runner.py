@@ -14,6 +14,7 @@ on PostgreSQL the view tables sit in the ledger's own database and schema.
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -123,6 +124,14 @@ class Projector:
         """Fold every recorded event the views have not seen yet."""
         result = CatchUp(position=min(self.positions.values(), default=0))
         head = head_position(self.app)
+        try:
+            self._catch_up(result, head, progress, max_pages, after_commit)
+        finally:
+            gc.unfreeze()
+        return result
+
+    def _catch_up(self, result: CatchUp, head: int, progress: ProgressFn | None, max_pages: int | None,
+                  after_commit: Callable[[int], None] | None) -> None:
         while max_pages is None or result.pages < max_pages:
             start = min(self.positions.values()) + 1
             page = read_page(self.app, start, self.page_size)
@@ -144,7 +153,8 @@ class Projector:
             if progress:
                 head = max(head, result.position)
                 progress(result.position, head)
-        return result
+            # The cache is long-lived: keep the cyclic GC from rescanning it after every page.
+            gc.freeze()
 
     def _commit_page(self, page: list[Any]) -> int:
         positions = self.positions

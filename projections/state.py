@@ -43,7 +43,9 @@ class Rows(Protocol):
 
 
 def key_of(table: Table, row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[k] for k in table.key)
+    if len(table.key) == 1:
+        return (row[table.key[0]],)
+    return tuple([row[k] for k in table.key])
 
 
 # ------------------------------------------------------------------ helpers
@@ -53,7 +55,9 @@ def day_of(timestamp: datetime) -> str:
 
 
 def iso(timestamp: datetime) -> str:
-    return timestamp.astimezone(timezone.utc).isoformat()
+    if timestamp.tzinfo is not timezone.utc:  # the library records UTC already: skip the conversion
+        timestamp = timestamp.astimezone(timezone.utc)
+    return timestamp.isoformat()
 
 
 def fraction_text(f: Fraction) -> str:
@@ -67,15 +71,15 @@ def parse_fraction(text: str) -> Fraction:
 
 
 def postings_delta(postings: list[dict[str, Any]]) -> dict[str, int]:
-    """Net change per account; checks again (second path) that the legs sum to zero."""
+    """Net change per account; checks again (second path) that the legs are
+    integers and sum to zero."""
     delta: dict[str, int] = {}
-    total = 0
     for leg in postings:
-        amount = leg["amount_minor"]
-        require(type(amount) is int, f"posting amount must be int minor units: {leg}")
-        delta[leg["account"]] = delta.get(leg["account"], 0) + amount
-        total += amount
-    require(total == 0, f"postings do not sum to zero (sum {total}): {postings}")
+        account = leg["account"]
+        delta[account] = delta.get(account, 0) + leg["amount_minor"]
+    total = sum(delta.values())
+    if total != 0 or type(total) is not int:
+        require(False, f"postings do not sum to zero in int minor units (sum {total!r}): {postings}")
     return delta
 
 
@@ -140,11 +144,12 @@ class CachedRows:
         return row
 
     def apply(self, changes: Iterable[Change]) -> None:
+        overlay, tables = self.overlay, self.tables
         for change in changes:
-            if isinstance(change, Put):
-                self.overlay[change.table][key_of(self.tables[change.table], change.row)] = change.row
+            if type(change) is Put:
+                overlay[change.table][key_of(tables[change.table], change.row)] = change.row
             else:
-                self.overlay[change.table][change.key] = None
+                overlay[change.table][change.key] = None
 
     def flush(self) -> int:
         """Write the overlay (inside the caller's transaction). Returns rows written."""
