@@ -2,7 +2,8 @@
 (a fresh schema per test, dropped afterwards).
 
 PostgreSQL comes from LEDGER_TEST_PG_URL (default postgresql://postgres@127.0.0.1:5432/postgres).
-When the server is unreachable the postgres variants skip locally, but FAIL under CI=true.
+When the server is unreachable the postgres variants skip locally, but FAIL under CI=true
+or LEDGER_REQUIRE_PG=1 (set by .ci/run).
 """
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def pg_schema_url():  # type: ignore[no-untyped-def]
     try:
         conn = _pg_connect(base)
     except Exception as exc:  # noqa: BLE001 - any failure to connect means "no server"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"PostgreSQL at {base} is unreachable under CI=true: {exc}")
+        if os.environ.get("CI", "").lower() == "true" or os.environ.get("LEDGER_REQUIRE_PG") == "1":
+            pytest.fail(f"PostgreSQL at {base} is unreachable under CI=true / LEDGER_REQUIRE_PG=1: {exc}")
         pytest.skip(f"PostgreSQL at {base} is unreachable: {exc}")
     schema = f"t_{uuid.uuid4().hex[:16]}"
     conn.execute(f'CREATE SCHEMA "{schema}"')
