@@ -438,8 +438,10 @@ class Round(Aggregate):
             )
 
     def _check_card_count(self, card: Card, shoe_seen: Counter[Card]) -> None:
-        own = Counter(parse_card(c) for _, c, _ in self.cards)
-        CardCounter(self.rules.decks, shoe_seen + own).check(card)
+        # Only this card's count matters: shoe so far + this round's copies of it.
+        text = str(card)
+        own = sum(1 for _, c, _ in self.cards if c == text)
+        CardCounter(self.rules.decks, Counter({card: shoe_seen[card] + own})).check(card)
 
     def _human_error(self, cmd: Any, refusal: Refusal) -> None:
         if self.paused is not None:  # already flagged: the wrong card is refused again, nothing more
