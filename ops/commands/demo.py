@@ -54,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S", help=f"random seed (default {DEFAULT_SEED})")
     p.add_argument("--fault-rate", type=int, default=DEFAULT_FAULT_RATE, metavar="PER_MILLE",
                    help=f"rounds with an injected fault, per mille (default {DEFAULT_FAULT_RATE})")
+    p.add_argument("--audit-dir", default="casino-ledger-demo-audit", metavar="DIR",
+                   help="where the audit export goes (default ./casino-ledger-demo-audit, replaced)")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=run_demo)
 
@@ -71,6 +73,14 @@ def _fresh_sqlite(db_url: str) -> None:
 def _progress(quiet: bool, text: str) -> None:
     if not quiet:
         print(text, file=sys.stderr, flush=True)
+
+
+def closing_sections(data, args: argparse.Namespace) -> list:
+    """Projections, audit export + verify, replay of every round (see ops/demo_audit.py)."""
+    from ops.demo_audit import audit_section, projections_section, replay_section
+
+    _progress(getattr(args, "quiet", False), "projecting views, exporting and verifying the audit trail, replaying")
+    return [projections_section(data), audit_section(data, args.audit_dir), replay_section(data)]
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -103,6 +113,7 @@ def run_demo(args: argparse.Namespace) -> int:
     _ = data.facts  # read every event once
     seconds["read back"] = time.monotonic() - t2
     sections = build_report(data)
+    sections += closing_sections(data, args)
     print(f"casino-ledger demo: seed {args.seed}, {args.tables} tables x {args.rounds} rounds, "
           f"fault rate {args.fault_rate}/1000\n")
     print(render(sections))

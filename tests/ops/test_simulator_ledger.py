@@ -91,12 +91,16 @@ def test_duplicates_are_recognised_and_early_voids_leave_tombstones() -> None:
 
 def test_demo_smoke(tmp_path, capsys) -> None:
     args = argparse.Namespace(db=f"sqlite:///{tmp_path / 'demo.db'}", tables=5, rounds=6, seed=3,
-                              fault_rate=200, quiet=True)
+                              fault_rate=200, quiet=True, audit_dir=str(tmp_path / "audit"))
     assert run_demo(args) == 0
     out = capsys.readouterr().out
     assert "invariant check: OK" in out
-    for title in ("Rounds by game and outcome", "Voids by cause", "Money", "Refusals by code", "Invariants"):
+    for title in ("Rounds by game and outcome", "Voids by cause", "Money", "Refusals by code", "Invariants",
+                  "Projections", "Audit trail", "Replay check"):
         assert title in out
+    assert "all accounts in the balances view sum to zero: OK" in out
+    assert "intact, no findings" in out and "every payout matches" in out
+    assert (tmp_path / "audit" / "manifest.json").exists()
     assert "teen-patti/20-20" in out and "blackjack/spielbank" in out
     # a second run starts from a fresh store: the same ingest outcome and event count
     assert run_demo(args) == 0
@@ -106,3 +110,21 @@ def test_demo_smoke(tmp_path, capsys) -> None:
         return [x for x in text.splitlines() if x.startswith(("  ingest:", "  events recorded:"))]
 
     assert len(ingest_lines(out)) == 2 and ingest_lines(second) == ingest_lines(out)
+
+
+def test_demo_fails_when_a_recorded_payout_was_altered(tmp_path, capsys, monkeypatch) -> None:
+    """The closing replay check is real: a tampered settlement makes the demo exit 1."""
+    from projections.replay import recompute as real_recompute
+
+    def tampering_recompute(events, **kw):  # type: ignore[no-untyped-def]
+        for e in events:
+            if e.name == "Round.Settled" and e.fields["results"]:
+                e.fields["results"][0]["returned_minor"] += 1
+                break
+        return real_recompute(events, **kw)
+
+    monkeypatch.setattr("projections.replay.recompute", tampering_recompute)
+    args = argparse.Namespace(db=f"sqlite:///{tmp_path / 'demo.db'}", tables=5, rounds=3, seed=5,
+                              fault_rate=0, quiet=True, audit_dir=str(tmp_path / "audit"))
+    assert run_demo(args) == 1
+    assert "finding(s)" in capsys.readouterr().out
