@@ -19,6 +19,7 @@ from domain.errors import Refusal, require
 from domain.model import Bet, BetResult, FollowOffer, StakeMove
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
+from domain.tablebets import check_table_bet
 
 GAME = "baccarat"
 SPOT = "table"
@@ -407,17 +408,8 @@ class BaccaratRound:
 
     def _check_bet(self, bet: Bet) -> Bet:
         rules = self.rules
-        if self.phase != "betting":
-            raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
-        if len(self.bets) >= rules.bets_per_round_max:
-            raise Refusal("too_many_bets", f"bet {bet.bet_id}: a round takes at most {rules.bets_per_round_max} bets")
-        if any(b.bet_id == bet.bet_id for b in self.bets):
-            raise Refusal("duplicate_bet", f"bet id {bet.bet_id} was already placed in this round")
-        if bet.spot != SPOT:
-            raise Refusal("bad_spot", f"bet {bet.bet_id}: baccarat bets lie on spot 'table', not {bet.spot!r}")
-        if bet.bet_type not in BET_TYPES:
-            raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
-                          f"under {rules.id} v{rules.version}; offered: {', '.join(BET_TYPES)}")
+        check_table_bet(rules, self.phase, self.bets, bet, spot=SPOT, bet_types=BET_TYPES,
+                        game_name="baccarat", bets_per_round_max=rules.bets_per_round_max)
         rules.limit_for(bet.bet_type)  # refuses a type this version has no limit for
         last = rules.max_round(bet.bet_type)
         if last is not None and self.round_in_shoe > last:

@@ -20,6 +20,7 @@ from domain.errors import Refusal, require
 from domain.model import Bet, BetResult, FollowOffer, StakeMove
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
+from domain.tablebets import check_table_bet
 
 GAME = "teen-patti"
 SPOT = "table"
@@ -346,17 +347,8 @@ class TeenPattiRound:
 
     def _check_bet(self, bet: Bet) -> None:
         rules = self.rules
-        if self.phase != "betting":
-            raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
-        if len(self.bets) >= rules.bets_per_round_max:
-            raise Refusal("too_many_bets", f"bet {bet.bet_id}: a round takes at most {rules.bets_per_round_max} bets")
-        if any(b.bet_id == bet.bet_id for b in self.bets):
-            raise Refusal("duplicate_bet", f"bet id {bet.bet_id} was already placed in this round")
-        if bet.spot != SPOT:
-            raise Refusal("bad_spot", f"bet {bet.bet_id}: Teen Patti bets lie on spot 'table', not {bet.spot!r}")
-        if bet.bet_type not in BET_TYPES:
-            raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
-                          f"under {rules.id} v{rules.version}; offered: {', '.join(BET_TYPES)}")
+        check_table_bet(rules, self.phase, self.bets, bet, spot=SPOT, bet_types=BET_TYPES,
+                        game_name="Teen Patti", bets_per_round_max=rules.bets_per_round_max)
         check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
         what = f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
         limit = rules.limit_for(bet.bet_type)

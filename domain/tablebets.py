@@ -1,0 +1,27 @@
+"""Bet checks shared by the table games whose bets all lie on one spot
+(baccarat, Teen Patti): betting open, bets-per-round limit, unique bet id,
+the spot, and a bet type this rule-set version offers."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from domain.errors import Refusal
+from domain.model import Bet
+from domain.ruleset import RuleSet
+
+
+def check_table_bet(
+    rules: RuleSet, phase: str, placed: Sequence[Bet], bet: Bet, *,
+    spot: str, bet_types: Sequence[str], game_name: str, bets_per_round_max: int,
+) -> None:
+    if phase != "betting":
+        raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
+    if len(placed) >= bets_per_round_max:
+        raise Refusal("too_many_bets", f"bet {bet.bet_id}: a round takes at most {bets_per_round_max} bets")
+    if any(b.bet_id == bet.bet_id for b in placed):
+        raise Refusal("duplicate_bet", f"bet id {bet.bet_id} was already placed in this round")
+    if bet.spot != spot:
+        raise Refusal("bad_spot", f"bet {bet.bet_id}: {game_name} bets lie on spot {spot!r}, not {bet.spot!r}")
+    if bet.bet_type not in bet_types:
+        raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
+                      f"under {rules.id} v{rules.version}; offered: {', '.join(bet_types)}")
