@@ -40,6 +40,11 @@ def get_logger() -> Any:
     return structlog.get_logger("ledger")
 
 
+def debug_enabled() -> bool:
+    """Per-command lines are debug: skip building them (and binding ids) otherwise."""
+    return bool(get_logger().is_enabled_for(logging.DEBUG))
+
+
 @contextmanager
 def bound(**values: Any) -> Iterator[None]:
     with structlog.contextvars.bound_contextvars(**values):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -94,6 +95,20 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                     found[row["command_id"]] = (row["payload_hash"], row["result"])
         return found
 
+    def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]:
+        """Which of these aggregates have events: one query for a batch's new rounds
+        instead of a failed `repository.get` (a SELECT) per round."""
+        found: set[UUID] = set()
+        with self.datastore.transaction(commit=False) as c:
+            for chunk in _chunks([i.hex for i in originator_ids]):
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    f"SELECT originator_id FROM {self.events_table_name} "
+                    f"WHERE originator_version = 1 AND originator_id IN ({marks})", chunk,
+                )
+                found.update(UUID(row["originator_id"]) for row in c.fetchall())
+        return found
+
     def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT * FROM {REJECTIONS_TABLE} WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
@@ -153,6 +168,20 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 )
                 for row in curs.fetchall():
                     found[row["command_id"]] = (row["payload_hash"], row["result"])
+        return found
+
+    def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]:
+        found: set[UUID] = set()
+        table = SQL("{0}.{1}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        with self.datastore.transaction(commit=False) as curs:
+            for chunk in _chunks(list(originator_ids)):
+                curs.execute(
+                    SQL("SELECT originator_id FROM {0} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(
+                        table
+                    ),
+                    (list(chunk),),
+                )
+                found.update(UUID(str(row["originator_id"])) for row in curs.fetchall())
         return found
 
     def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ Event names, fields and money flows are the contract in docs/events.md.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Any, Callable
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -38,6 +39,7 @@ def ruleset_hash(rules: Any) -> str:
     return h
 
 
+@lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
 def round_id_for(table_id: str, round_no: int) -> UUID:
     return uuid5(NAMESPACE, f"round/{table_id}/{round_no}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -25,6 +26,7 @@ from ledger.round import NAMESPACE
 ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds
 
 
+@lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
 def shoe_id_for(table_id: str, shoe_id: str) -> UUID:
     return uuid5(NAMESPACE, f"shoe/{table_id}/{shoe_id}")
 
