@@ -246,7 +246,7 @@ class Round(Aggregate):
 
     def _post(self, postings: list[dict[str, Any]]) -> None:
         postings_sum_zero(postings)
-        account = round_account(str(self.id))
+        account = _account_of(self.id)
         self.balance_minor += sum(p["amount_minor"] for p in postings if p["account"] == account)
 
     def _put_in(self, bet_id: str, player_id: str, amount_minor: int) -> None:
@@ -260,7 +260,7 @@ class Round(Aggregate):
 
     @property
     def account(self) -> str:
-        return round_account(str(self.id))
+        return _account_of(self.id)
 
     @property
     def is_open(self) -> bool:
@@ -423,15 +423,16 @@ class Round(Aggregate):
         return f"{self.table_id}#{self.round_no}" if self.table_id else str(self.id)
 
     def _refuse_closed(self) -> None:
-        refuse_unless(self.phase != "voided", "round_voided", f"round {self._label()} is voided")
-        refuse_unless(
-            self.phase not in ("settled", "reversed"), "round_settled",
-            f"round {self._label()} is settled; correct it with reverse_settlement",
-        )
+        # Checked on every command: the messages are built only when refusing.
+        if self.phase == "voided":
+            raise Refusal("round_voided", f"round {self._label()} is voided")
+        if self.phase in ("settled", "reversed"):
+            raise Refusal("round_settled", f"round {self._label()} is settled; correct it with reverse_settlement")
 
     def _refuse_unless_running(self, allow_flagged: bool = False) -> None:
         self._refuse_closed()
-        refuse_unless(self.version > 0, "round_not_open", f"round {self._label()} has not been opened")
+        if self.version <= 0:
+            raise Refusal("round_not_open", f"round {self._label()} has not been opened")
         if self.paused is not None:
             flagged = self.paused["flag_code"] is not None
             refuse_unless(
@@ -525,6 +526,11 @@ class Round(Aggregate):
 
     def closing_cards(self) -> list[str]:
         return [c for _, c, _ in self.cards]
+
+
+@lru_cache(maxsize=65536)
+def _account_of(round_id: UUID) -> str:
+    return round_account(str(round_id))
 
 
 def _spot_of(bets: dict[str, Bet], bet_id: str) -> str:
