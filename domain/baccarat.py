@@ -19,7 +19,7 @@ from domain.errors import Refusal, require
 from domain.model import Bet, BetResult, FollowOffer, StakeMove
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
-from domain.tablebets import check_table_bet
+from domain.tablebets import NoPlayerChoices, check_table_bet
 
 GAME = "baccarat"
 SPOT = "table"
@@ -381,8 +381,10 @@ def check_round_in_shoe(round_in_shoe: object, decks: int) -> int:
 
 
 @dataclass
-class BaccaratRound:
+class BaccaratRound(NoPlayerChoices):
     """One coup. Phases: betting -> dealing (burn first on a new shoe) -> complete."""
+
+    GAME_TITLE = "baccarat"  # for the no-decision refusals (NoPlayerChoices)
 
     rules: BaccaratRules
     round_in_shoe: int
@@ -504,20 +506,6 @@ class BaccaratRound:
             self.burn_left = burn_value(card) if self.rules.burned_cards_reported else 0
         else:
             self.burn_left -= 1
-
-    # -- decisions: none in baccarat
-
-    def legal_decisions(self) -> dict[str, tuple[str, ...]]:
-        return {}
-
-    def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
-        raise Refusal("no_decisions", f"baccarat has no player decisions; {action!r} on {hand!r} is refused")
-
-    def pending_follows(self) -> list[FollowOffer]:
-        return []
-
-    def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
-        raise Refusal("no_follow_offers", f"baccarat has no follow offers; bet {bet_id} cannot follow {kind!r}")
 
     # -- end
 

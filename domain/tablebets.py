@@ -1,12 +1,13 @@
-"""Bet checks shared by the table games whose bets all lie on one spot
-(baccarat, Teen Patti): betting open, bets-per-round limit, unique bet id,
-the spot, and a bet type this rule-set version offers."""
+"""What the table games whose bets all lie on one spot (baccarat, Teen Patti)
+share: the common bet checks (betting open, bets-per-round limit, unique bet
+id, the spot, a bet type this rule-set version offers) and the fact that
+players make no decisions and have no follow offers."""
 from __future__ import annotations
 
 from typing import Sequence
 
 from domain.errors import Refusal
-from domain.model import Bet
+from domain.model import Bet, FollowOffer, StakeMove
 from domain.ruleset import RuleSet
 
 
@@ -25,3 +26,22 @@ def check_table_bet(
     if bet.bet_type not in bet_types:
         raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
                       f"under {rules.id} v{rules.version}; offered: {', '.join(bet_types)}")
+
+
+class NoPlayerChoices:
+    """RoundModel methods for a game where players only bet: every decision and
+    follow is refused. The model sets `GAME_TITLE` for the messages."""
+
+    GAME_TITLE = "this game"
+
+    def legal_decisions(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
+        raise Refusal("no_decisions", f"{self.GAME_TITLE} has no player decisions; {action!r} on {hand!r} is refused")
+
+    def pending_follows(self) -> list[FollowOffer]:
+        return []
+
+    def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
+        raise Refusal("no_follow_offers", f"{self.GAME_TITLE} has no follow offers; bet {bet_id} cannot follow {kind!r}")

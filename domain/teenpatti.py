@@ -20,7 +20,7 @@ from domain.errors import Refusal, require
 from domain.model import Bet, BetResult, FollowOffer, StakeMove
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
-from domain.tablebets import check_table_bet
+from domain.tablebets import NoPlayerChoices, check_table_bet
 
 GAME = "teen-patti"
 SPOT = "table"
@@ -327,8 +327,10 @@ def settle_bet(rules: TeenPattiRules, bet: Bet, a: tuple[Card, ...], b: tuple[Ca
 
 
 @dataclass
-class TeenPattiRound:
+class TeenPattiRound(NoPlayerChoices):
     """One round. Phases: betting -> dealing -> complete."""
+
+    GAME_TITLE = "Teen Patti 20-20"  # for the no-decision refusals (NoPlayerChoices)
 
     rules: TeenPattiRules
     round_in_shoe: int
@@ -385,18 +387,6 @@ class TeenPattiRound:
                           f"A1, B1, A2, B2, A3, B3 says the next card goes to {expected!r}")
         self.counter.take(card)  # impossible_card: the deck holds each card once
         self.hands[expected].append(card)
-
-    def legal_decisions(self) -> dict[str, tuple[str, ...]]:
-        return {}
-
-    def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
-        raise Refusal("no_decisions", f"Teen Patti 20-20 has no player decisions; {action!r} on {hand!r} is refused")
-
-    def pending_follows(self) -> list[FollowOffer]:
-        return []
-
-    def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
-        raise Refusal("no_follow_offers", f"Teen Patti 20-20 has no follow offers; bet {bet_id} cannot follow {kind!r}")
 
     def is_complete(self) -> bool:
         return self.phase == "dealing" and self.next_card_target() is None

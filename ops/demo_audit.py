@@ -51,12 +51,8 @@ def _indent(lines: list[str]) -> list[str]:
 
 
 def _house_total(d: DemoData) -> int:
-    total = 0
-    for e in d.events:
-        for leg in e.fields.get("postings") or ():
-            if leg["account"].startswith("house:"):
-                total += leg["amount_minor"]
-    return total
+    """The house accounts' balance, from the ledger facts the report already folded."""
+    return sum(v for account, v in d.facts.balances.items() if account.startswith("house:"))
 
 
 def audit_section(d: DemoData, directory: str) -> Section:
