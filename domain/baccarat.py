@@ -351,10 +351,11 @@ def resolve_bet(rules: BaccaratRules, bet_type: str, mode: str | None, coup: Cou
     return _lucky(bet_type, coup, rules)
 
 
-def settle_bet(rules: BaccaratRules, bet: Bet, coup: Coup) -> BetResult:
+def settle_bet(rules: BaccaratRules, bet: Bet, coup: Coup, described: str | None = None) -> BetResult:
+    """`described` is `coup.describe()` when the caller settles many bets of one coup."""
     res = resolve_bet(rules, bet.bet_type, bet.mode, coup)
     name, stake = BET_NAMES[bet.bet_type], bet.stake_minor
-    head = coup.describe() + (f", {bet.mode.replace('_', '-')} mode" if bet.bet_type == "banker" else "")
+    head = (coup.describe() if described is None else described) + (f", {bet.mode.replace('_', '-')} mode" if bet.bet_type == "banker" else "")
     if res.outcome == "win":
         odds = rules.odds(res.line or "")
         pay = win(stake, odds)
@@ -519,7 +520,8 @@ class BaccaratRound(NoPlayerChoices):
 
     def settle(self) -> list[BetResult]:
         coup = self.coup()
-        return [settle_bet(self.rules, bet, coup) for bet in self.bets]
+        described = coup.describe()
+        return [settle_bet(self.rules, bet, coup, described) for bet in self.bets]
 
     def view(self) -> dict[str, Any]:
         done = self.is_complete()

@@ -103,19 +103,23 @@ class BlackjackRules(RuleSet):
                     self.odds_even_money), key=lambda o: o.ratio)
 
 
+# Blackjack value of each rank, the ace as 1 (a dict lookup: hand_total is the engine's hottest call).
+RANK_VALUE: dict[str, int] = {"A": 1, **{str(n): n for n in range(2, 10)}, "T": 10, "J": 10, "Q": 10, "K": 10}
+
+
 def card_value(card: Card) -> int:
     """Blackjack value with the ace as 1."""
-    if card.rank == "A":
-        return 1
-    if card.is_ten_value:
-        return 10
-    return int(card.rank)
+    return RANK_VALUE[card.rank]
 
 
 def hand_total(cards: list[Card] | tuple[Card, ...]) -> tuple[int, bool]:
     """(best total, soft): one ace counts 11 when that does not bust the hand."""
-    total = sum(card_value(c) for c in cards)
-    if any(c.rank == "A" for c in cards) and total + 10 <= BLACKJACK_TOTAL:
+    total, ace = 0, False
+    for card in cards:
+        rank = card.rank
+        total += RANK_VALUE[rank]
+        ace = ace or rank == "A"
+    if ace and total + 10 <= BLACKJACK_TOTAL:
         return total + 10, True
     return total, False
 

@@ -306,9 +306,18 @@ def describe(a: tuple[Card, ...], b: tuple[Card, ...], rules: TeenPattiRules) ->
     return f"Player {win_name} wins: {hand_name(w)} beats {hand_name(l)}"
 
 
-def settle_bet(rules: TeenPattiRules, bet: Bet, a: tuple[Card, ...], b: tuple[Card, ...]) -> BetResult:
-    res = resolve_bet(rules, bet.bet_type, a, b)
-    head, stake, name = describe(a, b, rules), bet.stake_minor, BET_NAMES[bet.bet_type]
+def settle_bet(
+    rules: TeenPattiRules, bet: Bet, a: tuple[Card, ...], b: tuple[Card, ...],
+    memo: dict[str, Any] | None = None,
+) -> BetResult:
+    """`memo` (one per round) keeps the description and each bet type's resolution,
+    so a round with many bets ranks its hands and its six cards once."""
+    memo = {} if memo is None else memo
+    res = memo.get(bet.bet_type)
+    if res is None:
+        res = memo[bet.bet_type] = resolve_bet(rules, bet.bet_type, a, b)
+    head = memo.get("") or memo.setdefault("", describe(a, b, rules))
+    stake, name = bet.stake_minor, BET_NAMES[bet.bet_type]
     if res.outcome == "win":
         odds = rules.odds(res.line or "")
         pay = win(stake, odds)
@@ -395,7 +404,8 @@ class TeenPattiRound(NoPlayerChoices):
         if not self.is_complete():
             raise Refusal("round_not_complete", "both hands need three cards before the round can be settled")
         a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
-        return [settle_bet(self.rules, bet, a, b) for bet in self.bets]
+        memo: dict[str, Any] = {}
+        return [settle_bet(self.rules, bet, a, b, memo) for bet in self.bets]
 
     def view(self) -> dict[str, Any]:
         done = self.is_complete()
