@@ -26,7 +26,7 @@ from domain import registry
 from domain.errors import Refusal, require
 from ledger import logging as ledger_logging
 from ledger.commands import parse_command
-from ledger.persistence import CommandRow, LedgerRows, RejectionRow
+from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for
 from ledger.shoe import Shoe, shoe_id_for
 
@@ -51,11 +51,6 @@ class Result:
             "round_id": self.round_id, "events": list(self.events), "original_status": self.original_status,
         }
 
-    @staticmethod
-    def from_json(text: str) -> "Result":
-        d = json.loads(text)
-        d["events"] = tuple(d["events"])
-        return Result(**d)
 
 
 def payload_hash(cmd: BaseModel) -> str:
@@ -202,7 +197,7 @@ class UnitOfWork:
     """One batch: aggregates loaded once, commands applied in order, saved together."""
 
     app: LedgerApp
-    known: dict[str, tuple[str, str]]  # command_id -> (payload hash, result json) already in the store
+    known: dict[str, KnownCommand]  # command ids already in the store
     aggregates: dict[UUID, Any] = field(default_factory=dict)
     rows: LedgerRows = field(default_factory=LedgerRows)
     seen: dict[str, tuple[str, Result]] = field(default_factory=dict)  # command ids handled in this batch
@@ -289,8 +284,8 @@ class UnitOfWork:
         digest = payload_hash(cmd)
         prior = self.seen.get(cid)
         if prior is None and cid in self.known:
-            known_hash, result_json = self.known[cid]
-            prior = (known_hash, Result.from_json(result_json))
+            k = self.known[cid]
+            prior = (k.payload_hash, Result(status=k.status, command_id=cid, code=k.code, round_id=k.round_id))
         if prior is not None:
             if prior[0] != digest:
                 refusal = Refusal(
@@ -307,7 +302,7 @@ class UnitOfWork:
             )
         result = self._execute(cmd, raw)
         self.rows.commands.append(
-            CommandRow(cid, result.round_id, cmd.type, digest, json.dumps(result.as_dict()))  # type: ignore[attr-defined]
+            CommandRow(cid, result.round_id, cmd.type, digest, result.status, result.code)  # type: ignore[attr-defined]
         )
         self.seen[cid] = (digest, result)
         return result

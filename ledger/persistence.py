@@ -13,7 +13,7 @@ Selected with the library's APPLICATION_RECORDER_TOPIC (see ledger/store.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
@@ -25,6 +25,7 @@ COMMANDS_TABLE = "ledger_commands"
 REJECTIONS_TABLE = "ledger_rejections"
 REJECTION_COLUMNS = ("id", "command_id", "table_id", "round_no", "type", "code", "message", "payload", "received_at")
 IN_LIST_MAX = 500  # ids per lookup query
+KNOWN_COLUMNS = "command_id, payload_hash, status, code, round_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,17 @@ class CommandRow:
     round_id: str | None
     type: str
     payload_hash: str
-    result_json: str
+    status: str  # the first delivery's status (accepted | refused), returned again on a retry
+    code: str | None
+
+
+class KnownCommand(NamedTuple):
+    """What the index remembers of a handled command: enough to answer a retry."""
+
+    payload_hash: str
+    status: str
+    code: str | None
+    round_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +74,7 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         return super().construct_create_table_statements() + [
             f"CREATE TABLE IF NOT EXISTS {COMMANDS_TABLE} ("
             "command_id TEXT PRIMARY KEY, round_id TEXT, type TEXT NOT NULL, "
-            "payload_hash TEXT NOT NULL, result TEXT NOT NULL)",
+            "payload_hash TEXT NOT NULL, status TEXT NOT NULL, code TEXT)",
             f"CREATE TABLE IF NOT EXISTS {REJECTIONS_TABLE} ("
             "id INTEGER PRIMARY KEY AUTOINCREMENT, command_id TEXT, table_id TEXT, round_no INTEGER, "
             "type TEXT, code TEXT NOT NULL, message TEXT NOT NULL, payload TEXT NOT NULL, received_at TEXT NOT NULL)",
@@ -75,8 +86,7 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         if rows is not None:
             if rows.commands:
                 c.executemany(
-                    f"INSERT INTO {COMMANDS_TABLE} VALUES (?,?,?,?,?)",
-                    [(r.command_id, r.round_id, r.type, r.payload_hash, r.result_json) for r in rows.commands],
+                    f"INSERT INTO {COMMANDS_TABLE} VALUES (?,?,?,?,?,?)", [_command_tuple(r) for r in rows.commands],
                 )
             if rows.rejections:
                 c.executemany(
@@ -85,14 +95,14 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                 )
         return returning
 
-    def select_commands(self, command_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        found: dict[str, tuple[str, str]] = {}
+    def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
+        found: dict[str, KnownCommand] = {}
         with self.datastore.transaction(commit=False) as c:
             for chunk in _chunks(list(command_ids)):
                 marks = ",".join("?" * len(chunk))
-                c.execute(f"SELECT command_id, payload_hash, result FROM {COMMANDS_TABLE} WHERE command_id IN ({marks})", chunk)
+                c.execute(f"SELECT {KNOWN_COLUMNS} FROM {COMMANDS_TABLE} WHERE command_id IN ({marks})", chunk)
                 for row in c.fetchall():
-                    found[row["command_id"]] = (row["payload_hash"], row["result"])
+                    found[row["command_id"]] = _known(row)
         return found
 
     def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]:
@@ -115,6 +125,14 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
             return [dict(row) for row in c.fetchall()]
 
 
+def _command_tuple(r: CommandRow) -> tuple[Any, ...]:
+    return (r.command_id, r.round_id, r.type, r.payload_hash, r.status, r.code)
+
+
+def _known(row: Any) -> KnownCommand:
+    return KnownCommand(row["payload_hash"], row["status"], row["code"], row["round_id"])
+
+
 def _rejection_tuple(r: RejectionRow) -> tuple[Any, ...]:
     return (r.command_id, r.table_id, r.round_no, r.type, r.code, r.message, r.payload, r.received_at)
 
@@ -128,7 +146,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         self.sql_create_statements.append(
             SQL(
                 "CREATE TABLE IF NOT EXISTS {0} (command_id text PRIMARY KEY, round_id text, type text NOT NULL, "
-                "payload_hash text NOT NULL, result text NOT NULL)"
+                "payload_hash text NOT NULL, status text NOT NULL, code text)"
             ).format(self.commands_table)
         )
         self.sql_create_statements.append(
@@ -146,8 +164,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             return
         if rows.commands:
             curs.executemany(
-                SQL("INSERT INTO {0} VALUES (%s,%s,%s,%s,%s)").format(self.commands_table),
-                [(r.command_id, r.round_id, r.type, r.payload_hash, r.result_json) for r in rows.commands],
+                SQL("INSERT INTO {0} VALUES (%s,%s,%s,%s,%s,%s)").format(self.commands_table),
+                [_command_tuple(r) for r in rows.commands],
             )
         if rows.rejections:
             curs.executemany(
@@ -156,18 +174,16 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 [_rejection_tuple(r) for r in rows.rejections],
             )
 
-    def select_commands(self, command_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        found: dict[str, tuple[str, str]] = {}
+    def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
+        found: dict[str, KnownCommand] = {}
         with self.datastore.transaction(commit=False) as curs:
             for chunk in _chunks(list(command_ids)):
                 curs.execute(
-                    SQL("SELECT command_id, payload_hash, result FROM {0} WHERE command_id = ANY(%s)").format(
-                        self.commands_table
-                    ),
+                    SQL("SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%s)").format(self.commands_table),
                     (list(chunk),),
                 )
                 for row in curs.fetchall():
-                    found[row["command_id"]] = (row["payload_hash"], row["result"])
+                    found[row["command_id"]] = _known(row)
         return found
 
     def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]:
