@@ -9,7 +9,6 @@ Any difference is a `Finding`; nothing is corrected. Kinds: docs/audit.md.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -20,6 +19,7 @@ from domain.model import Bet
 from domain.money import format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
 from projections.audit import Finding, Recorded
+from projections.reader import RecordedEvent
 
 ROUND_PREFIX = "Round."
 EVENTS_PER_ROUND_MAX = 5000
@@ -79,6 +79,7 @@ class _State:
     rules: Any = None
     model: Any = None
     stopped: str | None = None  # why the model can no longer follow the facts
+    unknown_rules_at: int | None = None  # position of an Opened whose rule set the registry lacks
     put_in: dict[tuple[str, str], int] = field(default_factory=dict)
     settlements: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # no -> postings
     steps: list[Step] = field(default_factory=list)
@@ -94,22 +95,26 @@ class _State:
 
 def recompute(events_of_round: Iterable[Any], *, views: bool = True) -> Replay:
     """Replay one round's events (in order) on a fresh domain model; see the module doc.
-    `views=False` skips the state snapshot after each step (bulk checks need only findings)."""
+
+    `views=False` is the bulk check of `ledger audit replay`: exactly the same
+    checks, results and findings, but no timeline (`steps` is empty): no step
+    text, no state snapshot after each event, no timestamp formatting."""
     events = [Recorded.of(e) if views else _light(e) for e in events_of_round]
     s = _State(round_id=events[0].originator_id if events else "")
     _check_sequence(s, events)
     for event in events:
         name = event.name.removeprefix(ROUND_PREFIX)
-        handler = _HANDLERS.get(name)
-        if handler is None:
+        check = _CHECKS.get(name)
+        if check is None:
             s.find("unknown_event", event.position, f"event {event.name} is not in the Round vocabulary")
-            text, source = event.name, None
         else:
             _check_postings_balance(s, event)
-            text, source = handler(s, event)
-        view = s.model.view() if views and s.model is not None else None
-        s.steps.append(Step(event.originator_version, event.position, name, event.fields.get("studio_time"),
-                            event.timestamp, text, source, view))
+            check(s, event)
+        if views:
+            text, source = _TEXTS[name](s, event) if check is not None else (event.name, None)
+            view = s.model.view() if s.model is not None else None
+            s.steps.append(Step(event.originator_version, event.position, name, event.fields.get("studio_time"),
+                                event.timestamp, text, source, view))
     return Replay(s.steps, s.results, s.findings)
 
 
@@ -143,107 +148,97 @@ def _call(s: _State, event: Recorded, what: str, call: Any) -> Any:
         return None
 
 
+def _add(net: dict[str, int], account: str, amount_minor: int) -> None:
+    net[account] = net.get(account, 0) + amount_minor
+
+
 def _net(postings: Iterable[dict[str, Any]]) -> dict[str, int]:
-    net: Counter[str] = Counter()
+    """Net amount per account, zeros dropped (dict equality ignores order; messages sort)."""
+    net: dict[str, int] = {}
     for p in postings:
-        net[p["account"]] += p["amount_minor"]
-    return {k: v for k, v in sorted(net.items()) if v != 0}
+        _add(net, p["account"], p["amount_minor"])
+    return {k: v for k, v in net.items() if v != 0}
 
 
 def _compare_postings(s: _State, event: Recorded, expected: dict[str, int]) -> None:
     recorded = _net(event.fields.get("postings") or [])
-    if recorded != {k: v for k, v in sorted(expected.items()) if v != 0}:
-        s.find("postings_differ", event.position, f"postings net {recorded}; the facts give {expected}")
+    wanted = {k: v for k, v in expected.items() if v != 0}
+    if recorded != wanted:
+        s.find("postings_differ", event.position, f"postings net {dict(sorted(recorded.items()))}; the facts give "
+               f"{dict(sorted(expected.items()))}")
 
 
-# --------------------------------------------------------------------------- one handler per event
+# --------------------------------------------------------------------------- one check per event
+# A check drives the model and records findings; it builds no text, so the bulk
+# audit pays only for the comparison. The timeline's words are in the next section.
 
 
-def _opened(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _opened(s: _State, e: Recorded) -> None:
     f = e.fields
     s.table_id, s.currency = f["table_id"], f.get("currency")
-    label = f"{f['ruleset_id']} v{f['ruleset_version']}"
     try:
         rules = get_rule_set(f["ruleset_id"], f["ruleset_version"])
     except Refusal as refusal:
-        s.stopped = "unknown rule set"
+        s.stopped, s.unknown_rules_at = "unknown rule set", e.position
         s.find("ruleset_unknown", e.position, refusal.message)
-        return f"opened under {label} (unknown here)", None
+        return
     if _content_hash(rules) != f.get("ruleset_hash"):
-        s.find("ruleset_hash_mismatch", e.position, f"{label} hashes to {_content_hash(rules)} now; the round "
-               f"recorded {f.get('ruleset_hash')}: the rule set changed after this round was played")
+        s.find("ruleset_hash_mismatch", e.position, f"{_rules_label(f)} hashes to {_content_hash(rules)} now; the "
+               f"round recorded {f.get('ruleset_hash')}: the rule set changed after this round was played")
     s.rules = rules
     s.model = new_round(rules, round_in_shoe=f["round_in_shoe"])
-    return (f"opened {f['table_id']}#{f['round_no']} ({f['game']}) under {label}, shoe {f['shoe_id']} "
-            f"round {f['round_in_shoe']} in the shoe, dealer {f['dealer_id']}, {f.get('currency')}"), None
 
 
-def _bet_placed(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _bet_placed(s: _State, e: Recorded) -> None:
     f = e.fields
     bet = Bet(f["bet_id"], f["player_id"], f["spot"], f["bet_type"], f["stake_minor"], f.get("mode"), f.get("seat_no"))
     _call(s, e, f"bet {bet.bet_id}", lambda m: m.place_bet(bet))
     _put_in(s, bet.bet_id, bet.player_id, bet.stake_minor)
     _compare_postings(s, e, _stake_net(s, [(bet.player_id, bet.stake_minor)]))
-    mode = f" ({bet.mode})" if bet.mode else ""
-    return f"bet {bet.bet_id} by {bet.player_id} at {bet.spot}: {bet.bet_type}{mode} {s.money(bet.stake_minor)}", None
 
 
-def _betting_closed(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _betting_closed(s: _State, e: Recorded) -> None:
     _call(s, e, "close of betting", lambda m: m.close_betting())
-    return "betting closed", None
 
 
-def _card_dealt(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _card_dealt(s: _State, e: Recorded) -> None:
     f = e.fields
     card = parse_card(f["card"])
     _call(s, e, f"card {card}", lambda m: m.deal(card, f["target"]))
-    return f"card #{f['seq_no']} {card} ({card.name}) to {f['target']}", "dealer"
 
 
-def _decision_taken(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _decision_taken(s: _State, e: Recorded) -> None:
     f = e.fields
     moves = _call(s, e, f"decision {f['action']} on {f['hand']}",
                   lambda m: m.decide(f["hand"], f["action"], f["source"], f.get("amount_minor")))
     _check_moves(s, e, moves)
-    extra = f" {s.money(f['amount_minor'])}" if f.get("amount_minor") else ""
-    return f"{f['hand']}: {f['action']}{extra} (decided by {f['source']}){_moves_text(s, f)}", f["source"]
 
 
-def _follow_decided(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _follow_decided(s: _State, e: Recorded) -> None:
     f = e.fields
     moves = _call(s, e, f"follow of {f['bet_id']}", lambda m: m.follow(f["bet_id"], f["kind"], f["accept"]))
     _check_moves(s, e, moves)
-    verb = "follows" if f["accept"] else "declines to follow"
-    return f"bet {f['bet_id']} {verb} the {f['kind']}{_moves_text(s, f)}", "player"
 
 
-def _paused(s: _State, e: Recorded) -> tuple[str, str | None]:
-    f = e.fields
-    flag = f" [refused fact: {f['flag_code']}]" if f.get("flag_code") else ""
-    return f"PAUSED: {f['cause']} by {f['by']}{flag}: {f.get('note', '')}", f["by"]
+def _no_check(s: _State, e: Recorded) -> None:
+    """Paused / Resumed: nothing for the rules to recompute (their postings balance is checked for all)."""
 
 
-def _resumed(s: _State, e: Recorded) -> tuple[str, str | None]:
-    return f"resumed by {e.fields['by']}: {e.fields.get('note', '')}", e.fields["by"]
-
-
-def _voided(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _voided(s: _State, e: Recorded) -> None:
     f = e.fields
     expected = [{"bet_id": b, "player_id": p, "amount_minor": a} for (b, p), a in s.put_in.items() if a > 0]
     if sorted(map(_key, f["refunds"])) != sorted(map(_key, expected)):
         s.find("refunds_differ", e.position, f"recorded refunds {f['refunds']}; every amount put in is {expected}")
-    net: Counter[str] = Counter()
+    net: dict[str, int] = {}
+    account = round_account(s.round_id)
     for r in expected:
-        net[player_account(r["player_id"])] += r["amount_minor"]
-        net[round_account(s.round_id)] -= r["amount_minor"]
-    _compare_postings(s, e, dict(net))
+        _add(net, player_account(r["player_id"]), r["amount_minor"])
+        _add(net, account, -r["amount_minor"])
+    _compare_postings(s, e, net)
     s.stopped = s.stopped or "voided"
-    total = sum(r["amount_minor"] for r in f["refunds"])
-    return f"VOIDED: {f['cause']} by {f['by']}: {f.get('note', '')}; refunds {s.money(total)} " \
-           f"on {len(f['refunds'])} line(s)", f["by"]
 
 
-def _settled(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _settled(s: _State, e: Recorded) -> None:
     f = e.fields
     no = f["settlement_no"]
     if s.rules is not None and (f["ruleset_id"], f["ruleset_version"]) != s.rules.key:
@@ -254,11 +249,9 @@ def _settled(s: _State, e: Recorded) -> tuple[str, str | None]:
     if recomputed is not None:
         _compare_postings(s, e, _settlement_net(s, recomputed))
     s.settlements[no] = f.get("postings") or []
-    paid = sum(r["returned_minor"] for r in f["results"])
-    return f"SETTLED (settlement {no}): {len(f['results'])} line(s), returned {s.money(paid)}", None
 
 
-def _settlement_reversed(s: _State, e: Recorded) -> tuple[str, str | None]:
+def _settlement_reversed(s: _State, e: Recorded) -> None:
     f = e.fields
     original = s.settlements.get(f["settlement_no"])
     if original is None:
@@ -268,22 +261,96 @@ def _settlement_reversed(s: _State, e: Recorded) -> tuple[str, str | None]:
         if _net(negated) != _net(f["postings"]):
             s.find("postings_differ", e.position, f"reversal postings are not the exact negation of settlement "
                    f"{f['settlement_no']}")
+
+
+_CHECKS = {
+    "Opened": _opened, "BetPlaced": _bet_placed, "BettingClosed": _betting_closed, "CardDealt": _card_dealt,
+    "DecisionTaken": _decision_taken, "FollowDecided": _follow_decided, "Paused": _no_check,
+    "Resumed": _no_check, "Voided": _voided, "Settled": _settled, "SettlementReversed": _settlement_reversed,
+}
+
+
+# --------------------------------------------------------------------------- the timeline's words
+# Run after the event's check (so the state, e.g. the currency, is as of this event), only for
+# the single-round `ledger replay`: (one line a dispute handler reads, who decided).
+
+
+def _opened_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    if s.unknown_rules_at == e.position:
+        return f"opened under {_rules_label(f)} (unknown here)", None
+    return (f"opened {f['table_id']}#{f['round_no']} ({f['game']}) under {_rules_label(f)}, shoe {f['shoe_id']} "
+            f"round {f['round_in_shoe']} in the shoe, dealer {f['dealer_id']}, {f.get('currency')}"), None
+
+
+def _bet_placed_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    mode = f" ({f['mode']})" if f.get("mode") else ""
+    return (f"bet {f['bet_id']} by {f['player_id']} at {f['spot']}: {f['bet_type']}{mode} "
+            f"{s.money(f['stake_minor'])}"), None
+
+
+def _card_dealt_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    card = parse_card(f["card"])
+    return f"card #{f['seq_no']} {card} ({card.name}) to {f['target']}", "dealer"
+
+
+def _decision_taken_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    extra = f" {s.money(f['amount_minor'])}" if f.get("amount_minor") else ""
+    return f"{f['hand']}: {f['action']}{extra} (decided by {f['source']}){_moves_text(s, f)}", f["source"]
+
+
+def _follow_decided_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    verb = "follows" if f["accept"] else "declines to follow"
+    return f"bet {f['bet_id']} {verb} the {f['kind']}{_moves_text(s, f)}", "player"
+
+
+def _paused_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    flag = f" [refused fact: {f['flag_code']}]" if f.get("flag_code") else ""
+    return f"PAUSED: {f['cause']} by {f['by']}{flag}: {f.get('note', '')}", f["by"]
+
+
+def _resumed_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    return f"resumed by {e.fields['by']}: {e.fields.get('note', '')}", e.fields["by"]
+
+
+def _voided_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    total = sum(r["amount_minor"] for r in f["refunds"])
+    return f"VOIDED: {f['cause']} by {f['by']}: {f.get('note', '')}; refunds {s.money(total)} " \
+           f"on {len(f['refunds'])} line(s)", f["by"]
+
+
+def _settled_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
+    paid = sum(r["returned_minor"] for r in f["results"])
+    return f"SETTLED (settlement {f['settlement_no']}): {len(f['results'])} line(s), returned {s.money(paid)}", None
+
+
+def _settlement_reversed_text(s: _State, e: Recorded) -> tuple[str, str | None]:
+    f = e.fields
     return f"SETTLEMENT {f['settlement_no']} REVERSED by {f['by']}: {f['reason']}", f["by"]
 
 
-_HANDLERS = {
-    "Opened": _opened, "BetPlaced": _bet_placed, "BettingClosed": _betting_closed, "CardDealt": _card_dealt,
-    "DecisionTaken": _decision_taken, "FollowDecided": _follow_decided, "Paused": _paused,
-    "Resumed": _resumed, "Voided": _voided, "Settled": _settled, "SettlementReversed": _settlement_reversed,
+_TEXTS = {
+    "Opened": _opened_text, "BetPlaced": _bet_placed_text, "BettingClosed": lambda s, e: ("betting closed", None),
+    "CardDealt": _card_dealt_text, "DecisionTaken": _decision_taken_text, "FollowDecided": _follow_decided_text,
+    "Paused": _paused_text, "Resumed": _resumed_text, "Voided": _voided_text, "Settled": _settled_text,
+    "SettlementReversed": _settlement_reversed_text,
 }
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _light(item: Any) -> Recorded:
-    """Bulk mode: no timestamp formatting (the steps are not shown)."""
-    if isinstance(item, Recorded):
+def _light(item: Any) -> Any:
+    """Bulk mode: no timestamp formatting (the steps are not shown). The reader's
+    events already carry the same attributes (originator_id as text): used as they are."""
+    if isinstance(item, (Recorded, RecordedEvent)):
         return item
     position, name, originator_id, version, timestamp, fields = item
     return Recorded(position, name, str(originator_id), version, timestamp, fields)
@@ -300,6 +367,10 @@ def _content_hash(rules: Any) -> str:
     return cached[1]
 
 
+def _rules_label(f: dict[str, Any]) -> str:
+    return f"{f['ruleset_id']} v{f['ruleset_version']}"
+
+
 def _key(d: dict[str, Any]) -> tuple:
     return tuple(sorted(d.items()))
 
@@ -309,11 +380,12 @@ def _put_in(s: _State, bet_id: str, player_id: str, amount_minor: int) -> None:
 
 
 def _stake_net(s: _State, stakes: list[tuple[str, int]]) -> dict[str, int]:
-    net: Counter[str] = Counter()
+    net: dict[str, int] = {}
+    account = round_account(s.round_id)
     for player_id, amount in stakes:
-        net[player_account(player_id)] -= amount
-        net[round_account(s.round_id)] += amount
-    return dict(net)
+        _add(net, player_account(player_id), -amount)
+        _add(net, account, amount)
+    return net
 
 
 def _check_moves(s: _State, e: Recorded, moves: Any) -> None:
@@ -386,13 +458,13 @@ def _money_text(s: _State, r: dict[str, Any]) -> str:
 
 def _settlement_net(s: _State, results: list[dict[str, Any]]) -> dict[str, int]:
     """Round -> player for what is returned; round <-> house for staked - returned (docs/events.md)."""
-    net: Counter[str] = Counter()
+    net: dict[str, int] = {}
     account, house = round_account(s.round_id), house_account(s.table_id)
     for r in results:
-        net[account] -= r["staked_minor"]
-        net[player_account(r["player_id"])] += r["returned_minor"]
-        net[house] += r["staked_minor"] - r["returned_minor"]
-    return dict(net)
+        _add(net, account, -r["staked_minor"])
+        _add(net, player_account(r["player_id"]), r["returned_minor"])
+        _add(net, house, r["staked_minor"] - r["returned_minor"])
+    return net
 
 
 def describe_step(step: Step) -> str:

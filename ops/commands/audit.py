@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+WORKERS_MAX = 32  # projections.replay_range.WORKERS_MAX (not imported here: keeps --help fast)
+
 EPILOG = """\
 Examples:
   ledger audit export exports/2024-05-01 --to 120000
@@ -47,9 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = actions.add_parser("replay", help="replay every round with an event in a position range")
     _range_args(r)
     _common(r)
+    r.add_argument("--workers", type=_workers, metavar="N",
+                   help=f"processes replaying rounds in parallel, 1..{WORKERS_MAX} (default: one per core, "
+                   "fewer for a small range); the output is the same for any N")
     r.add_argument("--json", action="store_true", help="print machine-readable JSON")
     r.set_defaults(func=run_replay)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= WORKERS_MAX:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number 1..{WORKERS_MAX}")
+    return int(text)
 
 
 def _range_args(p: argparse.ArgumentParser) -> None:
@@ -148,7 +159,7 @@ def run_replay(args: argparse.Namespace) -> int:
     app = open_app(args.db)
     started = time.perf_counter()
     with progress_bar("replaying", head_position(app), args.quiet) as advance:
-        summary = replay_all(app, args.from_position or 1, args.to_position, advance)
+        summary = replay_all(app, args.from_position or 1, args.to_position, advance, workers=args.workers)
     elapsed = time.perf_counter() - started
     if args.json:
         print(json.dumps({**summary, "findings": [f.as_dict() for f in summary["findings"]],
@@ -157,27 +168,18 @@ def run_replay(args: argparse.Namespace) -> int:
         for f in summary["findings"]:
             print(f"  {summary['labels'].get(f.position, '')} {f}")
         print(f"checked {summary['rounds']} rounds ({summary['events']} round events, "
-              f"{summary['bets_checked']} settlement lines) in {elapsed:.2f}s: "
+              f"{summary['bets_checked']} settlement lines) in {elapsed:.2f}s with {summary['workers']} "
+              f"worker(s): "
               f"{len(summary['findings'])} finding(s)")
     return 1 if summary["findings"] else 0
 
 
-def replay_all(app: Any, start: int = 1, stop: int | None = None, progress: Any = None) -> dict[str, Any]:
-    """Recompute every round with an event in [start, stop]; counts and findings."""
-    from projections.audit_store import rounds_in_range
-    from projections.replay import recompute
+def replay_all(app: Any, start: int = 1, stop: int | None = None, progress: Any = None,
+               workers: int | None = None) -> dict[str, Any]:
+    """Recompute every round with an event in [start, stop]; counts and findings
+    (projections/replay_range.py). `workers` None: one process per core, fewer for small ranges."""
+    from projections.replay_range import replay_range
 
-    rounds = events = lines = 0
-    findings, labels = [], {}
-    for round_id, round_events in rounds_in_range(app, start, stop, progress):
-        replay = recompute(round_events, views=False)
-        rounds += 1
-        events += len(round_events)
-        lines += len(replay.results)
-        if replay.findings:
-            first = round_events[0].fields
-            label = f"{first.get('table_id', round_id)}#{first.get('round_no', '?')}"
-            for f in replay.findings:
-                labels[f.position] = label
-            findings += replay.findings
-    return {"rounds": rounds, "events": events, "bets_checked": lines, "findings": findings, "labels": labels}
+    r = replay_range(app, start, stop, progress, workers)
+    return {"rounds": r.rounds, "events": r.events, "bets_checked": r.bets_checked, "findings": r.findings,
+            "labels": r.labels, "workers": r.workers}
