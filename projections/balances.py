@@ -15,7 +15,7 @@ from typing import Any
 
 from domain.errors import require
 from projections.reader import RecordedEvent
-from projections.rounds import round_row
+from projections.rounds import ROUNDS
 from projections.sql import Table
 from projections.state import Change, Put, Rows, View, postings_delta
 
@@ -33,6 +33,7 @@ HOLDS = Table(
     columns=(("round_id", "text"), ("currency", "text"), ("holds", "json"), ("is_open", "int")),
 )
 
+_BALANCES, _HOLDS, _ROUNDS = BALANCES.name, HOLDS.name, ROUNDS.name
 STAKE_EVENTS = frozenset({"Round.BetPlaced", "Round.DecisionTaken", "Round.FollowDecided"})
 CLOSE_EVENTS = frozenset({"Round.Settled", "Round.Voided"})
 PLAYER_PREFIX = "player:"
@@ -44,46 +45,52 @@ def account_row(rows: Rows, account: str, currency: str) -> dict[str, Any] | Non
 
 def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     postings = ev.fields.get("postings") or []
-    if not postings and ev.name in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
+    name = ev.name
+    if not postings and name in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
         return []
     delta = postings_delta(postings)
-    info = round_row(rows, ev.originator_id)
+    round_id = ev.originator_id
+    info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["currency"] is None:
-        require(not postings, f"postings for a round never opened: {ev.originator_id} at {ev.position}")
+        require(not postings, f"postings for a round never opened: {round_id} at {ev.position}")
         return []
     currency = info["currency"]
-    holds_row = rows.get(HOLDS.name, (ev.originator_id,))
-    holds: dict[str, int] = dict(holds_row["holds"]) if holds_row else {}
+    holds_row = rows.get(_HOLDS, (round_id,))
+    holds: dict[str, int] = holds_row["holds"].copy() if holds_row else {}
     is_open = holds_row["is_open"] if holds_row else 1
     on_game: dict[str, int] = {}  # player account -> change of funds on game
 
-    if ev.name in STAKE_EVENTS:
+    if name in STAKE_EVENTS:
         for leg in postings:
-            if leg["account"].startswith(PLAYER_PREFIX) and leg["amount_minor"] < 0:
+            amount = leg["amount_minor"]
+            if amount < 0 and leg["account"].startswith(PLAYER_PREFIX):
                 player = leg["account"]
-                holds[player] = holds.get(player, 0) - leg["amount_minor"]
-                on_game[player] = on_game.get(player, 0) - leg["amount_minor"]
-    elif ev.name in CLOSE_EVENTS and is_open:
+                holds[player] = holds.get(player, 0) - amount
+                on_game[player] = on_game.get(player, 0) - amount
+    elif name in CLOSE_EVENTS and is_open:
         is_open = 0
         for player, held in holds.items():
-            on_game[player] = on_game.get(player, 0) - held
-    elif ev.name == "Round.SettlementReversed" and not is_open:
+            on_game[player] = -held
+    elif name == "Round.SettlementReversed" and not is_open:
         is_open = 1  # the stakes are in the round again until the void or resettlement
-        for player, held in holds.items():
-            on_game[player] = on_game.get(player, 0) + held
+        on_game = holds.copy()
 
     changes: list[Change] = []
+    position = ev.position
     for account in sorted(delta.keys() | on_game.keys()):
-        old = account_row(rows, account, currency)
-        kind, _, owner = account.partition(":")
-        changes.append(Put(BALANCES.name, {
-            "account": account, "currency": currency, "kind": kind, "owner": owner,
-            "balance_minor": (old["balance_minor"] if old else 0) + delta.get(account, 0),
-            "funds_on_game_minor": (old["funds_on_game_minor"] if old else 0) + on_game.get(account, 0),
-            "last_position": ev.position,
-        }))
-    changes.append(Put(HOLDS.name, {"round_id": ev.originator_id, "currency": currency, "holds": holds,
-                                    "is_open": is_open}))
+        old = rows.get(_BALANCES, (account, currency))
+        if old is None:
+            kind, _, owner = account.partition(":")
+            row = {"account": account, "currency": currency, "kind": kind, "owner": owner,
+                   "balance_minor": delta.get(account, 0), "funds_on_game_minor": on_game.get(account, 0),
+                   "last_position": position}
+        else:
+            row = old.copy()
+            row["balance_minor"] += delta.get(account, 0)
+            row["funds_on_game_minor"] += on_game.get(account, 0)
+            row["last_position"] = position
+        changes.append(Put(_BALANCES, row))
+    changes.append(Put(_HOLDS, {"round_id": round_id, "currency": currency, "holds": holds, "is_open": is_open}))
     return changes
 
 

@@ -55,7 +55,7 @@ def _add(rows: Rows, info: dict[str, Any], day: str, *, rounds: int, staked: int
         "paid_minor": old["paid_minor"] + paid,
         "refunded_minor": old["refunded_minor"] + refunded,
         "ggr_minor": old["ggr_minor"] + staked - paid - refunded,
-        "rounding_kept": fraction_text(parse_fraction(old["rounding_kept"]) + kept),
+        "rounding_kept": fraction_text(parse_fraction(old["rounding_kept"]) + kept) if kept else old["rounding_kept"],
     })
 
 
@@ -68,7 +68,8 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
         results = f["results"]
         staked = sum(r["staked_minor"] for r in results)
         paid = sum(r["returned_minor"] for r in results)
-        kept = sum((Fraction(r["remainder_num"], r["remainder_den"]) for r in results), Fraction(0))
+        kept = sum((Fraction(r["remainder_num"], r["remainder_den"]) for r in results if r["remainder_num"]),
+                   Fraction(0))
         settlement = {"round_id": ev.originator_id, "settlement_no": f["settlement_no"],
                       "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
                       "day": day, "staked_minor": staked, "paid_minor": paid,

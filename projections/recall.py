@@ -22,7 +22,7 @@ from typing import Any
 from domain.errors import require
 from projections.balances import PLAYER_PREFIX, account_row
 from projections.reader import RecordedEvent
-from projections.rounds import round_row
+from projections.rounds import ROUNDS
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, iso, postings_delta
 
@@ -47,6 +47,10 @@ RECALL_LAST_DEFAULT = 10
 RECALL_LAST_MIN = 10
 RECALL_LAST_MAX = 1000
 
+_RECALL_ROUNDS = RECALL_ROUNDS.name
+_RECALL = RECALL.name
+_ROUNDS = ROUNDS.name
+
 _STATUS = {"Round.Voided": "voided", "Round.Settled": "settled", "Round.SettlementReversed": "reversed"}
 # Timeline entry per event: which fields to keep.
 _TIMELINE_FIELDS = {
@@ -64,13 +68,29 @@ _TIMELINE_FIELDS = {
 }
 
 
-def _timeline(rows: Rows, ev: RecordedEvent) -> Put:
-    old = rows.get(RECALL_ROUNDS.name, (ev.originator_id,))
-    entry = {"version": ev.originator_version, "event": ev.name.partition(".")[2], "at": iso(ev.timestamp)}
-    entry.update((k, ev.fields.get(k)) for k in _TIMELINE_FIELDS[ev.name])
-    timeline = (old["timeline"] if old else []) + [entry]
-    status = _STATUS.get(ev.name, old["status"] if old else "open")
-    return Put(RECALL_ROUNDS.name, {"round_id": ev.originator_id, "status": status, "timeline": timeline})
+# Events that touch a player's row (the others only extend the round's timeline).
+_PLAYER_EVENTS = frozenset({"Round.BetPlaced", "Round.DecisionTaken", "Round.FollowDecided", "Round.Settled",
+                            "Round.Voided", "Round.SettlementReversed"})
+_EVENT_SHORT = {name: name.partition(".")[2] for name in _TIMELINE_FIELDS}  # "Round.Settled" -> "Settled"
+_FIELDS_BY_SHORT = {_EVENT_SHORT[name]: fields for name, fields in _TIMELINE_FIELDS.items()}
+
+
+def timeline_entry(ev: RecordedEvent) -> list[Any]:
+    """The compact fact stored per event: `[version, event, at, *values]`,
+    values in `_TIMELINE_FIELDS` order (no repeated key names in the JSON)."""
+    return [ev.originator_version, _EVENT_SHORT[ev.name], iso(ev.timestamp),
+            *map(ev.fields.get, _TIMELINE_FIELDS[ev.name])]
+
+
+def expand_timeline(compact: list[list[Any]]) -> list[dict[str, Any]]:
+    """Stored compact facts -> the timeline entries `ledger recall` shows:
+    `{"version", "event", "at", <the event's fields>}` in the original order."""
+    out = []
+    for version, event, at, *values in compact:
+        entry = {"version": version, "event": event, "at": at}
+        entry.update(zip(_FIELDS_BY_SHORT[event], values))
+        out.append(entry)
+    return out
 
 
 def _lines_by_player(ev: RecordedEvent) -> dict[str, list[dict[str, Any]]]:
@@ -118,17 +138,35 @@ def _players_touched(ev: RecordedEvent) -> list[str]:
 
 
 def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
-    info = round_row(rows, ev.originator_id)
-    if info is None or info["table_id"] is None:  # tombstone void
+    round_id, name = ev.originator_id, ev.name
+    # The round's timeline row exists from its Opened event on; without it
+    # the round never opened (a tombstone void): nothing to recall.
+    old = rows.get(_RECALL_ROUNDS, (round_id,))
+    if old is None and name != "Round.Opened":
         return []
-    changes: list[Change] = [_timeline(rows, ev)]
+    # One compact fact appended per event (the hot path: most events are cards).
+    entry = [ev.originator_version, _EVENT_SHORT[name], iso(ev.timestamp), *map(ev.fields.get, _TIMELINE_FIELDS[name])]
+    status = _STATUS.get(name)
+    if old is None:
+        timeline = {"round_id": round_id, "status": status or "open", "timeline": [entry]}
+    else:
+        timeline = {"round_id": round_id, "status": status or old["status"], "timeline": old["timeline"] + [entry]}
+    changes: list[Change] = [Put(_RECALL_ROUNDS, timeline)]
+    if name not in _PLAYER_EVENTS:
+        return changes
+    info = rows.get(_ROUNDS, (round_id,))
+    require(info is not None and info["table_id"] is not None, f"round {round_id} has a timeline but never opened")
+    if name == "Round.BetPlaced":
+        player_id = ev.fields["player_id"]
+        changes.append(Put(_RECALL, _bet_placed(rows, ev, info, player_id)))
+        return changes
     players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
     if not players:
         return changes
     deltas: dict[str, int] | None = None  # computed only when a player's first row needs it
     by_player = _lines_by_player(ev)
     for player_id in players:
-        row = rows.get(RECALL.name, (player_id, ev.originator_id))
+        row = rows.get(_RECALL, (player_id, round_id))
         if row is None:
             if deltas is None:
                 deltas = postings_delta(ev.fields.get("postings") or [])
@@ -136,22 +174,31 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
         else:
             row = dict(row)
         _apply(row, ev, by_player.get(player_id, ()))
-        if ev.name in _STATUS:
-            row["status"] = _STATUS[ev.name]
+        if status is not None:
+            row["status"] = status
             row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
-        changes.append(Put(RECALL.name, row))
+        changes.append(Put(_RECALL, row))
     return changes
+
+
+def _bet_placed(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str) -> dict[str, Any]:
+    """The player's row after a bet (the most frequent player event)."""
+    f = ev.fields
+    row = rows.get(_RECALL, (player_id, ev.originator_id))
+    if row is None:
+        row = _new_player_row(rows, ev, info, player_id, postings_delta(f.get("postings") or []))
+    else:
+        row = row.copy()
+    row["bets"] = row["bets"] + [{"bet_id": f["bet_id"], "bet_type": f["bet_type"], "spot": f["spot"],
+                                  "stake_minor": f["stake_minor"]}]
+    row["staked_minor"] += f["stake_minor"]
+    return row
 
 
 def _apply(row: dict[str, Any], ev: RecordedEvent, mine: Any) -> None:
     """Update a fresh copy of the player's row with the event's lines for this
-    player (lists are rebuilt, never mutated)."""
-    f = ev.fields
-    if ev.name == "Round.BetPlaced":
-        bet = {k: f[k] for k in ("bet_id", "bet_type", "spot", "stake_minor")}
-        row["bets"] = row["bets"] + [bet]
-        row["staked_minor"] += f["stake_minor"]
-    elif ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
+    player (lists are rebuilt, never mutated). Bets: `_bet_placed`."""
+    if ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
         moves = [{"bet_id": m["bet_id"], "amount_minor": m["amount_minor"], "reason": m["reason"]} for m in mine]
         row["stake_moves"] = row["stake_moves"] + moves
         row["staked_minor"] += sum(m["amount_minor"] for m in moves)
@@ -183,7 +230,7 @@ def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> li
         row = dict(zip(cols, values[:-1]))
         for col in RECALL.json_columns:
             row[col] = _loads(row[col])
-        row["timeline"] = _loads(values[-1])
+        row["timeline"] = expand_timeline(_loads(values[-1]))
         out.append(row)
     return out
 
@@ -194,7 +241,7 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=1,
+    version=2,  # 2: the timeline is stored as compact facts (expand_timeline)
     tables=(RECALL_ROUNDS, RECALL),
     handles=frozenset(_TIMELINE_FIELDS),
     fold=fold,

@@ -73,6 +73,7 @@ class Projector:
         for view in self.views:
             for name in view.handles:
                 self._dispatch.setdefault(name, []).append(view)
+        self._folds = {name: tuple(v.fold for v in views) for name, views in self._dispatch.items()}
         self.positions: dict[str, int] = {}
         self.setup()
 
@@ -159,11 +160,18 @@ class Projector:
     def _commit_page(self, page: list[Any]) -> int:
         positions = self.positions
         rows = self.rows
+        apply = rows.apply
         try:
-            for ev in page:
-                for view in self._dispatch.get(ev.name, ()):
-                    if ev.position > positions[view.name]:
-                        rows.apply(view.fold(rows, ev))
+            if max(positions.values()) < page[0].position:  # the usual case: every view needs every event
+                folds = self._folds
+                for ev in page:
+                    for fold in folds.get(ev.name, ()):
+                        apply(fold(rows, ev))
+            else:
+                for ev in page:
+                    for view in self._dispatch.get(ev.name, ()):
+                        if ev.position > positions[view.name]:
+                            apply(view.fold(rows, ev))
             last = page[-1].position
             with self.db.transaction():
                 written = rows.flush()

@@ -47,6 +47,7 @@ class Table:
 
 
 _SQL_TYPES = {"int": "BIGINT", "text": "TEXT", "json": "TEXT"}
+_PG_ARRAY_TYPES = {"int": "bigint[]", "text": "text[]", "json": "text[]"}
 
 
 class Db:
@@ -57,6 +58,7 @@ class Db:
         self.conn = conn
         self.dialect = dialect
         self.schema = schema
+        self._upserts: dict[str, str] = {}  # table name -> upsert statement for this dialect
 
     # ------------------------------------------------------------- opening
     @classmethod
@@ -73,6 +75,7 @@ class Db:
     def sqlite(cls, db_name: str) -> "Db":
         conn = sqlite3.connect(db_name, uri=True, isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_S,
                                check_same_thread=False)
+        conn.execute("PRAGMA synchronous=NORMAL")
         return cls(conn, "sqlite")
 
     @classmethod
@@ -100,6 +103,23 @@ class Db:
         if rows:
             cur = self.conn.cursor()
             cur.executemany(self._sql(text), rows)
+
+    def upsert_many(self, table: Table, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert or update `rows` (values in column order, distinct keys) in
+        one statement per call: SQLite runs the upsert per row inside
+        executemany (in-process, cheap); PostgreSQL gets every row at once as
+        one array per column (`INSERT ... SELECT FROM unnest(...)`), which
+        saves a network round trip per row."""
+        if not rows:
+            return
+        text = self._upserts.get(table.name)
+        if text is None:
+            text = self._upserts[table.name] = (
+                upsert_sql(table) if self.dialect == "sqlite" else upsert_unnest_sql(table))
+        if self.dialect == "sqlite":
+            self.conn.executemany(text, rows)
+        else:
+            self.conn.execute(text, [list(column) for column in zip(*rows)])
 
     def query(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cur = self.conn.execute(self._sql(text), params)
@@ -146,6 +166,17 @@ def upsert_sql(table: Table) -> str:
     update = ", ".join(f"{c}=excluded.{c}" for c in values)
     conflict = f"DO UPDATE SET {update}" if update else "DO NOTHING"
     return (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join(['?'] * len(cols))}) "
+            f"ON CONFLICT ({', '.join(table.key)}) {conflict}")
+
+
+def upsert_unnest_sql(table: Table) -> str:
+    """PostgreSQL: the upsert of many rows passed as one array per column."""
+    cols = table.column_names
+    values = [c for c in cols if c not in table.key]
+    update = ", ".join(f"{c}=excluded.{c}" for c in values)
+    conflict = f"DO UPDATE SET {update}" if update else "DO NOTHING"
+    arrays = ", ".join(f"%b::{_PG_ARRAY_TYPES[t]}" for _, t in table.columns)
+    return (f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({arrays}) "
             f"ON CONFLICT ({', '.join(table.key)}) {conflict}")
 
 

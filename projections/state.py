@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,7 +20,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
 from domain.errors import require
-from projections.sql import Db, Table, delete_sql, select_sql, upsert_sql
+from projections.sql import Db, Table, delete_sql, select_sql
 
 CACHE_ROWS_MAX = 500_000  # beyond this the committed cache is dropped and refilled lazily
 _MISSING = object()
@@ -46,6 +47,14 @@ def key_of(table: Table, row: dict[str, Any]) -> tuple[Any, ...]:
     if len(table.key) == 1:
         return (row[table.key[0]],)
     return tuple([row[k] for k in table.key])
+
+
+def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A fast `key_of` for one table."""
+    if len(table.key) == 1:
+        column = table.key[0]
+        return lambda row: (row[column],)
+    return operator.itemgetter(*table.key)  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ helpers
@@ -119,7 +128,8 @@ class CachedRows:
         self.overlay: dict[str, dict[tuple[Any, ...], Any]] = {n: {} for n in self.tables}
         self.complete = False  # True: the cache holds every row (tables were empty); no reads needed
         self._select = {n: select_sql(t) for n, t in self.tables.items()}
-        self._upsert = {n: upsert_sql(t) for n, t in self.tables.items()}
+        self._values = {n: _values_of(t) for n, t in self.tables.items()}
+        self._key = {n: key_getter(t) for n, t in self.tables.items()}
         self._delete = {n: delete_sql(t) for n, t in self.tables.items()}
         self.selects = 0
 
@@ -144,12 +154,13 @@ class CachedRows:
         return row
 
     def apply(self, changes: Iterable[Change]) -> None:
-        overlay, tables = self.overlay, self.tables
+        overlay, keys = self.overlay, self._key
         for change in changes:
+            table, value = change
             if type(change) is Put:
-                overlay[change.table][key_of(tables[change.table], change.row)] = change.row
+                overlay[table][keys[table](value)] = value
             else:
-                overlay[change.table][change.key] = None
+                overlay[table][value] = None
 
     def flush(self) -> int:
         """Write the overlay (inside the caller's transaction). Returns rows written."""
@@ -157,14 +168,10 @@ class CachedRows:
         for name, changed in self.overlay.items():
             if not changed:
                 continue
-            spec = self.tables[name]
-            cols, json_cols = spec.column_names, set(spec.json_columns)
-            puts = [
-                tuple(_dump(row[c]) if c in json_cols else row[c] for c in cols)
-                for row in changed.values() if row is not None
-            ]
-            deletes = [key for key, row in changed.items() if row is None]
-            self.db.executemany(self._upsert[name], puts)
+            values = self._values[name]
+            puts = [values(row) for row in changed.values() if row is not None]
+            deletes = [key for key, row in changed.items() if row is None] if len(puts) < len(changed) else []
+            self.db.upsert_many(self.tables[name], puts)
             self.db.executemany(self._delete[name], deletes)
             written += len(puts) + len(deletes)
         return written
@@ -191,8 +198,30 @@ class CachedRows:
         self.complete = False
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps would build an encoder per call
+
+
 def _dump(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    if value is None:
+        return None
+    return "[]" if value == [] else _encode(value)
+
+
+def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """row dict -> its values in column order, JSON columns as text."""
+    require(len(table.columns) >= 2, f"{table.name}: a view table has a key and a value")
+    get = operator.itemgetter(*table.column_names)
+    json_at = [i for i, (_, kind) in enumerate(table.columns) if kind == "json"]
+    if not json_at:
+        return get  # type: ignore[return-value]
+
+    def values(row: dict[str, Any]) -> tuple[Any, ...]:
+        out = list(get(row))
+        for i in json_at:
+            out[i] = _dump(out[i])
+        return tuple(out)
+
+    return values
 
 
 # -------------------------------------------------------------------- views

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from projections.recall import expand_timeline
 from projections.runner import ALL_VIEWS
 from projections.state import MemoryRows, parse_fraction
 from tests.projections.synthetic import RoundScript, number, random_history
@@ -135,10 +136,12 @@ def test_recall_keeps_bets_moves_results_and_balances() -> None:
     assert [(x["outcome"], x["returned_minor"]) for x in r2["results"]] == [("win", 3000)]
     assert (r2["staked_minor"], r2["returned_minor"], r2["status"]) == (2000, 3000, "settled")
     (timeline_row,) = [r for r in rows.rows("proj_recall_rounds") if r["round_id"] == second.id]
-    events = [e["event"] for e in timeline_row["timeline"]]
+    timeline = expand_timeline(timeline_row["timeline"])
+    events = [e["event"] for e in timeline]
     assert events == ["Opened", "BetPlaced", "BetPlaced", "BettingClosed", "CardDealt", "CardDealt",
                       "DecisionTaken", "Settled"]
-    assert [e["card"] for e in timeline_row["timeline"] if e["event"] == "CardDealt"] == ["AS", "TD"]
+    assert [e["card"] for e in timeline if e["event"] == "CardDealt"] == ["AS", "TD"]
+    assert timeline_row["status"] == "settled"
 
 
 def test_recall_after_void_shows_refunds_and_unchanged_balance() -> None:
