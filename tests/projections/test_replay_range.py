@@ -1,0 +1,160 @@
+"""`ledger audit replay` over a range, with one and with several worker processes,
+on SQLite and PostgreSQL: the same rounds, counts and findings in the same order;
+altered payouts are found whichever worker replays their round; the bulk
+recompute checks exactly what the single-round replay checks."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.store import open_app
+from ops.cli import main as cli
+from ops.commands.audit import replay_all
+from ops.simulator import simulate
+from projections import replay_range as rr
+from projections.audit_store import rounds_in_range
+from projections.reader import read_events
+from projections.replay import recompute
+from tests.projections.test_audit_store import Store
+
+TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 4, 8, 9, 250
+
+
+@pytest.fixture
+def day(store_url: str) -> tuple[str, Any]:
+    app = open_app(store_url)
+    app.ingest(simulate(TABLES, ROUNDS, SEED, FAULTS_PER_MILLE))
+    return store_url, app
+
+
+def outcome(summary: dict[str, Any]) -> tuple:
+    return (summary["rounds"], summary["events"], summary["bets_checked"],
+            [f.as_dict() for f in summary["findings"]], summary["labels"])
+
+
+def paying_settlements(app: Any) -> list[Any]:
+    return [e for e in read_events(app) if e.name == "Round.Settled"
+            and any(r["returned_minor"] > 0 for r in e.fields["results"])]
+
+
+def pay_more(state: dict) -> None:
+    line = next(r for r in state["results"] if r["returned_minor"] > 0)
+    line["returned_minor"] += 500
+
+
+def test_workers_give_the_same_outcome_as_one_process(day) -> None:
+    _, app = day
+    one = replay_all(app, workers=1)
+    round_ids = {e.originator_id for e in read_events(app) if e.name.startswith("Round.")}
+    assert one["workers"] == 1 and one["rounds"] == len(round_ids) >= TABLES * ROUNDS and one["findings"] == []
+    for workers in (2, 3):
+        many = replay_all(app, workers=workers)
+        assert many["workers"] == workers
+        assert outcome(many) == outcome(one)
+
+
+def test_altered_payouts_are_found_in_every_block_with_workers(day, capsys) -> None:
+    """The first and the last paying settlement are altered: with 2 or 3 workers the
+    last one lies in a forked worker's block; the findings come back in store order."""
+    url, app = day
+    settlements = paying_settlements(app)
+    first, last = settlements[0], settlements[-1]
+    store = Store(app)
+    store.edit_state(first.position, pay_more)
+    store.edit_state(last.position, pay_more)
+    expected = [("payout_differs", first.position), ("payout_differs", last.position)]
+    results = {}
+    for workers in (1, 2, 3):
+        summary = replay_all(open_app(url), workers=workers)
+        assert summary["workers"] == workers
+        assert [(f.kind, f.position) for f in summary["findings"]] == expected
+        results[workers] = outcome(summary)
+    assert results[1] == results[2] == results[3]
+    opened = next(e for e in read_events(app) if e.name == "Round.Opened" and e.originator_id == last.originator_id)
+    assert results[2][4][last.position] == f"{opened.fields['table_id']}#{opened.fields['round_no']}"
+
+    capsys.readouterr()
+    assert cli(["audit", "replay", "--db", url, "--quiet", "--workers", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "2 finding(s)" in out and "with 2 worker(s)" in out
+    assert f"payout_differs at position {last.position}" in out
+
+
+def test_a_failure_inside_a_worker_is_not_swallowed(day, monkeypatch) -> None:
+    """Forked workers inherit the process: a recompute that breaks on the last round breaks the audit."""
+    _, app = day
+    last_round = list(rounds_in_range(app))[-1][0]
+    real = recompute
+
+    def breaks_on_last(events, **kw):  # type: ignore[no-untyped-def]
+        if events[0].originator_id == last_round:
+            raise RuntimeError("model broke on the last round")
+        return real(events, **kw)
+
+    monkeypatch.setattr("projections.replay.recompute", breaks_on_last)
+    with pytest.raises(RuntimeError, match="last round"):
+        replay_all(app, workers=2)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_range_replays_every_round_touching_it_with_all_its_events(day) -> None:
+    _, app = day
+    head = max(e.position for e in read_events(app))
+    for start, stop in ((1, None), (head // 3, head // 2), (head, head), (head // 2, None), (1, 5)):
+        oracle = list(rounds_in_range(app, start, stop))  # the reference grouping (decodes everything)
+        rounds = rr.rounds_to_replay(app, start, stop)
+        assert [str(r[0].originator_id) for r in rounds] == [round_id for round_id, _ in oracle]
+        assert [[n.id for n in r] for r in rounds] == [[e.position for e in events] for _, events in oracle]
+        summary = replay_all(app, start, stop, workers=2)
+        assert summary["rounds"] == len(oracle)
+        assert summary["events"] == sum(len(events) for _, events in oracle)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_bulk_recompute_checks_what_the_full_replay_checks(day) -> None:
+    _, app = day
+    store = Store(app)
+    settled = paying_settlements(app)[1]
+    store.edit_state(settled.position, pay_more)
+    bets = [e for e in read_events(app) if e.name == "Round.BetPlaced"]
+    store.edit_state(bets[4].position, lambda s: s.update(stake_minor=s["stake_minor"] + 1))
+    kinds = set()
+    for _, events in rounds_in_range(app):
+        full, bulk = recompute(events), recompute(events, views=False)
+        assert bulk.steps == [] and len(full.steps) == len(events)
+        assert [c.as_dict() for c in bulk.results] == [c.as_dict() for c in full.results]
+        assert bulk.findings == full.findings
+        kinds |= {f.kind for f in full.findings}
+    assert "payout_differs" in kinds and "postings_differ" in kinds
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_default_workers_follow_the_cores_for_a_large_range(day, monkeypatch) -> None:
+    _, app = day
+    assert replay_all(app)["workers"] == 1  # a small store: not worth a fork
+    monkeypatch.setattr(rr, "EVENTS_PER_WORKER_MIN", 10)
+    monkeypatch.setattr(rr, "default_workers", lambda: 2)
+    assert replay_all(app)["workers"] == 2
+    assert outcome(replay_all(app)) == outcome(replay_all(app, workers=1))
+
+
+def test_workers_option_is_checked(capsys) -> None:
+    for bad in ("0", "-1", "x", "33"):
+        with pytest.raises(SystemExit) as exit_:
+            cli(["audit", "replay", "--workers", bad, "--db", "sqlite:///unused.db"])
+        assert exit_.value.code == 2
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 8))
+def test_blocks_are_contiguous_non_empty_and_cover_every_round(sizes: list[int], n: int) -> None:
+    rounds = [[i] * size for i, size in enumerate(sizes)]
+    n = min(n, len(rounds))
+    blocks = rr._blocks(rounds, n)
+    assert len(blocks) == n and all(blocks)
+    assert [r for b in blocks for r in b] == rounds
+    biggest = max(sizes)
+    total = sum(sizes)
+    assert all(sum(map(len, b)) <= total / n + biggest for b in blocks)  # balanced up to one round
