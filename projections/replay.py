@@ -9,7 +9,7 @@ Any difference is a `Finding`; nothing is corrected. Kinds: docs/audit.md.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -136,13 +136,15 @@ def _check_postings_balance(s: _State, event: Recorded) -> None:
         s.find("postings_unbalanced", event.position, f"postings sum to {sum(p['amount_minor'] for p in postings)}")
 
 
-def _call(s: _State, event: Recorded, what: str, call: Any) -> Any:
-    """Drive the model; a refusal of a recorded fact is a finding and stops the model."""
+def _call(s: _State, event: Recorded, describe: Callable[[], str], call: Any) -> Any:
+    """Drive the model; a refusal of a recorded fact is a finding and stops the model.
+    `describe()` names the fact; it is only called for a refusal (most facts replay)."""
     if s.model is None or s.stopped:
         return None
     try:
         return call(s.model)
     except Refusal as refusal:
+        what = describe()
         s.stopped = f"{what} refused at position {event.position}"
         s.find("refused", event.position, f"the rules refuse the recorded {what}: {refusal.code}: {refusal.message}")
         return None
@@ -192,31 +194,31 @@ def _opened(s: _State, e: Recorded) -> None:
 def _bet_placed(s: _State, e: Recorded) -> None:
     f = e.fields
     bet = Bet(f["bet_id"], f["player_id"], f["spot"], f["bet_type"], f["stake_minor"], f.get("mode"), f.get("seat_no"))
-    _call(s, e, f"bet {bet.bet_id}", lambda m: m.place_bet(bet))
+    _call(s, e, lambda: f"bet {bet.bet_id}", lambda m: m.place_bet(bet))
     _put_in(s, bet.bet_id, bet.player_id, bet.stake_minor)
     _compare_postings(s, e, _stake_net(s, [(bet.player_id, bet.stake_minor)]))
 
 
 def _betting_closed(s: _State, e: Recorded) -> None:
-    _call(s, e, "close of betting", lambda m: m.close_betting())
+    _call(s, e, lambda: "close of betting", lambda m: m.close_betting())
 
 
 def _card_dealt(s: _State, e: Recorded) -> None:
     f = e.fields
     card = parse_card(f["card"])
-    _call(s, e, f"card {card}", lambda m: m.deal(card, f["target"]))
+    _call(s, e, lambda: f"card {card}", lambda m: m.deal(card, f["target"]))
 
 
 def _decision_taken(s: _State, e: Recorded) -> None:
     f = e.fields
-    moves = _call(s, e, f"decision {f['action']} on {f['hand']}",
+    moves = _call(s, e, lambda: f"decision {f['action']} on {f['hand']}",
                   lambda m: m.decide(f["hand"], f["action"], f["source"], f.get("amount_minor")))
     _check_moves(s, e, moves)
 
 
 def _follow_decided(s: _State, e: Recorded) -> None:
     f = e.fields
-    moves = _call(s, e, f"follow of {f['bet_id']}", lambda m: m.follow(f["bet_id"], f["kind"], f["accept"]))
+    moves = _call(s, e, lambda: f"follow of {f['bet_id']}", lambda m: m.follow(f["bet_id"], f["kind"], f["accept"]))
     _check_moves(s, e, moves)
 
 

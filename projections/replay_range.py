@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from domain.errors import require
 from projections.audit import Finding
@@ -97,6 +98,8 @@ def rounds_to_replay(app: Any, start: int = 1, stop: int | None = None,
             if not flag:
                 continue
             key = n.originator_id
+            if type(key) is UUID:  # hash its int: UUID.__hash__ is a Python call per event
+                key = key.int
             events = by_round.get(key)
             if events is None:
                 events = by_round[key] = []
