@@ -65,6 +65,8 @@ def postings_sum_zero(postings: list[dict[str, Any]]) -> None:
 class Round(Aggregate):
     """Everything that happens in one round, and its money."""
 
+    EVENT_NAME_PREFIX = ""  # how a command's Result names this aggregate's events
+
     class Event(Aggregate.Event):
         command_id: str
         studio_time: str

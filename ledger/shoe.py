@@ -37,6 +37,7 @@ def reshuffled_every_round(rules: RuleSet) -> bool:
 
 
 class Shoe(Aggregate):
+    EVENT_NAME_PREFIX = "Shoe."  # how a command's Result names this aggregate's events
     class Event(Aggregate.Event):
         command_id: str
         studio_time: str
