@@ -22,11 +22,11 @@ from eventsourcing.persistence import RecordConflictError
 from pydantic import BaseModel, ValidationError
 
 from domain import registry
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from ledger import logging as ledger_logging
 from ledger.commands import parse_command
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
-from ledger.round import Round, round_id_for
+from ledger.round import Round, round_id_for, round_text_for
 from ledger.shoe import Shoe, shoe_id_for
 
 BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a 500-command batch writes ~20% less per command than 200
@@ -242,8 +242,7 @@ class UnitOfWork:
         return found
 
     def _mark(self, aggregate_id: UUID, aggregate: Any) -> None:
-        if aggregate_id not in self.marks:
-            self.marks[aggregate_id] = len(aggregate.pending_events)
+        self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
 
     def save(self) -> None:
         """`Application.save` without its per-object runtime-Protocol isinstance checks
@@ -325,6 +324,7 @@ class UnitOfWork:
 
     def _run(self, cmd: Any, raw: Any) -> Result:
         rid = round_id_for(cmd.table_id, cmd.round_no)
+        rtext = round_text_for(cmd.table_id, cmd.round_no)
         self.marks = {}
         try:
             consequence = Dispatcher(self, cmd, rid).run()
@@ -333,11 +333,11 @@ class UnitOfWork:
                 self._new_events() == (),
                 f"command {cmd.command_id} was refused after recording events: {refusal}",
             )
-            return self._reject(cmd, raw, refusal, str(rid))
+            return self._reject(cmd, raw, refusal, rtext)
         events = self._new_events()
         if consequence is not None:  # a human error: refused, but the round got its consequence
-            return self._reject(cmd, raw, consequence, str(rid), events)
-        return Result(status="accepted", command_id=cmd.command_id, round_id=str(rid), events=events)
+            return self._reject(cmd, raw, consequence, rtext, events)
+        return Result(status="accepted", command_id=cmd.command_id, round_id=rtext, events=events)
 
     def _reject(self, cmd: Any, raw: Any, refusal: Refusal, round_id: str | None, events: tuple[str, ...] = ()) -> Result:
         if cmd is not None:
@@ -381,7 +381,8 @@ class Dispatcher:
 
     def _shoe_of(self, r: Round) -> Shoe:
         shoe = self.unit.load(shoe_id_for(r.table_id, r.shoe_id))
-        require(shoe is not None, f"round {r.id} has no shoe {r.shoe_id}")
+        if shoe is None:
+            raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
         return shoe
 
     def _after(self, r: Round, phase_before: str) -> None:

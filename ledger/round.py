@@ -44,6 +44,12 @@ def round_id_for(table_id: str, round_no: int) -> UUID:
     return uuid5(NAMESPACE, f"round/{table_id}/{round_no}")
 
 
+@lru_cache(maxsize=65536)
+def round_text_for(table_id: str, round_no: int) -> str:
+    """The round id as text (what results and logs show), without a UUID str() per command."""
+    return str(round_id_for(table_id, round_no))
+
+
 def legs_to_dicts(legs: list[Leg]) -> list[dict[str, Any]]:
     check_balanced(legs)  # refuse to record unbalanced postings (invariant)
     return [leg.as_dict() for leg in legs if leg.amount_minor != 0]
@@ -292,10 +298,8 @@ class Round(Aggregate):
 
     def place_bet(self, cmd: Any) -> None:
         self._refuse_unless_running()
-        refuse_unless(
-            cmd.bet_id not in self.bets, "duplicate_bet_id",
-            f"bet {cmd.bet_id} is already placed in round {self.table_id}#{self.round_no}",
-        )
+        if cmd.bet_id in self.bets:  # hot path: the message is built only when refusing
+            raise Refusal("duplicate_bet_id", f"bet {cmd.bet_id} is already placed in round {self._label()}")
         bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
         self._probe(lambda m: m.place_bet(bet))
         legs = list(transfer(player_account(cmd.player_id), self.account, cmd.stake_minor))
@@ -319,11 +323,11 @@ class Round(Aggregate):
         card = parse_card(cmd.card)
         self._refuse_unless_running(allow_flagged=True)
         expected_seq = len(self.cards) + 1
-        refuse_unless(
-            cmd.seq_no == expected_seq, "card_out_of_sequence",
-            f"card {card} has seq_no {cmd.seq_no}; the next card of round "
-            f"{self.table_id}#{self.round_no} is number {expected_seq}",
-        )
+        if cmd.seq_no != expected_seq:
+            raise Refusal(
+                "card_out_of_sequence",
+                f"card {card} has seq_no {cmd.seq_no}; the next card of round {self._label()} is number {expected_seq}",
+            )
         try:
             self._check_card_count(card, shoe_seen)
             self._probe(lambda m: m.deal(card, cmd.target))
@@ -428,8 +432,10 @@ class Round(Aggregate):
         return True
 
     def _refuse_if_exists(self) -> None:
-        refuse_unless(self.voided is None, "round_voided", f"round {self._label()} was voided before it opened")
-        refuse_unless(self.version == 0, "round_exists", f"round {self._label()} is already open")
+        if self.voided is not None:
+            raise Refusal("round_voided", f"round {self._label()} was voided before it opened")
+        if self.version != 0:
+            raise Refusal("round_exists", f"round {self._label()} is already open")
 
     def _label(self) -> str:
         return f"{self.table_id}#{self.round_no}" if self.table_id else str(self.id)

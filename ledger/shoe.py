@@ -19,7 +19,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, CanMutateAggregate
 
 from domain.cards import Card, parse_card
-from domain.errors import refuse_unless, require
+from domain.errors import Refusal, require
 from domain.ruleset import RuleSet
 from ledger.round import NAMESPACE
 
@@ -101,19 +101,20 @@ class Shoe(Aggregate):
 
     def start_round(self, cmd: Any, rules: RuleSet, round_id: UUID) -> int:
         """Count a new round on this shoe; refuse a retired shoe. Returns round_in_shoe."""
-        refuse_unless(
-            self.retired is None, "shoe_retired",
-            f"shoe {cmd.shoe_id} at table {cmd.table_id} was retired after round {self.retired and self.retired['round_id']} "
-            f"was voided ({self.retired and self.retired['cause']}); open the round on a new shoe",
-        )
-        refuse_unless(
-            self.version == 0 or self.game == rules.game, "shoe_game_mismatch",
-            f"shoe {cmd.shoe_id} deals {self.game}; round {cmd.round_no} is {rules.game}",
-        )
-        refuse_unless(
-            self.rounds_dealt < ROUNDS_PER_SHOE_MAX, "shoe_exhausted",
-            f"shoe {cmd.shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
-        )
+        # Messages are built only when refusing (this runs for every round opened).
+        if self.retired is not None:
+            raise Refusal(
+                "shoe_retired",
+                f"shoe {cmd.shoe_id} at table {cmd.table_id} was retired after round {self.retired['round_id']} "
+                f"was voided ({self.retired['cause']}); open the round on a new shoe",
+            )
+        if self.version != 0 and self.game != rules.game:
+            raise Refusal("shoe_game_mismatch", f"shoe {cmd.shoe_id} deals {self.game}; round {cmd.round_no} is {rules.game}")
+        if self.rounds_dealt >= ROUNDS_PER_SHOE_MAX:
+            raise Refusal(
+                "shoe_exhausted",
+                f"shoe {cmd.shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
+            )
         if self.version == 0:
             self._trigger(Shoe.Started, cmd, table_id=cmd.table_id, shoe_id=cmd.shoe_id, game=rules.game, decks=rules.decks)
         self._trigger(
