@@ -19,6 +19,7 @@ Examples:
   ledger audit verify exports/2024-05-01                     # from the files alone
   ledger audit verify exports/2024-05-01 --db sqlite:///casino-ledger.db   # and against the live store
   ledger audit replay --db sqlite:///casino-ledger.db        # recompute every round, compare payouts
+  ledger audit replay --from 120001 --workers 1              # rounds touching positions >= 120001, one process
 
 Exit status: 0 clean; 1 findings (each printed with its position); 2 bad arguments.
 The canonical form, chain, manifest and finding kinds: docs/audit.md.
