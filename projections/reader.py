@@ -58,6 +58,37 @@ def read_page(app: Any, start: int, limit: int) -> list[RecordedEvent]:
     return [decode(mapper, n) for n in app.recorder.select_notifications(start, limit)]
 
 
+def read_page_of(app: Any, start: int, limit: int, names: frozenset[str]) -> tuple[list[RecordedEvent], int, int]:
+    """Like `read_page`, for a reader that needs only the events named in
+    `names` (a projection): every stored event from `start` is read, but only
+    those are decoded. Returns (decoded events, events read, last position
+    read; `start - 1` when nothing was read)."""
+    require(start >= 1, f"positions start at 1, got {start}")
+    require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
+    notifications = app.recorder.select_notifications(start, limit)
+    if not notifications:
+        return [], 0, start - 1
+    mapper = app.mapper
+    wanted = _wanted_topics(names)
+    events = []
+    for n in notifications:
+        topic = n.topic
+        keep = wanted.get(topic)
+        if keep is None:
+            keep = wanted[topic] = topic_name(topic) in names
+        if keep:
+            events.append(decode(mapper, n))
+    return events, len(notifications), notifications[-1].id
+
+
+_TOPIC_CACHE: dict[frozenset[str], dict[str, bool]] = {}
+
+
+def _wanted_topics(names: frozenset[str]) -> dict[str, bool]:
+    """topic -> whether its name is in `names` (filled as topics are met)."""
+    return _TOPIC_CACHE.setdefault(names, {})
+
+
 def read_events(
     app: Any, start: int = 1, limit: int | None = None, *, page_size: int = PAGE_SIZE_DEFAULT
 ) -> Iterator[RecordedEvent]:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from domain.errors import require
 from projections import balances, ggr, recall, refunds, rounds
-from projections.reader import PAGE_SIZE_MAX, head_position, read_page
+from projections.reader import PAGE_SIZE_MAX, head_position, read_page_of
 from projections.sql import Db, Table
 from projections.state import CachedRows, View
 
@@ -44,7 +45,7 @@ class ConcurrentRunner(Exception):
 
 @dataclass
 class CatchUp:
-    events: int = 0  # events read (each folded by every view that had not seen it)
+    events: int = 0  # events read (each folded by every view that handles it and had not seen it)
     pages: int = 0
     rows_written: int = 0
     position: int = 0
@@ -58,7 +59,7 @@ class Projector:
     """Runs `views` over `app`'s events into tables of the same database."""
 
     def __init__(self, app: Any, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
-                 page_size: int = PAGE_SIZE_DEFAULT) -> None:
+                 page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool = True) -> None:
         require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
         names = [v.name for v in views]
         require(len(set(names)) == len(names), f"duplicate views {names}")
@@ -68,11 +69,13 @@ class Projector:
         self.views = tuple(views)
         self.db = db or Db.for_app(app)
         self.page_size = page_size
+        self.write_behind = write_behind  # fold the next page while this one is written (one writer thread)
         self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
         self._dispatch: dict[str, list[View]] = {}
         for view in self.views:
             for name in view.handles:
                 self._dispatch.setdefault(name, []).append(view)
+        self._names = frozenset(self._dispatch)
         self._folds = {name: tuple(v.fold for v in views) for name, views in self._dispatch.items()}
         self.positions: dict[str, int] = {}
         self.setup()
@@ -133,65 +136,126 @@ class Projector:
 
     def _catch_up(self, result: CatchUp, head: int, progress: ProgressFn | None, max_pages: int | None,
                   after_commit: Callable[[int], None] | None) -> None:
-        while max_pages is None or result.pages < max_pages:
-            start = min(self.positions.values()) + 1
-            page = read_page(self.app, start, self.page_size)
-            if not page:
-                break
-            try:
-                result.rows_written += self._commit_page(page)
-            except ConcurrentRunner:
-                result.conflicts += 1
-                require(result.conflicts <= CONFLICT_RETRIES_MAX, "too many concurrent-runner conflicts")
-                self.rows.forget()
-                self._load_positions()
-                continue
-            result.pages += 1
-            result.events += len(page)
-            result.position = page[-1].position
-            if after_commit:
-                after_commit(result.position)
-            if progress:
-                head = max(head, result.position)
-                progress(result.position, head)
-            # The cache is long-lived: keep the cyclic GC from rescanning it after every page.
-            gc.freeze()
+        """Read, fold and seal page N+1 while page N is being written (one
+        write in flight at most). Page N+1 is only written once page N
+        committed; any failure drops the cache, so nothing folded on top of
+        an unwritten page survives it."""
+        folded = dict(self.positions)  # what the cache holds: committed, or being written
+        pending: _Pending | None = None
+        writer: ThreadPoolExecutor | None = None
+        try:
+            while max_pages is None or result.pages + (pending is not None) < max_pages:
+                start = min(folded.values()) + 1
+                # Events no view handles (Shoe.*) are read but never decoded.
+                page, read, last = read_page_of(self.app, start, self.page_size, self._names)
+                if not read:
+                    break
+                try:
+                    self._fold(page, start, folded)
+                    if pending is not None:
+                        done, pending = pending, None
+                        self._finish(done, result, head, progress, after_commit)
+                    self.rows.seal()
+                    # Write behind only while the cache holds every row: a fold
+                    # that had to read the database must not race the writer.
+                    if self.write_behind and self.rows.complete:
+                        writer = writer or ThreadPoolExecutor(1, thread_name_prefix="projector-writer")
+                        pending = _Pending(writer.submit(self._write, last, dict(self.positions)), last, read)
+                    else:
+                        self._finish(_Pending(_run(self._write, last, dict(self.positions)), last, read),
+                                     result, head, progress, after_commit)
+                except ConcurrentRunner:
+                    result.conflicts += 1
+                    require(result.conflicts <= CONFLICT_RETRIES_MAX, "too many concurrent-runner conflicts")
+                    self.rows.forget()
+                    self._load_positions()
+                    folded = dict(self.positions)
+                    continue
+                for view in self.views:
+                    folded[view.name] = max(folded[view.name], last)
+            if pending is not None:
+                done, pending = pending, None
+                self._finish(done, result, head, progress, after_commit)
+        except BaseException:
+            if pending is not None:  # let the write in flight land (or fail) before anyone uses the connection
+                try:
+                    self._finish(pending, result, head, None, None)
+                except BaseException:  # noqa: BLE001 - the first failure is the one to report
+                    pass
+            self.rows.forget()  # the cache may hold what was rolled back or never written
+            raise
+        finally:
+            if writer is not None:
+                writer.shutdown(wait=True)
 
-    def _commit_page(self, page: list[Any]) -> int:
-        positions = self.positions
+    def _fold(self, page: list[Any], first: int, folded: dict[str, int]) -> None:
+        """Fold `page` (the decoded events from position `first` on) into the cache."""
         rows = self.rows
         apply = rows.apply
-        try:
-            if max(positions.values()) < page[0].position:  # the usual case: every view needs every event
-                folds = self._folds
-                for ev in page:
-                    for fold in folds.get(ev.name, ()):
-                        apply(fold(rows, ev))
-            else:
-                for ev in page:
-                    for view in self._dispatch.get(ev.name, ()):
-                        if ev.position > positions[view.name]:
-                            apply(view.fold(rows, ev))
-            last = page[-1].position
-            with self.db.transaction():
-                written = rows.flush()
-                for view in self.views:
-                    if last > positions[view.name]:
-                        moved = self.db.execute(
-                            "UPDATE proj_tracking SET position=?, updated_at=? WHERE view=? AND position=?",
-                            (last, _now(), view.name, positions[view.name]))
-                        if moved != 1:
-                            raise ConcurrentRunner(view.name)
-        except BaseException:
-            rows.forget()  # the cache may hold what was rolled back
-            raise
-        rows.commit()
-        for view in self.views:
-            positions[view.name] = max(positions[view.name], last)
+        if max(folded.values()) < first:  # the usual case: every view needs every event
+            folds = self._folds
+            for ev in page:
+                for fold in folds.get(ev.name, ()):
+                    apply(fold(rows, ev))
+        else:
+            for ev in page:
+                for view in self._dispatch.get(ev.name, ()):
+                    if ev.position > folded[view.name]:
+                        apply(view.fold(rows, ev))
+
+    def _write(self, last: int, expected: dict[str, int]) -> int:
+        """ONE transaction: the sealed rows of every view and each view's
+        position, moved from `expected` (what this runner last committed) to
+        `last`. A guard that matches no row means another runner got there first."""
+        with self.db.transaction():
+            written = self.rows.flush()
+            now = _now()
+            for view in self.views:
+                if last > expected[view.name]:
+                    moved = self.db.execute(
+                        "UPDATE proj_tracking SET position=?, updated_at=? WHERE view=? AND position=?",
+                        (last, now, view.name, expected[view.name]))
+                    if moved != 1:
+                        raise ConcurrentRunner(view.name)
         return written
+
+    def _finish(self, done: "_Pending", result: CatchUp, head: int, progress: ProgressFn | None,
+                after_commit: Callable[[int], None] | None) -> None:
+        """Wait for a page's write; once committed, count it."""
+        result.rows_written += done.job.result()  # raises what the write raised
+        for view in self.views:
+            self.positions[view.name] = max(self.positions[view.name], done.last)
+        result.pages += 1
+        result.events += done.read
+        result.position = done.last
+        if after_commit:
+            after_commit(result.position)
+        if progress:
+            progress(result.position, max(head, result.position))
+        # The cache is long-lived: keep the cyclic GC from rescanning it after every page.
+        gc.freeze()
 
     def close(self) -> None:
         self.db.close()
+
+
+@dataclass
+class _Pending:
+    """A sealed page being written: its transaction, last position, events read."""
+
+    job: Future[int]
+    last: int
+    read: int
+
+
+def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
+    """Run `fn` here and now, as a finished Future (the write without a writer thread)."""
+    job: Future[int] = Future()
+    try:
+        job.set_result(fn(*args))
+    except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the job
+        job.set_exception(exc)
+    return job
 
 
 def _now() -> str:

@@ -4,8 +4,9 @@ A view's fold is pure: `fold(rows, event) -> list[Change]`. It reads rows
 through `rows.get(table, key)` and answers with `Put(table, row)` /
 `Delete(table, key)`. `MemoryRows` keeps rows in dicts (unit tests, no
 database); `CachedRows` is the runner's: reads fall through a page overlay
-and a committed cache to the database, changes stay in the overlay until the
-page's transaction commits, and a rollback simply drops the overlay.
+and a cache to the database; a folded page is sealed (its changes become the
+rows to write, and the cache), written in one transaction, and any failure
+drops the whole cache (`forget`), which is then refilled from the database.
 Folds must never mutate a row they got: they build a new dict.
 """
 from __future__ import annotations
@@ -131,6 +132,7 @@ class CachedRows:
         self._values = {n: _values_of(t) for n, t in self.tables.items()}
         self._key = {n: key_getter(t) for n, t in self.tables.items()}
         self._delete = {n: delete_sql(t) for n, t in self.tables.items()}
+        self.sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
         self.selects = 0
 
     def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -162,29 +164,38 @@ class CachedRows:
             else:
                 overlay[table][value] = None
 
-    def flush(self) -> int:
-        """Write the overlay (inside the caller's transaction). Returns rows written."""
-        written = 0
+    def seal(self) -> int:
+        """The page is folded: turn its changes into the rows to write (values
+        in column order, JSON as text) and make them the cache, so the next
+        page can be folded while this one is written. Returns the rows to write.
+
+        The cache then runs ahead of the database: whoever writes the sealed
+        page must `forget()` if that fails (the runner does, on any failure)."""
+        sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
+        size = count = 0
         for name, changed in self.overlay.items():
-            if not changed:
-                continue
-            values = self._values[name]
-            puts = [values(row) for row in changed.values() if row is not None]
-            deletes = [key for key, row in changed.items() if row is None] if len(puts) < len(changed) else []
-            self.db.upsert_many(self.tables[name], puts)
-            self.db.executemany(self._delete[name], deletes)
+            if changed:
+                values = self._values[name]
+                puts = [values(row) for row in changed.values() if row is not None]
+                deletes = [key for key, row in changed.items() if row is None] if len(puts) < len(changed) else []
+                sealed.append((self.tables[name], puts, deletes))
+                count += len(puts) + len(deletes)
+                self.committed[name].update(changed)
+                changed.clear()
+            size += len(self.committed[name])
+        self.sealed = sealed
+        if size > CACHE_ROWS_MAX:
+            self.forget()  # refilled lazily from the database (after this page is written)
+        return count
+
+    def flush(self) -> int:
+        """Write the sealed page (inside the caller's transaction). Returns rows written."""
+        written = 0
+        for table, puts, deletes in self.sealed:
+            self.db.upsert_many(table, puts)
+            self.db.executemany(self._delete[table.name], deletes)
             written += len(puts) + len(deletes)
         return written
-
-    def commit(self) -> None:
-        """The page's transaction committed: the overlay becomes the cache."""
-        size = 0
-        for name, changed in self.overlay.items():
-            self.committed[name].update(changed)
-            changed.clear()
-            size += len(self.committed[name])
-        if size > CACHE_ROWS_MAX:
-            self.forget()
 
     def rollback(self) -> None:
         for changed in self.overlay.values():
