@@ -7,14 +7,22 @@ shoe touched, the command-index rows and the rejection rows are saved in ONE
 transaction (`Application.save`). If that save hits a conflict (another
 writer), the batch is rerun command by command against fresh state so each
 result stays exact; a single command that still conflicts gets `conflict`.
+
+`ingest` pipelines its batches: while batch N is written and committed by one
+background writer thread (the database work releases the GIL), batch N+1 is
+checked in memory on top of N's state. N+1 is handed to the writer only after
+N has landed, so commits stay in feed order; if N's save fails, everything
+checked on top of it is thrown away and both are redone on fresh state. A
+result is returned only once its batch has committed.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -105,17 +113,26 @@ class LedgerApp(Application):
     def handle(self, cmd: BaseModel | bytes | str) -> Result:
         return self.ingest([cmd], batch_size=1)[0]
 
-    def ingest(self, raws: Iterable[BaseModel | bytes | str], batch_size: int = BATCH_SIZE_DEFAULT) -> list[Result]:
+    def ingest(
+        self, raws: Iterable[BaseModel | bytes | str], batch_size: int = BATCH_SIZE_DEFAULT,
+        on_batch: Callable[[list[Result]], None] | None = None,
+    ) -> list[Result]:
+        """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
+        batch commits (progress). See the module doc for how batches overlap."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
         results: list[Result] = []
-        batch: list[BaseModel | bytes | str] = []
-        for raw in raws:
-            batch.append(raw)
-            if len(batch) >= batch_size:
-                results.extend(self.run_batch(batch))
-                batch = []
-        if batch:
-            results.extend(self.run_batch(batch))
+
+        def landed(batch_results: list[Result]) -> None:
+            results.extend(batch_results)
+            if on_batch is not None:
+                on_batch(batch_results)
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-writer") as writer:
+            inflight: Staged | None = None
+            for batch in _batches(raws, batch_size):
+                inflight = self._next(writer, batch, inflight, landed)
+            if inflight is not None:
+                landed(self._land(inflight))
         return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
@@ -132,6 +149,68 @@ class LedgerApp(Application):
 
     # ------------------------------------------------------------- batches
 
+    def _next(self, writer: ThreadPoolExecutor, batch: list[Any], inflight: Staged | None,
+              landed: Callable[[list[Result]], None]) -> Staged:
+        """Check `batch` on top of the batch in flight, wait for that one to land, then
+        hand this one to the writer."""
+        try:
+            staged = self._stage(batch, inflight)
+        except BaseException:
+            if inflight is not None:
+                inflight.unit.evict()
+            raise
+        if inflight is not None:
+            try:
+                landed(self._land(inflight, on_top=staged))
+            except _Redo as redo:
+                landed(redo.results)
+                staged = self._stage(batch, None)  # it was checked on state that never landed
+        staged.future = writer.submit(staged.unit.record, staged.event)
+        return staged
+
+    def _stage(self, raws: Sequence[BaseModel | bytes | str], inflight: Staged | None) -> Staged:
+        """Parse and check a batch in memory; its events and rows are ready to write."""
+        parsed = [self._parse(raw) for raw in raws]
+        ids = [p.command_id for p in parsed if isinstance(p, BaseModel)]
+        known = self.recorder.select_commands(ids) if ids else {}  # type: ignore[attr-defined]
+        if inflight is not None:  # decided, not yet committed: a retry in this batch must see them
+            known.update(inflight.unit.known_for(ids))
+        unit = UnitOfWork(self, known)
+        try:
+            unit.absent = self._absent(parsed)
+            unit.debug = ledger_logging.debug_enabled()
+            results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
+            event = unit.handoff()
+        except BaseException:
+            unit.evict()
+            raise
+        return Staged(raws, unit, results, event)
+
+    def _land(self, staged: Staged, on_top: Staged | None = None) -> list[Result]:
+        """Wait for a staged batch's commit. On a conflict, whatever was checked on top of
+        it is evicted and `_Redo` tells the caller to check it again, after this batch was
+        rerun command by command."""
+        try:
+            recordings = staged.future.result() if staged.future is not None else staged.unit.record(staged.event)
+        except RecordConflictError:
+            staged.unit.evict()
+            if on_top is not None:
+                on_top.unit.evict()
+            results = self._after_conflict(staged.raws)
+            if on_top is None:
+                return results
+            raise _Redo(results) from None
+        except BaseException:
+            staged.unit.evict()
+            if on_top is not None:
+                on_top.unit.evict()
+            raise
+        staged.unit.finish(staged.event, recordings)
+        if ledger_logging.debug_enabled():
+            for result in staged.results:
+                ledger_logging.log_result(result)
+        return staged.results
+
     def run_batch(self, raws: Sequence[BaseModel | bytes | str]) -> list[Result]:
         parsed = [self._parse(raw) for raw in raws]
         ids = [p.command_id for p in parsed if isinstance(p, BaseModel)]
@@ -143,10 +222,7 @@ class LedgerApp(Application):
             unit.save()
         except RecordConflictError:
             unit.evict()
-            if len(raws) == 1:
-                return [self._conflict(parsed[0])]
-            # Someone else wrote in between: rerun one command at a time on fresh state.
-            return [r for raw in raws for r in self.run_batch([raw])]
+            return self._after_conflict(raws)
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
@@ -154,6 +230,13 @@ class LedgerApp(Application):
             for result in results:
                 ledger_logging.log_result(result)
         return results
+
+    def _after_conflict(self, raws: Sequence[Any]) -> list[Result]:
+        """Someone else wrote in between: a single command is answered `conflict` (the
+        sender may retry); a batch is rerun one command at a time on fresh state."""
+        if len(raws) == 1:
+            return [self._conflict(self._parse(raws[0]))]
+        return [r for raw in raws for r in self.run_batch([raw])]
 
     def _absent(self, parsed: Sequence[BaseModel | Refusal]) -> set[UUID]:
         """Rounds and shoes this batch may touch that are neither cached nor stored:
@@ -189,6 +272,37 @@ class LedgerApp(Application):
             message="another writer changed this round first; nothing was recorded, retry the command",
             round_id=str(rid) if rid else None,
         )
+
+
+def _batches(raws: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for raw in raws:
+        batch.append(raw)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass
+class Staged:
+    """A batch checked in memory whose events and rows are handed to the writer."""
+
+    raws: Sequence[Any]
+    unit: "UnitOfWork"
+    results: list[Result]
+    event: ProcessingEvent
+    future: Future[Any] | None = None
+
+
+class _Redo(Exception):
+    """The batch in flight hit a conflict and was rerun (`results`); the batch checked on
+    top of it must be checked again."""
+
+    def __init__(self, results: list[Result]) -> None:
+        super().__init__("the batch below was rerun")
+        self.results = results
 
 
 @dataclass
@@ -245,24 +359,47 @@ class UnitOfWork:
         self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
 
     def save(self) -> None:
-        """`Application.save` without its per-object runtime-Protocol isinstance checks
-        (a tenth of ingest time); then the saved aggregates go in the cache, as the
-        library does without fast-forwarding, so the next batch needs no store read."""
-        app = self.app
+        """`Application.save`, in three steps that `LedgerApp.ingest` runs apart."""
+        event = self.handoff()
+        self.finish(event, self.record(event))
+
+    def handoff(self) -> ProcessingEvent:
+        """Take the new events off the aggregates and put the aggregates in the cache (as
+        the library does, without fast-forwarding), so the next batch is checked on this
+        state with no store read. If the write then fails, `evict` takes them out again."""
         event = ProcessingEvent()
         for aggregate in self.aggregates.values():
             event.events.extend(aggregate.collect_events())
             event.aggregates[aggregate.id] = aggregate
         event.saved_kwargs["ledger_rows"] = self.rows
-        recordings = app._record(event)
-        app._take_snapshots(event)
-        app._notify(recordings)
-        app.notify(event.events)
-        cache = app.repository.cache
+        cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id, aggregate in self.aggregates.items():
                 if aggregate.version > 0:  # a shell whose command was refused stays unknown
                     cache.put(aggregate_id, aggregate)
+        return event
+
+    def record(self, event: ProcessingEvent) -> Any:
+        """Write the events and rows in one transaction (the writer thread runs this). This is
+        `Application._record`, without `save`'s per-object runtime-Protocol isinstance checks
+        (a tenth of ingest time); it reads only the handed-off events, never the aggregates."""
+        return self.app._record(event)
+
+    def finish(self, event: ProcessingEvent, recordings: Any) -> None:
+        app = self.app
+        app._take_snapshots(event)
+        app._notify(recordings)
+        app.notify(event.events)
+
+    def known_for(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
+        """What this (not yet committed) batch decided for these command ids."""
+        found: dict[str, KnownCommand] = {}
+        for cid in command_ids:
+            prior = self.seen.get(cid)
+            if prior is not None:
+                digest, result = prior
+                found[cid] = KnownCommand(digest, result.status, result.code, result.round_id)
+        return found
 
     def evict(self) -> None:
         cache = self.app.repository.cache

@@ -13,7 +13,7 @@ DEFAULT_TABLES = 10
 DEFAULT_ROUNDS = 100
 DEFAULT_SEED = 2026
 DEFAULT_FAULT_RATE = 40  # per mille of rounds
-INGEST_CHUNK_LINES = 2_000
+INGEST_REPORT_EVERY = 2_000  # commands between progress lines
 INGEST_BATCH_SIZE = 500
 
 EPILOG = f"""\
@@ -103,10 +103,15 @@ def run_demo(args: argparse.Namespace) -> int:
     _fresh_sqlite(db_url)
     app = open_app(db_url)
     t1 = time.monotonic()
-    results = []
-    for start in range(0, len(feed), INGEST_CHUNK_LINES):
-        results += app.ingest(feed[start:start + INGEST_CHUNK_LINES], batch_size=INGEST_BATCH_SIZE)
-        _progress(quiet, f"  ingested {len(results)}/{len(feed)} commands ({time.monotonic() - t1:.1f}s)")
+    done = 0
+
+    def progress(batch: list) -> None:
+        nonlocal done
+        before, done = done, done + len(batch)
+        if done // INGEST_REPORT_EVERY > before // INGEST_REPORT_EVERY or done == len(feed):
+            _progress(quiet, f"  ingested {done}/{len(feed)} commands ({time.monotonic() - t1:.1f}s)")
+
+    results = app.ingest(feed, batch_size=INGEST_BATCH_SIZE, on_batch=progress)
     seconds["ingest"] = time.monotonic() - t1
     data = DemoData(app=app, db_url=db_url, feed=studio.stats, results=results, seconds=seconds)
     t2 = time.monotonic()

@@ -75,16 +75,8 @@ def run(args: argparse.Namespace) -> int:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),
                       TimeElapsedColumn(), console=console, transient=not console.is_terminal) as progress:
             task = progress.add_task("ingesting", total=None)
-            batch: list[bytes] = []
-            for line in _lines(args.feed):
-                batch.append(line)
-                if len(batch) >= args.batch_size:
-                    results.extend(app.run_batch(batch))
-                    progress.update(task, completed=len(results))
-                    batch = []
-            if batch:
-                results.extend(app.run_batch(batch))
-                progress.update(task, completed=len(results))
+            results = app.ingest(_lines(args.feed), batch_size=args.batch_size,
+                                 on_batch=lambda batch: progress.advance(task, len(batch)))
     finally:
         app.close()
     summary = summarize(results)

@@ -162,15 +162,15 @@ def test_two_writers_one_wins_other_conflicts_then_retries(open_ledger, monkeypa
     bet_a = f.bet("ba", "pa", "table", "player_a", 100)
     bet_b = f.bet("bb", "pb", "table", "player_b", 100)
     b.find_round("C", 1)  # b has the round cached
-    original_save = UnitOfWork.save
+    original_record = UnitOfWork.record
     raced = []
 
-    def racing_save(unit):  # type: ignore[no-untyped-def]
+    def racing_record(unit, event):  # type: ignore[no-untyped-def]
         if unit.app is b and not raced:
-            raced.append(one(a, bet_a))  # a commits between b's check and b's save
-        original_save(unit)
+            raced.append(one(a, bet_a))  # a commits between b's check and b's write
+        return original_record(unit, event)
 
-    monkeypatch.setattr(UnitOfWork, "save", racing_save)
+    monkeypatch.setattr(UnitOfWork, "record", racing_record)
     lost = one(b, bet_b)
     assert raced[0].status == "accepted"
     assert (lost.status, lost.code) == ("conflict", "concurrency_conflict")
@@ -185,14 +185,14 @@ def test_batch_conflict_falls_back_to_single_commands(open_ledger, monkeypatch):
     f = Feed("D")
     one(a, f.open("teen-patti/20-20"))
     raced = []
-    original_save = UnitOfWork.save
+    original_record = UnitOfWork.record
 
-    def racing_save(unit):  # type: ignore[no-untyped-def]
+    def racing_record(unit, event):  # type: ignore[no-untyped-def]
         if unit.app is b and not raced:
             raced.append(one(a, f.bet("ba", "pa", "table", "player_a", 100)))
-        original_save(unit)
+        return original_record(unit, event)
 
-    monkeypatch.setattr(UnitOfWork, "save", racing_save)
+    monkeypatch.setattr(UnitOfWork, "record", racing_record)
     results = b.ingest(lines(f.bet("b1", "p1", "table", "player_b", 100), f.bet("b2", "p2", "table", "tie", 100)))
     assert [r.status for r in results] == ["accepted", "accepted"]
     assert set(a.find_round("D", 1).bets) >= {"ba", "b1", "b2"}
