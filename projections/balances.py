@@ -77,7 +77,9 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
 
     changes: list[Change] = []
     position = ev.position
-    for account in sorted(delta.keys() | on_game.keys()):
+    # Stake events: players on game are among the accounts with legs (no sort needed: one row per key).
+    accounts = delta.keys() if name in STAKE_EVENTS else sorted(delta.keys() | on_game.keys())
+    for account in accounts:
         old = rows.get(_BALANCES, (account, currency))
         if old is None:
             kind, _, owner = account.partition(":")

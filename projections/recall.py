@@ -1,9 +1,11 @@
-"""View `recall`: a player's last N rounds (game recall for disputes and
-responsible-gaming screens).
+"""Views `recall` and `timeline`: a player's last N rounds (game recall for
+disputes and responsible-gaming screens).
 
-`proj_recall_rounds` keeps each round's timeline in the original order
-(bets, cards, decisions, follows, pauses, void, settlement, reversal), one
-entry per event. `proj_recall` has one row per (player, round): the
+`proj_recall_rounds` (view `timeline`) keeps each round's timeline in the
+original order (bets, cards, decisions, follows, pauses, void, settlement,
+reversal), one compact fact per event, `[version, event, at, *values]`
+(`expand_timeline` turns them into the entries `ledger recall` shows).
+`proj_recall` (view `recall`) has one row per (player, round): the
 player's bets by type, stake moves, settlement lines (outcome, payout),
 refunds, and the player's account balance before their first bet in the
 round and after the event that closed it (in the round's currency; a
@@ -137,29 +139,47 @@ def _players_touched(ev: RecordedEvent) -> list[str]:
     return []
 
 
+def fold_timelines(rows: Rows, events: list[RecordedEvent]) -> list[Change]:
+    """View `timeline`, a page at a time: each round's compact facts, one
+    appended per event, and one row written per round touched.
+
+    A round's row exists from its Opened event on; without it the round
+    never opened (a tombstone void): nothing to show."""
+    touched: dict[str, dict[str, Any]] = {}  # round id -> its new row (lists are ours to extend)
+    for ev in events:
+        round_id, name = ev.originator_id, ev.name
+        row = touched.get(round_id)
+        if row is None:
+            old = rows.get(_RECALL_ROUNDS, (round_id,))
+            if old is not None:
+                row = {"round_id": round_id, "status": old["status"], "timeline": list(old["timeline"])}
+            elif name == "Round.Opened":
+                row = {"round_id": round_id, "status": "open", "timeline": []}
+            else:
+                continue
+            touched[round_id] = row
+        row["timeline"].append([ev.originator_version, _EVENT_SHORT[name], iso(ev.timestamp),
+                                *map(ev.fields.get, _TIMELINE_FIELDS[name])])
+        status = _STATUS.get(name)
+        if status is not None:
+            row["status"] = status
+    return [Put(_RECALL_ROUNDS, row) for row in touched.values()]
+
+
+def fold_timeline(rows: Rows, ev: RecordedEvent) -> list[Change]:
+    return fold_timelines(rows, [ev])
+
+
 def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
+    """View `recall`: the player rows of the events that touch players."""
     round_id, name = ev.originator_id, ev.name
-    # The round's timeline row exists from its Opened event on; without it
-    # the round never opened (a tombstone void): nothing to recall.
-    old = rows.get(_RECALL_ROUNDS, (round_id,))
-    if old is None and name != "Round.Opened":
-        return []
-    # One compact fact appended per event (the hot path: most events are cards).
-    entry = [ev.originator_version, _EVENT_SHORT[name], iso(ev.timestamp), *map(ev.fields.get, _TIMELINE_FIELDS[name])]
-    status = _STATUS.get(name)
-    if old is None:
-        timeline = {"round_id": round_id, "status": status or "open", "timeline": [entry]}
-    else:
-        timeline = {"round_id": round_id, "status": status or old["status"], "timeline": old["timeline"] + [entry]}
-    changes: list[Change] = [Put(_RECALL_ROUNDS, timeline)]
-    if name not in _PLAYER_EVENTS:
-        return changes
     info = rows.get(_ROUNDS, (round_id,))
-    require(info is not None and info["table_id"] is not None, f"round {round_id} has a timeline but never opened")
+    if info is None or info["table_id"] is None:  # tombstone void
+        return []
     if name == "Round.BetPlaced":
-        player_id = ev.fields["player_id"]
-        changes.append(Put(_RECALL, _bet_placed(rows, ev, info, player_id)))
-        return changes
+        return [Put(_RECALL, _bet_placed(rows, ev, info, ev.fields["player_id"]))]
+    status = _STATUS.get(name)
+    changes: list[Change] = []
     players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
     if not players:
         return changes
@@ -241,9 +261,18 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=2,  # 2: the timeline is stored as compact facts (expand_timeline)
-    tables=(RECALL_ROUNDS, RECALL),
-    handles=frozenset(_TIMELINE_FIELDS),
+    version=2,  # 2: the round timelines moved to view `timeline`
+    tables=(RECALL,),
+    handles=_PLAYER_EVENTS,
     fold=fold,
     reads=("rounds", "balances"),
+)
+
+TIMELINE_VIEW = View(
+    name="timeline",
+    version=1,
+    tables=(RECALL_ROUNDS,),
+    handles=frozenset(_TIMELINE_FIELDS),
+    fold=fold_timeline,
+    fold_page=fold_timelines,  # reads only its own table: folded a page at a time
 )

@@ -209,13 +209,25 @@ class CachedRows:
         self.complete = False
 
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps would build an encoder per call
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable: {value!r}")
+
+
+# json.dumps(value, separators=(",", ":")) builds an encoder per call; the
+# C encoder behind it is built once here (same output: ASCII, no spaces).
+_encode_chunks = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, _not_json, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True,
+) if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
 
 
 def _dump(value: Any) -> str | None:
     if value is None:
         return None
-    return "[]" if value == [] else _encode(value)
+    if value == []:
+        return "[]"
+    if _encode_chunks is None:
+        return json.dumps(value, separators=(",", ":"))
+    return "".join(_encode_chunks(value, 0))
 
 
 def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
@@ -247,6 +259,10 @@ class View:
     handles: frozenset[str]
     fold: Callable[[Rows, Any], list[Change]]
     reads: tuple[str, ...] = ()
+    # Optional: the same fold over a page of events at once (same result as
+    # folding them one by one). Only for a view no other view reads and that
+    # reads no other view's rows: the runner folds it after the others.
+    fold_page: Callable[[Rows, list[Any]], list[Change]] | None = None
 
     def fingerprint(self) -> str:
         text = repr((self.name, self.version, self.tables))
