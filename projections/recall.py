@@ -73,6 +73,7 @@ _TIMELINE_FIELDS = {
 # Events that touch a player's row (the others only extend the round's timeline).
 _PLAYER_EVENTS = frozenset({"Round.BetPlaced", "Round.DecisionTaken", "Round.FollowDecided", "Round.Settled",
                             "Round.Voided", "Round.SettlementReversed"})
+_MOVE_EVENTS = frozenset({"Round.DecisionTaken", "Round.FollowDecided"})
 _EVENT_SHORT = {name: name.partition(".")[2] for name in _TIMELINE_FIELDS}  # "Round.Settled" -> "Settled"
 _FIELDS_BY_SHORT = {_EVENT_SHORT[name]: fields for name, fields in _TIMELINE_FIELDS.items()}
 
@@ -173,6 +174,8 @@ def fold_timeline(rows: Rows, ev: RecordedEvent) -> list[Change]:
 def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     """View `recall`: the player rows of the events that touch players."""
     round_id, name = ev.originator_id, ev.name
+    if name in _MOVE_EVENTS and not ev.fields["stake_moves"]:  # hit, stand, a declined follow
+        return []
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["table_id"] is None:  # tombstone void
         return []
