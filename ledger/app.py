@@ -8,18 +8,14 @@ transaction (`Application.save`). If that save hits a conflict (another
 writer), the batch is rerun command by command against fresh state so each
 result stays exact; a single command that still conflicts gets `conflict`.
 
-`ingest` pipelines its batches: while batch N is written and committed by one
-background writer thread (the database work releases the GIL), batch N+1 is
-checked in memory on top of N's state. N+1 is handed to the writer only after
-N has landed, so commits stay in feed order; if N's save fails, everything
-checked on top of it is thrown away and both are redone on fresh state. A
-result is returned only once its batch has committed.
+(Overlapping batches, committing batch N in a writer thread while N+1 is checked, was
+tried and measured slower on SQLite and PostgreSQL: the write is mostly Python work, the
+mapping to stored events, so the two threads only contend for the GIL.)
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -118,21 +114,14 @@ class LedgerApp(Application):
         on_batch: Callable[[list[Result]], None] | None = None,
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
-        batch commits (progress). See the module doc for how batches overlap."""
+        batch commits (progress)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
         results: list[Result] = []
-
-        def landed(batch_results: list[Result]) -> None:
+        for batch in _batches(raws, batch_size):
+            batch_results = self.run_batch(batch)
             results.extend(batch_results)
             if on_batch is not None:
                 on_batch(batch_results)
-
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-writer") as writer:
-            inflight: Staged | None = None
-            for batch in _batches(raws, batch_size):
-                inflight = self._next(writer, batch, inflight, landed)
-            if inflight is not None:
-                landed(self._land(inflight))
         return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
@@ -148,68 +137,6 @@ class LedgerApp(Application):
         return self.recorder.select_rejections(after_id, limit)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------- batches
-
-    def _next(self, writer: ThreadPoolExecutor, batch: list[Any], inflight: Staged | None,
-              landed: Callable[[list[Result]], None]) -> Staged:
-        """Check `batch` on top of the batch in flight, wait for that one to land, then
-        hand this one to the writer."""
-        try:
-            staged = self._stage(batch, inflight)
-        except BaseException:
-            if inflight is not None:
-                inflight.unit.evict()
-            raise
-        if inflight is not None:
-            try:
-                landed(self._land(inflight, on_top=staged))
-            except _Redo as redo:
-                landed(redo.results)
-                staged = self._stage(batch, None)  # it was checked on state that never landed
-        staged.future = writer.submit(staged.unit.record, staged.event)
-        return staged
-
-    def _stage(self, raws: Sequence[BaseModel | bytes | str], inflight: Staged | None) -> Staged:
-        """Parse and check a batch in memory; its events and rows are ready to write."""
-        parsed = [self._parse(raw) for raw in raws]
-        ids = [p.command_id for p in parsed if isinstance(p, BaseModel)]
-        known = self.recorder.select_commands(ids) if ids else {}  # type: ignore[attr-defined]
-        if inflight is not None:  # decided, not yet committed: a retry in this batch must see them
-            known.update(inflight.unit.known_for(ids))
-        unit = UnitOfWork(self, known)
-        try:
-            unit.absent = self._absent(parsed)
-            unit.debug = ledger_logging.debug_enabled()
-            results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
-            event = unit.handoff()
-        except BaseException:
-            unit.evict()
-            raise
-        return Staged(raws, unit, results, event)
-
-    def _land(self, staged: Staged, on_top: Staged | None = None) -> list[Result]:
-        """Wait for a staged batch's commit. On a conflict, whatever was checked on top of
-        it is evicted and `_Redo` tells the caller to check it again, after this batch was
-        rerun command by command."""
-        try:
-            recordings = staged.future.result() if staged.future is not None else staged.unit.record(staged.event)
-        except RecordConflictError:
-            staged.unit.evict()
-            if on_top is not None:
-                on_top.unit.evict()
-            results = self._after_conflict(staged.raws)
-            if on_top is None:
-                return results
-            raise _Redo(results) from None
-        except BaseException:
-            staged.unit.evict()
-            if on_top is not None:
-                on_top.unit.evict()
-            raise
-        staged.unit.finish(staged.event, recordings)
-        if ledger_logging.debug_enabled():
-            for result in staged.results:
-                ledger_logging.log_result(result)
-        return staged.results
 
     def run_batch(self, raws: Sequence[BaseModel | bytes | str]) -> list[Result]:
         parsed = [self._parse(raw) for raw in raws]
@@ -286,26 +213,6 @@ def _batches(raws: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 @dataclass
-class Staged:
-    """A batch checked in memory whose events and rows are handed to the writer."""
-
-    raws: Sequence[Any]
-    unit: "UnitOfWork"
-    results: list[Result]
-    event: ProcessingEvent
-    future: Future[Any] | None = None
-
-
-class _Redo(Exception):
-    """The batch in flight hit a conflict and was rerun (`results`); the batch checked on
-    top of it must be checked again."""
-
-    def __init__(self, results: list[Result]) -> None:
-        super().__init__("the batch below was rerun")
-        self.results = results
-
-
-@dataclass
 class UnitOfWork:
     """One batch: aggregates loaded once, commands applied in order, saved together."""
 
@@ -359,14 +266,14 @@ class UnitOfWork:
         self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
 
     def save(self) -> None:
-        """`Application.save`, in three steps that `LedgerApp.ingest` runs apart."""
+        """`Application.save`, in three steps (tests hook the write step, `record`)."""
         event = self.handoff()
         self.finish(event, self.record(event))
 
     def handoff(self) -> ProcessingEvent:
         """Take the new events off the aggregates and put the aggregates in the cache (as
         the library does, without fast-forwarding), so the next batch is checked on this
-        state with no store read. If the write then fails, `evict` takes them out again."""
+        state with no store read. If the write fails, `run_batch` evicts them again."""
         event = ProcessingEvent()
         for aggregate in self.aggregates.values():
             event.events.extend(aggregate.collect_events())
@@ -380,7 +287,7 @@ class UnitOfWork:
         return event
 
     def record(self, event: ProcessingEvent) -> Any:
-        """Write the events and rows in one transaction (the writer thread runs this). This is
+        """Write the events and rows in one transaction. This is
         `Application._record`, without `save`'s per-object runtime-Protocol isinstance checks
         (a tenth of ingest time); it reads only the handed-off events, never the aggregates."""
         return self.app._record(event)
@@ -390,16 +297,6 @@ class UnitOfWork:
         app._take_snapshots(event)
         app._notify(recordings)
         app.notify(event.events)
-
-    def known_for(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
-        """What this (not yet committed) batch decided for these command ids."""
-        found: dict[str, KnownCommand] = {}
-        for cid in command_ids:
-            prior = self.seen.get(cid)
-            if prior is not None:
-                digest, result = prior
-                found[cid] = KnownCommand(digest, result.status, result.code, result.round_id)
-        return found
 
     def evict(self) -> None:
         cache = self.app.repository.cache

@@ -1,0 +1,66 @@
+"""`LedgerApp.ingest` in batches: a retry in a later batch is a duplicate (or a
+conflict), progress is reported per batch in feed order, and a failed write loses
+nothing and leaves no half-applied state in the cache. On SQLite and PostgreSQL."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ledger.app import UnitOfWork
+from tests.ledger.feed import Feed, lines, teen_patti_round
+
+
+def flat_round(f: Feed) -> list[dict]:
+    return [json.loads(line) for line in lines(*teen_patti_round(f))]
+
+
+def test_retry_in_a_later_batch_is_a_duplicate_and_an_altered_retry_a_conflict(ledger):
+    f = Feed("P")
+    open_, bet = f.open("teen-patti/20-20"), f.bet("b1", "p1", "table", "player_a", 100)
+    changed = dict(bet, stake_minor=200)
+    feed = lines(open_, bet, bet, changed)  # batch 1: open, bet | batch 2: the same bet again, then altered
+    results = ledger.ingest(feed, batch_size=2)
+    assert [(r.status, r.code) for r in results] == [
+        ("accepted", None), ("accepted", None), ("duplicate", None), ("refused", "command_id_conflict"),
+    ]
+    assert ledger.find_round("P", 1).bets["b1"].stake_minor == 100
+
+
+def test_progress_is_reported_per_batch_in_feed_order(ledger):
+    f = Feed("Q")
+    cmds = flat_round(f)
+    seen: list[list[str]] = []
+    results = ledger.ingest(lines(*cmds), batch_size=3, on_batch=lambda rs: seen.append([r.command_id for r in rs]))
+    assert [len(batch) for batch in seen[:-1]] == [3] * (len(seen) - 1)
+    assert [cid for batch in seen for cid in batch] == [c["command_id"] for c in cmds]
+    assert [r.command_id for r in results] == [c["command_id"] for c in cmds]
+    assert all(r.status == "accepted" for r in results)
+    assert ledger.find_round("Q", 1).phase == "settled"
+
+
+def test_a_failed_write_loses_nothing_and_leaves_no_cached_state(ledger, monkeypatch):
+    s_, t_ = Feed("S"), Feed("T")
+    feed = lines(
+        s_.open("teen-patti/20-20"), s_.bet("s1", "p1", "table", "player_a", 100),  # batch 1: lands
+        s_.bet("s2", "p2", "table", "player_b", 100), s_.bet("s3", "p3", "table", "tie", 100),  # batch 2: write fails
+        t_.open("teen-patti/20-20"), t_.bet("t1", "p1", "table", "player_a", 100),  # batch 3: never reached
+    )
+    original = UnitOfWork.record
+    calls: list[int] = []
+
+    def failing_record(unit, event):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return original(unit, event)
+
+    monkeypatch.setattr(UnitOfWork, "record", failing_record)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        ledger.ingest(feed, batch_size=2)
+    monkeypatch.setattr(UnitOfWork, "record", original)
+    assert set(ledger.find_round("S", 1).bets) == {"s1"}  # batch 1 landed, nothing after it
+    retried = ledger.ingest(feed, batch_size=2)  # the sender retries the whole feed
+    assert [(r.status, r.code) for r in retried] == [("duplicate", None)] * 2 + [("accepted", None)] * 4
+    assert set(ledger.find_round("S", 1).bets) == {"s1", "s2", "s3"}
+    assert set(ledger.find_round("T", 1).bets) == {"t1"}
