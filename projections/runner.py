@@ -60,7 +60,7 @@ class Projector:
     """Runs `views` over `app`'s events into tables of the same database."""
 
     def __init__(self, app: Any, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
-                 page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool = True) -> None:
+                 page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool | None = None) -> None:
         require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
         names = [v.name for v in views]
         require(len(set(names)) == len(names), f"duplicate views {names}")
@@ -74,7 +74,10 @@ class Projector:
         self.views = tuple(views)
         self.db = db or Db.for_app(app)
         self.page_size = page_size
-        self.write_behind = write_behind  # fold the next page while this one is written (one writer thread)
+        # Fold the next page while this one is written (one writer thread). By default only on
+        # PostgreSQL, where the write waits on the network; on SQLite the write is mostly
+        # Python, and the two threads measured slower than one (they contend for the GIL).
+        self.write_behind = self.db.dialect == "postgres" if write_behind is None else write_behind
         self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
         self._dispatch: dict[str, list[View]] = {}  # event name -> views folded event by event
         for view in self.views:
