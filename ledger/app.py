@@ -111,11 +111,16 @@ class LedgerApp(Application):
 
     def ingest(
         self, raws: Iterable[BaseModel | bytes | str], batch_size: int = BATCH_SIZE_DEFAULT,
-        on_batch: Callable[[list[Result]], None] | None = None,
+        on_batch: Callable[[list[Result]], None] | None = None, workers: int = 1,
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
-        batch commits (progress)."""
+        batch commits (progress). `workers` > 1 splits the tables over that many processes
+        (ledger/shards.py: the feed is read in full first; per table the order is the feed's)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
+        if workers > 1:
+            from ledger.shards import ingest_sharded
+
+            return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
         for batch in _batches(raws, batch_size):
             batch_results = self.run_batch(batch)
@@ -132,6 +137,12 @@ class LedgerApp(Application):
 
     def get_shoe(self, table_id: str, shoe_id: str) -> Shoe:
         return self.repository.get(shoe_id_for(table_id, shoe_id))
+
+    def forget_cached(self) -> None:
+        """Drop every cached round and shoe (another process changed them): the next use reads the store."""
+        cache = self.repository.cache
+        if cache is not None:
+            self.repository.cache = type(cache)(cache.maxsize) if hasattr(cache, "maxsize") else type(cache)()
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         return self.recorder.select_rejections(after_id, limit)  # type: ignore[attr-defined]

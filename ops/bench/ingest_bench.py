@@ -7,7 +7,9 @@ temporary schema), a simulated feed of single commands from `--tables` tables is
 ingested by `LedgerApp.ingest` (parse, check, record, command index; batched
 transactions). The baseline then appends the very same events with the library alone
 (a plain `Application`, `events.put` per round = one transaction per round, mapping
-included) into a fresh store of the same kind. Prints commands/s, events/s and the ratio.
+included) into a fresh store of the same kind. Prints commands/s, events/s and the ratio,
+for one process and for `--workers` processes (`ingest --workers`: tables split over
+processes; default: the cores here). The baseline is the library in one process.
 Each store is measured `--repeat` times (fresh stores each time); the best time of the
 ledger and the best time of the baseline count, so a busy moment on the machine does not
 decide the figure.
@@ -26,6 +28,7 @@ from typing import Any
 from eventsourcing.application import Application
 
 from ledger.app import BATCH_SIZE_DEFAULT
+from ledger.shards import default_workers
 from ledger.store import env_for, open_app
 from ops.simulator import simulate
 
@@ -71,10 +74,10 @@ def _all_events(app: Any) -> list[Any]:
         start = notes[-1].id + 1
 
 
-def run_one(url: str, feed: list[bytes], batch_size: int) -> dict[str, Any]:
+def run_one(url: str, feed: list[bytes], batch_size: int, workers: int = 1) -> dict[str, Any]:
     app = open_app(url)
     t0 = time.perf_counter()
-    results = app.ingest(feed, batch_size=batch_size)
+    results = app.ingest(feed, batch_size=batch_size, workers=workers)
     ledger_s = time.perf_counter() - t0
     events = _all_events(app)
     app.close()
@@ -110,13 +113,13 @@ def run_one(url: str, feed: list[bytes], batch_size: int) -> dict[str, Any]:
     }
 
 
-def measure(url: str, i: int, feed: list[bytes], batch_size: int) -> dict[str, Any]:
+def measure(url: str, i: int, feed: list[bytes], batch_size: int, workers: int) -> dict[str, Any]:
     """One run into a fresh store: a new SQLite file, or a new PostgreSQL schema dropped afterwards."""
     if url.startswith("sqlite:///"):
-        return run_one(f"{url}.{i}" if i else url, feed, batch_size)
+        return run_one(f"{url}.{workers}.{i}", feed, batch_size, workers)
     schema = f"bench_{uuid.uuid4().hex[:8]}"
     try:
-        return run_one(_with_schema(url, schema), feed, batch_size)
+        return run_one(_with_schema(url, schema), feed, batch_size, workers)
     finally:
         try:
             _drop_schema(url, schema)
@@ -141,23 +144,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--repeat", type=int, default=3, help="runs per store; the best ledger and best raw time count")
+    p.add_argument("--workers", type=int, default=default_workers(),
+                   help="also measure `ingest --workers N` (default: the cores here); 1 measures one process only")
     args = p.parse_args(argv)
     feed = make_feed(args.commands, args.tables, args.seed)
     print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}")
     tmp = tempfile.mkdtemp(prefix="ledger-bench-")
     urls = args.db or [f"sqlite:///{os.path.join(tmp, 'bench.db')}", os.environ.get("LEDGER_TEST_PG_URL", PG_DEFAULT)]
     for url in urls:
-        try:
-            r = best_of(args.repeat, lambda i: measure(url, i, feed, args.batch_size))
-        except Exception as exc:  # noqa: BLE001 - report and go on with the next store
-            print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
-            continue
         kind = "sqlite" if url.startswith("sqlite") else "postgresql"
-        print(f"{kind:<10} ledger  {r['ledger_cmd_s']:>8.0f} commands/s {r['ledger_ev_s']:>8.0f} events/s "
-              f"({r['commands']} commands, {r['events']} events, {r['ledger_s']:.2f}s)")
-        print(f"{kind:<10} raw     {'':>8} {'':>11} {r['baseline_ev_s']:>8.0f} events/s "
-              f"(library only, one transaction per aggregate, {r['baseline_s']:.2f}s)")
-        print(f"{kind:<10} ratio   ledger / raw = {r['ratio']:.0%}")
+        for workers in sorted({1, max(1, args.workers)}):
+            try:
+                r = best_of(args.repeat, lambda i: measure(url, i, feed, args.batch_size, workers))
+            except Exception as exc:  # noqa: BLE001 - report and go on with the next store
+                print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+                break
+            label = f"{workers} worker{'s' if workers > 1 else ''}"
+            print(f"{kind:<10} ledger  {r['ledger_cmd_s']:>8.0f} commands/s {r['ledger_ev_s']:>8.0f} events/s "
+                  f"({r['commands']} commands, {r['events']} events, {r['ledger_s']:.2f}s, {label})")
+            print(f"{kind:<10} raw     {'':>8} {'':>11} {r['baseline_ev_s']:>8.0f} events/s "
+                  f"(library only, one transaction per aggregate, {r['baseline_s']:.2f}s)")
+            print(f"{kind:<10} ratio   ledger / raw = {r['ratio']:.0%} ({label})")
     return 0
 
 

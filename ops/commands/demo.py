@@ -84,6 +84,7 @@ def closing_sections(data, args: argparse.Namespace) -> list:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from ledger.shards import default_workers
     from ledger.store import open_app
     from ops.demo_report import DemoData, build_report, render
 
@@ -111,7 +112,7 @@ def run_demo(args: argparse.Namespace) -> int:
         if done // INGEST_REPORT_EVERY > before // INGEST_REPORT_EVERY or done == len(feed):
             _progress(quiet, f"  ingested {done}/{len(feed)} commands ({time.monotonic() - t1:.1f}s)")
 
-    results = app.ingest(feed, batch_size=INGEST_BATCH_SIZE, on_batch=progress)
+    results = app.ingest(feed, batch_size=INGEST_BATCH_SIZE, on_batch=progress, workers=default_workers())
     seconds["ingest"] = time.monotonic() - t1
     data = DemoData(app=app, db_url=db_url, feed=studio.stats, results=results, seconds=seconds)
     t2 = time.monotonic()

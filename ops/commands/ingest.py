@@ -9,6 +9,7 @@ from typing import Iterator
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
+from ledger.shards import WORKERS_MAX
 from ledger.store import db_url_from, open_app
 
 EPILOG = """\
@@ -18,6 +19,11 @@ saved in batches (one transaction per batch). Examples:
   ledger ingest feed.jsonl
   ledger simulate --tables 5 --rounds 20 | ledger ingest - --db sqlite:///demo.db
   ledger ingest feed.jsonl --db postgresql://postgres@127.0.0.1:5432/postgres --json
+  ledger ingest big-day.jsonl --workers 2     # tables split over 2 processes (reads the file first)
+
+--workers N (default 1) checks the feed's tables in N processes at once: each
+table goes whole to one process, in feed order. The file is read in full first,
+so keep 1 for a live stream on standard input.
 
 Exit status: 0 everything accepted (or duplicate); 1 something was refused or
 conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds).
@@ -31,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT,
                    help=f"commands per transaction, 1..{BATCH_SIZE_MAX} (default {BATCH_SIZE_DEFAULT})")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help=f"processes, each checking a share of the tables, 1..{WORKERS_MAX} (default 1)")
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--log-level", default="info", help="debug logs one line per command")
@@ -63,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.batch_size <= BATCH_SIZE_MAX:
         print(f"--batch-size must be 1..{BATCH_SIZE_MAX}", file=sys.stderr)
         return 2
+    if not 1 <= args.workers <= WORKERS_MAX:
+        print(f"--workers must be 1..{WORKERS_MAX}", file=sys.stderr)
+        return 2
     ledger_logging.configure(args.log_level)
     log = ledger_logging.get_logger()
     app = open_app(args.db)
@@ -75,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),
                       TimeElapsedColumn(), console=console, transient=not console.is_terminal) as progress:
             task = progress.add_task("ingesting", total=None)
-            results = app.ingest(_lines(args.feed), batch_size=args.batch_size,
+            results = app.ingest(_lines(args.feed), batch_size=args.batch_size, workers=args.workers,
                                  on_batch=lambda batch: progress.advance(task, len(batch)))
     finally:
         app.close()
