@@ -103,7 +103,7 @@ def test_a_command_id_reused_across_tables_is_accepted_once(ledger) -> None:
     assert len(won) == 1 and len(lost) == 1
     # the loser's batch held only it: `conflict` (retry); a bigger batch is rerun and refused at once
     assert (lost[0].status, lost[0].code) in (("conflict", "concurrency_conflict"), ("refused", "command_id_conflict"))
-    loser = open_b if won[0].round_id == results[0].round_id else open_a
+    loser = open_a if results[0].status != "accepted" else open_b
     retry = ledger.handle(lines(loser)[0])
     assert (retry.status, retry.code) == ("refused", "command_id_conflict")
 
