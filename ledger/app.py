@@ -118,11 +118,12 @@ class LedgerApp(Application):
         (ledger/shards.py: the feed is read in full first; per table the order is the feed's)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
         if workers > 1:
-            from ledger.shards import ingest_sharded
+            from ledger.shards import can_fork, ingest_sharded
 
-            return ingest_sharded(self, raws, batch_size, workers, on_batch)
+            if can_fork():
+                return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
-        for batch in _batches(raws, batch_size):
+        for batch in batches(raws, batch_size):
             batch_results = self.run_batch(batch)
             results.extend(batch_results)
             if on_batch is not None:
@@ -160,7 +161,10 @@ class LedgerApp(Application):
             unit.save()
         except RecordConflictError:
             unit.evict()
-            return self._after_conflict(raws)
+            if len(raws) == 1:
+                return [self._conflict(parsed[0])]
+            # Someone else wrote in between: rerun one command at a time on fresh state.
+            return [r for raw in raws for r in self.run_batch([raw])]
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
@@ -168,13 +172,6 @@ class LedgerApp(Application):
             for result in results:
                 ledger_logging.log_result(result)
         return results
-
-    def _after_conflict(self, raws: Sequence[Any]) -> list[Result]:
-        """Someone else wrote in between: a single command is answered `conflict` (the
-        sender may retry); a batch is rerun one command at a time on fresh state."""
-        if len(raws) == 1:
-            return [self._conflict(self._parse(raws[0]))]
-        return [r for raw in raws for r in self.run_batch([raw])]
 
     def _absent(self, parsed: Sequence[BaseModel | Refusal]) -> set[UUID]:
         """Rounds and shoes this batch may touch that are neither cached nor stored:
@@ -212,7 +209,7 @@ class LedgerApp(Application):
         )
 
 
-def _batches(raws: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def batches(raws: Iterable[Any], size: int) -> Iterator[list[Any]]:
     batch: list[Any] = []
     for raw in raws:
         batch.append(raw)

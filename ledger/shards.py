@@ -40,8 +40,21 @@ class ShardFailed(RuntimeError):
     """A worker process failed; batches it committed before the failure stay committed."""
 
 
+def available_cores() -> int:
+    """The cores this process may run on (shared with `ledger audit replay`'s workers)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Workers are forked (they inherit the code and the read data); elsewhere one process runs."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def default_workers() -> int:
-    return max(1, min(WORKERS_MAX, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+    return min(WORKERS_MAX, available_cores()) if can_fork() else 1
 
 
 KEY = b'"table_id":"'
@@ -136,14 +149,13 @@ def _collect(channel: Any, procs: list[Any], results: list[Any],
 
 
 def _work(env: Any, shard: list[tuple[int, Any]], batch_size: int, channel: Any) -> None:
-    from ledger.app import LedgerApp
+    from ledger.app import LedgerApp, batches
 
     try:
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
         app = LedgerApp(env={**env, "CREATE_TABLE": "no"})
         try:
-            for start in range(0, len(shard), batch_size):
-                batch = shard[start:start + batch_size]
+            for batch in batches(shard, batch_size):
                 results = app.run_batch([raw for _, raw in batch])
                 channel.put(("batch", [i for i, _ in batch], results))
         finally:

@@ -23,13 +23,13 @@ platform cannot fork, the replay runs in this process.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from domain.errors import require
+from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 from projections.reader import decode, topic_name
 
@@ -139,15 +139,11 @@ def replay_rounds(mapper: Any, rounds: Sequence[list[Any]]) -> RangeReplay:
 
 def default_workers() -> int:
     """One worker per core this process may run on (at most AUTO_WORKERS_MAX)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, AUTO_WORKERS_MAX))
+    return min(available_cores(), AUTO_WORKERS_MAX)
 
 
 def _worker_count(workers: int | None, rounds: Sequence[list[Any]]) -> int:
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not can_fork():
         return 1
     if workers is None:  # auto: enough events per worker to pay for the fork
         events = sum(len(r) for r in rounds)
