@@ -16,7 +16,7 @@ from typing import Any
 from domain.cards import CARDS_PER_DECK, Card, CardCounter
 from domain.errorpolicy import policy
 from domain.errors import Refusal, require
-from domain.model import Bet, BetResult, FollowOffer, StakeMove
+from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet

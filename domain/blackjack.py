@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from domain.blackjack_round import BlackjackRound
 from domain.blackjack_rules import (
-    CASINO_TOUR_V1, LIVE_8D_V1, RULE_SETS, SPIELBANK_V1, BlackjackRules, card_value, hand_total,
+    CASINO_TOUR_V1,
+    LIVE_8D_V1,
+    RULE_SETS,
+    SPIELBANK_V1,
+    BlackjackRules,
+    card_value,
+    hand_total,
 )
 from domain.cards import Card
 from domain.errors import require

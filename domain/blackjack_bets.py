@@ -32,7 +32,7 @@ def parse_spot(rules: BlackjackRules, bet: Bet) -> tuple[str, int]:
     return kind, n
 
 
-def check_bet(rules: BlackjackRules, s: "State", bet: Bet) -> None:
+def check_bet(rules: BlackjackRules, s: State, bet: Bet) -> None:
     """Refuse `bet` unless the rules and limits allow it on top of the bets already placed."""
     if any(b.bet_id == bet.bet_id for b in s.bets):
         raise Refusal("duplicate_bet", f"bet {bet.bet_id} was already placed in this round")
@@ -58,11 +58,11 @@ def check_bet(rules: BlackjackRules, s: "State", bet: Bet) -> None:
         _check_main(rules, s, bet)
 
 
-def _mains(s: "State", spot: str) -> list[Bet]:
+def _mains(s: State, spot: str) -> list[Bet]:
     return [b for b in s.bets if b.bet_type == "main" and b.spot == spot]
 
 
-def _check_main(rules: BlackjackRules, s: "State", bet: Bet) -> None:
+def _check_main(rules: BlackjackRules, s: State, bet: Bet) -> None:
     on_spot = _mains(s, bet.spot)
     if any(b.player_id == bet.player_id for b in on_spot):
         raise Refusal("duplicate_bet", f"bet {bet.bet_id}: player {bet.player_id} already has a main bet on {bet.spot}")
@@ -90,7 +90,7 @@ def _check_main(rules: BlackjackRules, s: "State", bet: Bet) -> None:
                                                  f"{format_minor(total)}, above the box maximum {format_minor(maximum)}")
 
 
-def _check_behind(rules: BlackjackRules, s: "State", bet: Bet, n: int) -> None:
+def _check_behind(rules: BlackjackRules, s: State, bet: Bet, n: int) -> None:
     seat = f"{rules.spot_kind}:{n}"
     if not _mains(s, seat):
         raise Refusal("behind_without_seat", f"bet {bet.bet_id}: nobody has a main bet on {seat} yet; "
@@ -106,7 +106,7 @@ def _check_behind(rules: BlackjackRules, s: "State", bet: Bet, n: int) -> None:
                                        f"maximum under {rules.id}")
 
 
-def _check_pair(rules: BlackjackRules, s: "State", bet: Bet) -> None:
+def _check_pair(rules: BlackjackRules, s: State, bet: Bet) -> None:
     mine = [b for b in s.bets if b.player_id == bet.player_id and b.spot == bet.spot]
     if rules.pair_requires_main and not any(b.bet_type == "main" for b in mine):
         raise Refusal("side_bet_without_main", f"bet {bet.bet_id}: the Pair side bet on {bet.spot} needs "

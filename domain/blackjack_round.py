@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.blackjack_rules import (
-    BLACKJACK_TOTAL, CARDS_PER_HAND_MAX, DEALER_STANDS_ON,
-    TIMEOUT_HIT_BELOW, BlackjackRules, hand_total,
+    BLACKJACK_TOTAL,
+    CARDS_PER_HAND_MAX,
+    DEALER_STANDS_ON,
+    TIMEOUT_HIT_BELOW,
+    BlackjackRules,
+    hand_total,
 )
 from domain.cards import Card, CardCounter
 from domain.errors import InvariantBroken, Refusal, require

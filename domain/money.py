@@ -41,7 +41,7 @@ class Odds:
     ratio: Fraction
 
     @staticmethod
-    def parse(text: str) -> "Odds":
+    def parse(text: str) -> Odds:
         left, sep, right = text.partition(":")
         require(sep == ":", f"odds must look like 'X:Y', got {text!r}")
         # Fraction parses '0.95' exactly from the decimal string (never via float).

@@ -4,7 +4,7 @@ id, the spot, a bet type this rule-set version offers) and the fact that
 players make no decisions and have no follow offers."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from domain.errors import Refusal
 from domain.model import Bet, FollowOffer, StakeMove

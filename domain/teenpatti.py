@@ -17,7 +17,7 @@ from typing import Any
 from domain.cards import RANK_NAMES, Card, CardCounter
 from domain.errorpolicy import policy
 from domain.errors import Refusal, require
-from domain.model import Bet, BetResult, FollowOffer, StakeMove
+from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet
@@ -302,8 +302,8 @@ def describe(a: tuple[Card, ...], b: tuple[Card, ...], rules: TeenPattiRules) ->
     result = compare_hands(a, b, rules)
     if result == 0:
         return f"Tie: {hand_name(a)} and {hand_name(b)}"
-    win_name, w, l = ("A", a, b) if result > 0 else ("B", b, a)
-    return f"Player {win_name} wins: {hand_name(w)} beats {hand_name(l)}"
+    win_name, winner, loser = ("A", a, b) if result > 0 else ("B", b, a)
+    return f"Player {win_name} wins: {hand_name(winner)} beats {hand_name(loser)}"
 
 
 def settle_bet(

@@ -7,7 +7,7 @@ is the wire format only; inside the service, commands become plain calls.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -108,7 +108,7 @@ class ReverseSettlement(_Command):
 
 
 Command = Annotated[
-    Union[OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement],
+    OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement,
     Field(discriminator="type"),
 ]
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)

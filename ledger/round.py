@@ -10,8 +10,10 @@ Event names, fields and money flows are the contract in docs/events.md.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from datetime import UTC
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, CanMutateAggregate
@@ -95,7 +97,7 @@ class Round(Aggregate):
         round_in_shoe: int
         dealer_id: str
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             rules = registry.get_rule_set(self.ruleset_id, self.ruleset_version)
             require(ruleset_hash(rules) == self.ruleset_hash, f"rule set {rules.id} v{rules.version} changed")
             r.model = registry.new_round(rules, round_in_shoe=self.round_in_shoe)
@@ -114,7 +116,7 @@ class Round(Aggregate):
         seat_no: int | None
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             bet = Bet(self.bet_id, self.player_id, self.spot, self.bet_type, self.stake_minor, self.mode, self.seat_no)
             if r._drive_model():
                 r.model.place_bet(bet)
@@ -123,7 +125,7 @@ class Round(Aggregate):
             r._post(self.postings)
 
     class BettingClosed(Event):
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             if r._drive_model():
                 r.model.close_betting()
             r.phase = "dealing"
@@ -133,7 +135,7 @@ class Round(Aggregate):
         target: str
         seq_no: int
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             if r._drive_model():
                 r.model.deal(parse_card(self.card), self.target)
             r.cards.append((self.seq_no, self.card, self.target))
@@ -146,7 +148,7 @@ class Round(Aggregate):
         stake_moves: list[dict[str, Any]]
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             if r._drive_model():
                 moves = r.model.decide(self.hand, self.action, self.source, self.amount_minor)
                 require(moves_to_dicts(moves) == self.stake_moves, f"{self.action} on {self.hand} replays differently")
@@ -159,7 +161,7 @@ class Round(Aggregate):
         stake_moves: list[dict[str, Any]]
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             if r._drive_model():
                 moves = r.model.follow(self.bet_id, self.kind, self.accept)
                 require(moves_to_dicts(moves) == self.stake_moves, f"follow of {self.bet_id} replays differently")
@@ -171,14 +173,14 @@ class Round(Aggregate):
         note: str
         flag_code: str | None
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             r.paused = {"cause": self.cause, "by": self.by, "note": self.note, "flag_code": self.flag_code}
 
     class Resumed(Event):
         by: str
         note: str
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             r.paused = None
 
     class Voided(Event):
@@ -188,7 +190,7 @@ class Round(Aggregate):
         refunds: list[dict[str, Any]]
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             r._post(self.postings)
             require(r.balance_minor == 0, f"voided round {r.id} keeps {r.balance_minor} in its account")
             r.paused = None
@@ -202,7 +204,7 @@ class Round(Aggregate):
         results: list[dict[str, Any]]
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             r._post(self.postings)
             require(r.balance_minor == 0, f"settled round {r.id} keeps {r.balance_minor} in its account")
             r.settlements.append({"settlement_no": self.settlement_no, "results": self.results, "postings": self.postings})
@@ -214,7 +216,7 @@ class Round(Aggregate):
         reason: str
         postings: list[dict[str, Any]]
 
-        def apply(self, r: "Round") -> None:
+        def apply(self, r: Round) -> None:
             r._post(self.postings)
             r.reversed_nos.append(self.settlement_no)
             r.phase = "reversed"
@@ -222,7 +224,7 @@ class Round(Aggregate):
     # ------------------------------------------------------------------ state
 
     @classmethod
-    def _shell(cls, round_id: UUID, timestamp: Any) -> "Round":
+    def _shell(cls, round_id: UUID, timestamp: Any) -> Round:
         r = cls.__new__(cls)
         r.__base_init__(originator_id=round_id, originator_version=0, timestamp=timestamp)
         r._account = _account_of(round_id)  # named once: every posting checks against it
@@ -249,10 +251,10 @@ class Round(Aggregate):
         return r
 
     @classmethod
-    def new(cls, table_id: str, round_no: int) -> "Round":
-        from datetime import datetime, timezone
+    def new(cls, table_id: str, round_no: int) -> Round:
+        from datetime import datetime
 
-        return cls._shell(round_id_for(table_id, round_no), datetime.now(timezone.utc))
+        return cls._shell(round_id_for(table_id, round_no), datetime.now(UTC))
 
     def _post(self, postings: list[dict[str, Any]]) -> None:
         postings_sum_zero(postings)

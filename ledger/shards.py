@@ -26,7 +26,8 @@ import json
 import multiprocessing
 import os
 import queue as queue_errors
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -160,7 +161,7 @@ def _work(env: Any, shard: list[tuple[int, Any]], batch_size: int, channel: Any)
                 channel.put(("batch", [i for i, _ in batch], results))
         finally:
             app.close()
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
+    except BaseException as exc:
         channel.put(("error", None, f"{type(exc).__name__}: {exc}"))
         return
     channel.put(("done", None, None))

@@ -11,7 +11,7 @@ A game reshuffled every round (Teen Patti) counts cards within the round only.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 from uuid import UUID, uuid5
@@ -53,7 +53,7 @@ class Shoe(Aggregate):
         game: str
         decks: int
 
-        def apply(self, s: "Shoe") -> None:
+        def apply(self, s: Shoe) -> None:
             s.table_id, s.shoe_id, s.game, s.decks = self.table_id, self.shoe_id, self.game, self.decks
 
     class RoundStarted(Event):
@@ -61,7 +61,7 @@ class Shoe(Aggregate):
         round_no: int
         round_in_shoe: int
 
-        def apply(self, s: "Shoe") -> None:
+        def apply(self, s: Shoe) -> None:
             require(self.round_in_shoe == s.rounds_dealt + 1, "round_in_shoe out of order")
             s.rounds_dealt = self.round_in_shoe
 
@@ -69,18 +69,18 @@ class Shoe(Aggregate):
         round_id: str
         cards: list[str]
 
-        def apply(self, s: "Shoe") -> None:
+        def apply(self, s: Shoe) -> None:
             s.seen.update(parse_card(c) for c in self.cards)
 
     class Retired(Event):
         round_id: str
         cause: str
 
-        def apply(self, s: "Shoe") -> None:
+        def apply(self, s: Shoe) -> None:
             s.retired = {"round_id": self.round_id, "cause": self.cause}
 
     @classmethod
-    def _shell(cls, shoe_uuid: UUID, timestamp: Any) -> "Shoe":
+    def _shell(cls, shoe_uuid: UUID, timestamp: Any) -> Shoe:
         s = cls.__new__(cls)
         s.__base_init__(originator_id=shoe_uuid, originator_version=0, timestamp=timestamp)
         s.table_id = ""
@@ -93,8 +93,8 @@ class Shoe(Aggregate):
         return s
 
     @classmethod
-    def new(cls, table_id: str, shoe_id: str) -> "Shoe":
-        return cls._shell(shoe_id_for(table_id, shoe_id), datetime.now(timezone.utc))
+    def new(cls, table_id: str, shoe_id: str) -> Shoe:
+        return cls._shell(shoe_id_for(table_id, shoe_id), datetime.now(UTC))
 
     def _trigger(self, event_class: type, cmd: Any, **fields: Any) -> None:
         self.trigger_event(event_class, command_id=cmd.command_id, studio_time=cmd.studio_time.isoformat(), **fields)

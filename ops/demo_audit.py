@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -14,9 +14,9 @@ from ops.commands.audit import replay_all
 from ops.commands.balances import totals as balance_totals
 from ops.demo_report import DemoData, Section
 from projections.audit_export import export, verify_against_store, verify_files
+from projections.ggr import ggr_rows
 from projections.reader import head_position, read_events
 from projections.runner import Projector
-from projections.ggr import ggr_rows
 from projections.state import parse_fraction
 
 
@@ -61,7 +61,7 @@ def audit_section(d: DemoData, directory: str) -> Section:
     if out.exists():
         shutil.rmtree(out)
     stop = head_position(d.app)
-    exported_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     result = export(out, read_events(d.app, 1, stop, page_size=5000), exported_at=exported_at)
     verified = verify_files(out)
     findings = list(verified.findings)
@@ -71,7 +71,7 @@ def audit_section(d: DemoData, directory: str) -> Section:
     lines = [
         f"exported {m['count']} events (positions {m['first_position']}..{m['last_position']}) to {out}/",
         f"head hash {m['head_hash']}",
-        f"verify from the files and against the store: "
+        "verify from the files and against the store: "
         + ("intact, no findings" if not findings else f"{len(findings)} finding(s): {findings[:3]}"),
         f"re-check any time: ledger audit verify {out} --db {d.db_url}",
     ]

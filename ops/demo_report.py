@@ -9,8 +9,9 @@ Everything is computed by reading the recorded events (read-only) through
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from domain.money import format_minor
 from projections.reader import RecordedEvent, read_events
@@ -33,7 +34,7 @@ class DemoData:
     results: list[Any]  # ledger.app.Result per feed line
     seconds: dict[str, float] = field(default_factory=dict)
     _events: list[RecordedEvent] | None = None
-    _ledger: "LedgerFacts | None" = None
+    _ledger: LedgerFacts | None = None
 
     @property
     def events(self) -> list[RecordedEvent]:
@@ -42,7 +43,7 @@ class DemoData:
         return self._events
 
     @property
-    def facts(self) -> "LedgerFacts":
+    def facts(self) -> LedgerFacts:
         if self._ledger is None:
             self._ledger = LedgerFacts.of(self.events)
         return self._ledger
@@ -73,7 +74,7 @@ class LedgerFacts:
     event_counts: Counter[str]
 
     @staticmethod
-    def of(events: list[RecordedEvent]) -> "LedgerFacts":
+    def of(events: list[RecordedEvent]) -> LedgerFacts:
         facts = LedgerFacts({}, Counter(), [], 0, 0, 0, 0, 0, Counter())
         for ev in events:
             facts._take(ev)

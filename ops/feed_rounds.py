@@ -7,7 +7,8 @@ or reversals are kept: a round file holds facts, not interruptions.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 INTERRUPTIONS = {"pause", "resume", "void", "reverse_settlement"}
 

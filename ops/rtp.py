@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from itertools import combinations, permutations, product
 from math import comb, prod
 
@@ -310,7 +310,7 @@ def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetM
     return rows
 
 
-@lru_cache(maxsize=None)
+@cache
 def tables(game: str) -> tuple[BetMath, ...]:
     """Memoized: 'baccarat' or 'teen-patti' under the current (v1) rule sets."""
     if game == "baccarat":

@@ -45,7 +45,7 @@ class BlackjackDriver(GameDriver):
 
     # ------------------------------------------------------------ bets
 
-    def bets(self, ctx: "RoundCtx") -> list[Bet]:
+    def bets(self, ctx: RoundCtx) -> list[Bet]:
         rules, rng = self.rules, ctx.rng
         players = list(ctx.players)
         spots = list(range(1, rules.spots_count + 1))
@@ -78,7 +78,7 @@ class BlackjackDriver(GameDriver):
             out += self._behind(ctx, seated, others, len(out))
         return out
 
-    def _extra_box_stakes(self, ctx: "RoundCtx", seated: list[tuple[str, str]], others: list[str],
+    def _extra_box_stakes(self, ctx: RoundCtx, seated: list[tuple[str, str]], others: list[str],
                           n: int) -> list[Bet]:
         """Spielbank: other players stake on a played box (up to the per-box maximum)."""
         rules, rng = self.rules, ctx.rng
@@ -93,7 +93,7 @@ class BlackjackDriver(GameDriver):
                            stake(rng, limit, limit.min_minor), None, seat_no))
         return out
 
-    def _behind(self, ctx: "RoundCtx", seated: list[tuple[str, str]], others: list[str], n: int) -> list[Bet]:
+    def _behind(self, ctx: RoundCtx, seated: list[tuple[str, str]], others: list[str], n: int) -> list[Bet]:
         rules, rng = self.rules, ctx.rng
         out: list[Bet] = []
         for player in others:
@@ -108,24 +108,24 @@ class BlackjackDriver(GameDriver):
                                    stake(rng, rules.limit_for("pair")), None, None))
         return out
 
-    def bad_bet_spot(self, ctx: "RoundCtx") -> str:
+    def bad_bet_spot(self, ctx: RoundCtx) -> str:
         spots = sorted({b["spot"] for b in ctx.model.view()["bets"]}) or [f"{self.rules.spot_kind}:1"]
         return ctx.rng.choice(spots)
 
     # ------------------------------------------------------------ cards
 
-    def targets(self, ctx: "RoundCtx") -> list[str]:
+    def targets(self, ctx: RoundCtx) -> list[str]:
         return ["dealer"] + [h["name"] for h in ctx.model.view()["hands"]]
 
     # ------------------------------------------------------------ decisions
 
-    def hand_owner(self, ctx: "RoundCtx", hand: str) -> str | None:
+    def hand_owner(self, ctx: RoundCtx, hand: str) -> str | None:
         view = ctx.model.view()
         spot = hand.split(".")[0]
         holder = view["holders"].get(spot)
         return next((b["player_id"] for b in view["bets"] if b["bet_id"] == holder), None)
 
-    def decide(self, ctx: "RoundCtx", hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
+    def decide(self, ctx: RoundCtx, hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
         rng = ctx.rng
         if "no_insurance" in actions:
             return self._insurance(ctx, hand, actions)
@@ -137,7 +137,7 @@ class BlackjackDriver(GameDriver):
         up = _cards(view["dealer"]["cards"])[0]
         return basic_strategy(self.rules, cards, up, choices), None
 
-    def _insurance(self, ctx: "RoundCtx", hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
+    def _insurance(self, ctx: RoundCtx, hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
         rng = ctx.rng
         if "even_money" in actions and rng.randrange(100) < EVEN_MONEY_PERCENT:
             return "even_money", None

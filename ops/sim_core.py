@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -17,7 +17,7 @@ from domain.cards import ALL_CARDS, Card
 from domain.errors import require
 
 # The studio clock starts here for every run (never the wall clock).
-EPOCH = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CURRENCY = "EUR"
 FAULT_RATE_MAX = Fraction(1)
 

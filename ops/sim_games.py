@@ -60,8 +60,8 @@ class GameDriver:
             return any(rules.error_policy.action_for(c) == "pause" for c in ("system_error", "other"))
         return True
 
-    def bets(self, ctx: "RoundCtx") -> list[Bet]:
-        rng, rules = ctx.rng, ctx.rules
+    def bets(self, ctx: RoundCtx) -> list[Bet]:
+        rng = ctx.rng
         out: list[Bet] = []
         for player in ctx.players:
             main = rng.choice(self.main_types)
@@ -73,14 +73,14 @@ class GameDriver:
                     out.append(self._bet(ctx, len(out), player, side))
         return out
 
-    def _bet(self, ctx: "RoundCtx", n: int, player: str, bet_type: str, spot: str = "table") -> Bet:
+    def _bet(self, ctx: RoundCtx, n: int, player: str, bet_type: str, spot: str = "table") -> Bet:
         amount = stake(ctx.rng, ctx.rules.limit_for(bet_type))
         return Bet(bet_id(ctx, n), player, spot, bet_type, amount, self.mode(ctx.rng, bet_type))
 
     def mode(self, rng: random.Random, bet_type: str) -> str | None:
         return None
 
-    def bad_bet(self, ctx: "RoundCtx") -> Bet:
+    def bad_bet(self, ctx: RoundCtx) -> Bet:
         """A bet the ledger must refuse: below the minimum, or of a type nobody offers."""
         rng = ctx.rng
         player = rng.choice(ctx.players) if ctx.players else "p0001"
@@ -92,27 +92,27 @@ class GameDriver:
             return Bet(bet_id(ctx, n), player, spot, bet_type, rng.randint(1, minimum - 1), self.mode(rng, bet_type))
         return Bet(bet_id(ctx, n), player, spot, rng.choice(UNKNOWN_BET_TYPES), minimum)
 
-    def bad_bet_spot(self, ctx: "RoundCtx") -> str:
+    def bad_bet_spot(self, ctx: RoundCtx) -> str:
         return "table"
 
-    def bad_card(self, ctx: "RoundCtx", target: str) -> tuple[Card, str]:
+    def bad_card(self, ctx: RoundCtx, target: str) -> tuple[Card, str]:
         """The dealer's mistake: the next card to another hand."""
         others = [t for t in self.targets(ctx) if t != target]
         return ctx.shoe.peek(), ctx.rng.choice(others)
 
-    def any_target(self, ctx: "RoundCtx") -> str:
+    def any_target(self, ctx: RoundCtx) -> str:
         return ctx.rng.choice(self.targets(ctx))
 
-    def targets(self, ctx: "RoundCtx") -> list[str]:
+    def targets(self, ctx: RoundCtx) -> list[str]:
         return ["player", "banker"]
 
-    def hand_owner(self, ctx: "RoundCtx", hand: str) -> str | None:
+    def hand_owner(self, ctx: RoundCtx, hand: str) -> str | None:
         return None
 
-    def decide(self, ctx: "RoundCtx", hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
+    def decide(self, ctx: RoundCtx, hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
         return actions[0], None
 
-    def follow_choice(self, ctx: "RoundCtx", offer: FollowOffer) -> bool | None:
+    def follow_choice(self, ctx: RoundCtx, offer: FollowOffer) -> bool | None:
         roll = ctx.rng.randrange(100)
         if roll < 45:
             return True
@@ -121,7 +121,7 @@ class GameDriver:
         return None  # silence: declined when the next card or decision comes
 
 
-def bet_id(ctx: "RoundCtx", n: int) -> str:
+def bet_id(ctx: RoundCtx, n: int) -> str:
     return f"{ctx.writer.table_id}-{ctx.round_no}-b{n + 1}"
 
 
@@ -146,10 +146,10 @@ class TeenPattiDriver(GameDriver):
     main_types = ("player_a", "player_b")
     side_types = (("pair_plus_a", 20), ("pair_plus_b", 20), ("six_card_bonus", 15))
 
-    def targets(self, ctx: "RoundCtx") -> list[str]:
+    def targets(self, ctx: RoundCtx) -> list[str]:
         return ["A", "B"]
 
-    def bad_card(self, ctx: "RoundCtx", target: str) -> tuple[Card, str]:
+    def bad_card(self, ctx: RoundCtx, target: str) -> tuple[Card, str]:
         """A single deck: a card already dealt this round is impossible; else a wrong hand."""
         dealt = ctx.shoe.cards[: ctx.shoe.pos]
         if dealt and ctx.rng.randrange(2) == 0:
@@ -169,5 +169,5 @@ def driver_for(rules: RuleSet) -> GameDriver:
     raise ValueError(f"the simulator has no driver for game {rules.game!r} ({rules.id})")
 
 
-def view_of(ctx: "RoundCtx") -> dict[str, Any]:
+def view_of(ctx: RoundCtx) -> dict[str, Any]:
     return ctx.model.view()

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterator
 
 from domain.registry import all_rule_sets
 from domain.ruleset import RuleSet

@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -51,7 +51,7 @@ class Recorded:
     fields: dict[str, Any]
 
     @staticmethod
-    def of(item: Any) -> "Recorded":
+    def of(item: Any) -> Recorded:
         """Accept a `Recorded` or the reader's tuple
         (position, name, originator_id, originator_version, timestamp, fields)."""
         if isinstance(item, Recorded):
@@ -85,7 +85,7 @@ def iso_utc(value: Any) -> str:
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     require(isinstance(value, datetime) and value.tzinfo is not None, f"timestamp must be aware: {value!r}")
     if value.utcoffset() != ZERO:
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
     return f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:" \
            f"{value.second:02d}.{value.microsecond:06d}Z"
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
@@ -192,7 +192,7 @@ class Projector:
             if pending is not None:  # let the write in flight land (or fail) before anyone uses the connection
                 try:
                     self._finish(pending, result, head, None, None)
-                except BaseException:  # noqa: BLE001 - the first failure is the one to report
+                except BaseException:
                     pass
             self.rows.forget()  # the cache may hold what was rolled back or never written
             raise
@@ -237,7 +237,7 @@ class Projector:
                         raise ConcurrentRunner(view.name)
         return written
 
-    def _finish(self, done: "_Pending", result: CatchUp, head: int, progress: ProgressFn | None,
+    def _finish(self, done: _Pending, result: CatchUp, head: int, progress: ProgressFn | None,
                 after_commit: Callable[[int], None] | None) -> None:
         """Wait for a page's write; once committed, count it."""
         result.rows_written += done.job.result()  # raises what the write raised
@@ -271,7 +271,7 @@ def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
     job: Future[int] = Future()
     try:
         job.set_result(fn(*args))
-    except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the job
+    except BaseException as exc:
         job.set_exception(exc)
     return job
 
@@ -291,4 +291,4 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()

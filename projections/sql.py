@@ -62,7 +62,7 @@ class Db:
 
     # ------------------------------------------------------------- opening
     @classmethod
-    def for_app(cls, app: Any) -> "Db":
+    def for_app(cls, app: Any) -> Db:
         """Open a connection to the database the ledger `app` stores events in."""
         datastore = app.recorder.datastore
         pool = datastore.pool
@@ -72,7 +72,7 @@ class Db:
         return cls.postgres(kwargs, schema=datastore.schema)
 
     @classmethod
-    def sqlite(cls, db_name: str) -> "Db":
+    def sqlite(cls, db_name: str) -> Db:
         conn = sqlite3.connect(db_name, uri=True, isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_S,
                                check_same_thread=False)
         # WAL mode (the library's): NORMAL skips the fsync per view commit; a
@@ -83,7 +83,7 @@ class Db:
         return cls(conn, "sqlite")
 
     @classmethod
-    def postgres(cls, kwargs: dict[str, Any], schema: str = "public") -> "Db":
+    def postgres(cls, kwargs: dict[str, Any], schema: str = "public") -> Db:
         import psycopg
 
         conn = psycopg.connect(autocommit=True, **kwargs)

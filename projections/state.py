@@ -16,7 +16,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
@@ -61,12 +61,12 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 # ------------------------------------------------------------------ helpers
 def day_of(timestamp: datetime) -> str:
     """The UTC calendar day of a server timestamp, `YYYY-MM-DD`."""
-    return timestamp.astimezone(timezone.utc).date().isoformat()
+    return timestamp.astimezone(UTC).date().isoformat()
 
 
 def iso(timestamp: datetime) -> str:
-    if timestamp.tzinfo is not timezone.utc:  # the library records UTC already: skip the conversion
-        timestamp = timestamp.astimezone(timezone.utc)
+    if timestamp.tzinfo is not UTC:  # the library records UTC already: skip the conversion
+        timestamp = timestamp.astimezone(UTC)
     return timestamp.isoformat()
 
 

@@ -123,7 +123,7 @@ def measure(url: str, i: int, feed: list[bytes], batch_size: int, workers: int) 
     finally:
         try:
             _drop_schema(url, schema)
-        except Exception:  # noqa: BLE001 - best effort cleanup
+        except Exception:
             pass
 
 
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         kind = "sqlite" if url.startswith("sqlite") else "postgresql"
         for workers in sorted({1, max(1, args.workers)}):
             try:
-                r = best_of(args.repeat, lambda i: measure(url, i, feed, args.batch_size, workers))
-            except Exception as exc:  # noqa: BLE001 - report and go on with the next store
+                r = best_of(args.repeat, lambda i, url=url, workers=workers: measure(url, i, feed, args.batch_size, workers))
+            except Exception as exc:
                 print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
                 break
             label = f"{workers} worker{'s' if workers > 1 else ''}"

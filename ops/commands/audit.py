@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 WORKERS_MAX = 32  # projections.replay_range.WORKERS_MAX (not imported here: keeps --help fast)
 
@@ -110,7 +111,7 @@ def run_export(args: argparse.Namespace) -> int:
     app = open_app(args.db)
     head = head_position(app)
     stop = min(head, args.to_position) if args.to_position else head
-    exported_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     with progress_bar("exporting", stop, args.quiet) as advance:
         result = export(args.directory, read_events(app, 1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     app = open_app(args.db)
     results: list[Result] = []
     try:
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
         from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         console = Console(stderr=True)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),

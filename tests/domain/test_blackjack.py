@@ -10,7 +10,13 @@ from fractions import Fraction
 import pytest
 
 from domain.blackjack import (
-    CASINO_TOUR_V1, LIVE_8D_V1, RULE_SETS, SPIELBANK_V1, BlackjackRules, basic_strategy, hand_total,
+    CASINO_TOUR_V1,
+    LIVE_8D_V1,
+    RULE_SETS,
+    SPIELBANK_V1,
+    BlackjackRules,
+    basic_strategy,
+    hand_total,
     new_round,
 )
 from domain.cards import parse_card
@@ -29,26 +35,26 @@ class Table:
         self.moves: list = []
 
     def bet(self, bet_id: str, player: str, spot: str, stake: int, bet_type: str = "main",
-            seat_no: int | None = None) -> "Table":
+            seat_no: int | None = None) -> Table:
         self.r.place_bet(Bet(bet_id, player, spot, bet_type, stake, seat_no=seat_no))
         return self
 
-    def close(self) -> "Table":
+    def close(self) -> Table:
         self.r.close_betting()
         return self
 
-    def cards(self, *cards: str) -> "Table":
+    def cards(self, *cards: str) -> Table:
         for c in cards:
             target = self.r.next_card_target()
             assert target is not None, f"no card expected for {c}; legal: {self.r.legal_decisions()}"
             self.r.deal(parse_card(c), target)
         return self
 
-    def to(self, target: str, card: str) -> "Table":
+    def to(self, target: str, card: str) -> Table:
         self.r.deal(parse_card(card), target)
         return self
 
-    def do(self, hand: str, action: str, amount: int | None = None, source: str = "player") -> "Table":
+    def do(self, hand: str, action: str, amount: int | None = None, source: str = "player") -> Table:
         self.moves += self.r.decide(hand, action, source, amount)
         return self
 
@@ -369,7 +375,7 @@ def test_live_no_action_counts_ace_11_unless_bust() -> None:
 @pytest.mark.parametrize("rules", [SPIEL, TOUR], ids=lambda r: r.id)
 def test_timeout_stand_elsewhere(rules) -> None:
     t = one(rules, stake=500).cards("TS", "7C", "3D")
-    t.do(f"box:1", "auto", source="timeout")
+    t.do("box:1", "auto", source="timeout")
     assert t.hand("box:1")["status"] == "stood"
 
 

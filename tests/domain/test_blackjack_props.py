@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from domain.blackjack import RULE_SETS, basic_strategy, new_round
 from domain.cards import ALL_CARDS, Card
 from domain.errors import Refusal
-from domain.model import Bet
-from domain.model import StakeMove
+from domain.model import Bet, StakeMove
 
 STEPS_MAX = 600
 ACTIONS = ("hit", "stand", "double", "split", "insurance", "no_insurance", "even_money", "surrender", "auto")

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.money import round_account
 
-EPOCH = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+EPOCH = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 class Feed:
@@ -18,7 +18,7 @@ class Feed:
         self.n = 0
         self.seq: dict[tuple[str, int], int] = defaultdict(int)
 
-    def at(self, round_no: int) -> "Feed":
+    def at(self, round_no: int) -> Feed:
         self.round_no = round_no
         return self
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from eventsourcing.application import AggregateNotFoundError
 
 from ledger.app import UnitOfWork
 from ledger.commands import parse_command
@@ -123,7 +124,7 @@ def test_a_failing_worker_raises_and_the_other_shard_lands(open_ledger, monkeypa
         ledger.ingest(lines(good.open("teen-patti/20-20"), bad.open("teen-patti/20-20")), workers=2)
     fresh = open_ledger()
     assert fresh.find_round("GOOD", 1).version == 1
-    with pytest.raises(Exception):
+    with pytest.raises(AggregateNotFoundError):
         fresh.find_round("BAD", 1)
 
 

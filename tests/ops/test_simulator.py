@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from domain.cards import CardCounter, parse_card
-from domain.errors import Refusal
+from domain.errors import InvariantBroken, Refusal
 from domain.model import Bet
 from domain.registry import all_rule_sets, get_rule_set, new_round
 from ledger.commands import parse_command
@@ -128,7 +128,7 @@ def test_every_fault_kind_shows_up_in_the_feed() -> None:
 
 def test_fault_rate_accepts_per_mille_and_fractions() -> None:
     assert as_rate(50) == Fraction(1, 20) == as_rate(Fraction(1, 20)) == as_rate("1/20")
-    with pytest.raises(Exception):
+    with pytest.raises(InvariantBroken):
         as_rate(1001)
     with pytest.raises(ValueError):
         Studio(0, 1, seed=1)

@@ -6,7 +6,7 @@ them through `select_notifications` and the mapper like the ledger's."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 from uuid import NAMESPACE_URL, uuid5
@@ -18,23 +18,34 @@ from eventsourcing.persistence import StoredEvent
 from projections.reader import RecordedEvent
 
 NAMESPACE = uuid5(NAMESPACE_URL, "https://casino-ledger/tests/synthetic")
-T0 = datetime(2024, 3, 1, 23, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 3, 1, 23, 0, tzinfo=UTC)
 
 
 class Round(Aggregate):
     """Topics `tests.projections.synthetic:Round.<Name>`: names match the ledger's."""
 
-    class Opened(Aggregate.Event): pass
-    class BetPlaced(Aggregate.Event): pass
-    class BettingClosed(Aggregate.Event): pass
-    class CardDealt(Aggregate.Event): pass
-    class DecisionTaken(Aggregate.Event): pass
-    class FollowDecided(Aggregate.Event): pass
-    class Paused(Aggregate.Event): pass
-    class Resumed(Aggregate.Event): pass
-    class Voided(Aggregate.Event): pass
-    class Settled(Aggregate.Event): pass
-    class SettlementReversed(Aggregate.Event): pass
+    class Opened(Aggregate.Event):
+        pass
+    class BetPlaced(Aggregate.Event):
+        pass
+    class BettingClosed(Aggregate.Event):
+        pass
+    class CardDealt(Aggregate.Event):
+        pass
+    class DecisionTaken(Aggregate.Event):
+        pass
+    class FollowDecided(Aggregate.Event):
+        pass
+    class Paused(Aggregate.Event):
+        pass
+    class Resumed(Aggregate.Event):
+        pass
+    class Voided(Aggregate.Event):
+        pass
+    class Settled(Aggregate.Event):
+        pass
+    class SettlementReversed(Aggregate.Event):
+        pass
 
 
 def transfer(src: str, dst: str, amount: int) -> list[dict[str, Any]]:
@@ -59,45 +70,45 @@ class RoundScript:
     def account(self) -> str:
         return f"round:{self.id}"
 
-    def _emit(self, name: str, **fields: Any) -> "RoundScript":
+    def _emit(self, name: str, **fields: Any) -> RoundScript:
         self.clock[0] += timedelta(seconds=7)
         fields = {"command_id": f"c-{self.id[:8]}-{len(self.events)}", "studio_time": self.clock[0].isoformat(),
                   **fields}
         self.events.append(RecordedEvent(0, f"Round.{name}", self.id, len(self.events) + 1, self.clock[0], fields))
         return self
 
-    def open(self) -> "RoundScript":
+    def open(self) -> RoundScript:
         return self._emit("Opened", table_id=self.table_id, round_no=self.round_no, game=self.game,
                           ruleset_id=f"{self.game}-x", ruleset_version=1, ruleset_hash="h",
                           currency=self.currency, shoe_id="shoe-1", round_in_shoe=self.round_no, dealer_id="d1")
 
-    def bet(self, bet_id: str, player: str, stake: int, bet_type: str = "main") -> "RoundScript":
+    def bet(self, bet_id: str, player: str, stake: int, bet_type: str = "main") -> RoundScript:
         self.put_in[(bet_id, player)] = self.put_in.get((bet_id, player), 0) + stake
         self.bet_types[bet_id] = bet_type
         return self._emit("BetPlaced", bet_id=bet_id, player_id=player, spot="seat:1", bet_type=bet_type,
                           stake_minor=stake, mode=None, seat_no=None,
                           postings=transfer(f"player:{player}", self.account, stake))
 
-    def close(self) -> "RoundScript":
+    def close(self) -> RoundScript:
         return self._emit("BettingClosed")
 
-    def card(self, card: str, target: str = "dealer") -> "RoundScript":
+    def card(self, card: str, target: str = "dealer") -> RoundScript:
         self.cards += 1
         return self._emit("CardDealt", card=card, target=target, seq_no=self.cards)
 
-    def double(self, bet_id: str, player: str, amount: int) -> "RoundScript":
+    def double(self, bet_id: str, player: str, amount: int) -> RoundScript:
         self.put_in[(bet_id, player)] += amount
         moves = [{"bet_id": bet_id, "player_id": player, "amount_minor": amount, "reason": "double"}]
         return self._emit("DecisionTaken", hand="seat:1", action="double", source="player", amount_minor=None,
                           stake_moves=moves, postings=transfer(f"player:{player}", self.account, amount))
 
-    def pause(self, cause: str = "host_interruption") -> "RoundScript":
+    def pause(self, cause: str = "host_interruption") -> RoundScript:
         return self._emit("Paused", cause=cause, by="pitboss", note="", flag_code=None)
 
-    def resume(self) -> "RoundScript":
+    def resume(self) -> RoundScript:
         return self._emit("Resumed", by="pitboss", note="")
 
-    def settle(self, returned: dict[str, tuple[int, Fraction]]) -> "RoundScript":
+    def settle(self, returned: dict[str, tuple[int, Fraction]]) -> RoundScript:
         """`returned[bet_id] = (returned_minor, remainder)`; unlisted bets lose."""
         results, postings, house = [], [], 0
         for (bet_id, player), staked in self.put_in.items():
@@ -117,18 +128,18 @@ class RoundScript:
         return self._emit("Settled", settlement_no=len(self.settlements), ruleset_id=f"{self.game}-x",
                           ruleset_version=1, results=results, postings=postings)
 
-    def reverse(self) -> "RoundScript":
+    def reverse(self) -> RoundScript:
         last = self.settlements[-1]
         negated = [{"account": p["account"], "amount_minor": -p["amount_minor"]} for p in last]
         return self._emit("SettlementReversed", settlement_no=len(self.settlements), by="auditor",
                           reason="wrong card", postings=negated)
 
-    def void(self, cause: str = "host_interruption") -> "RoundScript":
+    def void(self, cause: str = "host_interruption") -> RoundScript:
         refunds = [{"bet_id": b, "player_id": p, "amount_minor": a} for (b, p), a in self.put_in.items()]
         postings = [leg for r in refunds for leg in transfer(self.account, f"player:{r['player_id']}", r["amount_minor"])]
         return self._emit("Voided", cause=cause, by="pitboss", note="", refunds=refunds, postings=postings)
 
-    def tombstone(self) -> "RoundScript":
+    def tombstone(self) -> RoundScript:
         return self._emit("Voided", cause="other", by="studio", note="void before open", refunds=[], postings=[])
 
 

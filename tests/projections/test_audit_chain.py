@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from uuid import uuid5, NAMESPACE_URL
+from uuid import NAMESPACE_URL, uuid5
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.errors import InvariantBroken
 from projections.audit import GENESIS_HEX, Recorded, canonical_json, chain, chain_hash, compare_with_store
 from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, export, verify_files
 
-T0 = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def synthetic(count: int = 12, gap_at: int | None = None) -> list[Recorded]:

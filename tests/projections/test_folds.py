@@ -74,7 +74,7 @@ def test_unbalanced_postings_are_a_broken_invariant() -> None:
 def test_all_accounts_sum_to_zero_per_currency(seed: int) -> None:
     rows = fold_all(random_history(seed))
     totals: dict[str, int] = {}
-    for (account, currency), (balance, _) in balances(rows).items():
+    for (_account, currency), (balance, _) in balances(rows).items():
         totals[currency] = totals.get(currency, 0) + balance
     assert set(totals.values()) <= {0}
     # A closed round's account is zero; funds on game equal what open rounds hold.

@@ -151,8 +151,8 @@ def test_a_failed_write_stops_the_pages_folded_on_top_of_it(app) -> None:
 
 
 def test_a_page_fold_view_is_folded_after_the_others_and_read_by_none(app) -> None:
-    from projections.recall import TIMELINE_VIEW
     from domain.errors import InvariantBroken
+    from projections.recall import TIMELINE_VIEW
 
     reader = View("reader", 1, (), frozenset({"Round.Opened"}), lambda rows, ev: [], ("timeline",))
     with pytest.raises(InvariantBroken, match="page at a time"):

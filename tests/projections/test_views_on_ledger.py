@@ -3,11 +3,11 @@ a projection caught up after every chunk of the feed equals a rebuild, the
 books balance, GGR equals the house accounts."""
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import uuid
 from contextlib import contextmanager
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger.store import open_app
 from ops.simulator import simulate

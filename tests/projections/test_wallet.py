@@ -4,6 +4,7 @@ PostgreSQL ledgers)."""
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,6 @@ from ops.simulator import simulate
 from ops.wallet import expected_movements, findings_as_injected, read_wallet, reconcile, write_wallet
 from projections.reader import read_events
 from tests.projections.synthetic import RoundScript, number
-from fractions import Fraction
 
 
 def test_expected_movements_of_one_round_with_a_reversal_and_a_void() -> None:
