@@ -18,6 +18,7 @@ from domain.errorpolicy import policy
 from domain.errors import Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet
 
@@ -377,7 +378,7 @@ def check_round_in_shoe(round_in_shoe: object, decks: int) -> int:
     """A shoe of `decks` decks holds at most decks*52/4 rounds of at least four cards."""
     most = decks * CARDS_PER_DECK // CARDS_PER_ROUND_MIN
     if type(round_in_shoe) is not int or not 1 <= round_in_shoe <= most:
-        raise Refusal("bad_round_in_shoe", f"round of the shoe must be an integer 1..{most}, got {round_in_shoe!r}")
+        raise Refusal(RefusalCode.BAD_ROUND_IN_SHOE, f"round of the shoe must be an integer 1..{most}, got {round_in_shoe!r}")
     return round_in_shoe
 
 
@@ -416,7 +417,7 @@ class BaccaratRound(NoPlayerChoices):
         rules.limit_for(bet.bet_type)  # refuses a type this version has no limit for
         last = rules.max_round(bet.bet_type)
         if last is not None and self.round_in_shoe > last:
-            raise Refusal("bet_not_offered", f"{BET_NAMES[bet.bet_type]} is not offered after round {last} "
+            raise Refusal(RefusalCode.BET_NOT_OFFERED, f"{BET_NAMES[bet.bet_type]} is not offered after round {last} "
                           f"of the shoe; this is round {self.round_in_shoe}")
         mode = self._mode(bet)
         check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
@@ -425,12 +426,12 @@ class BaccaratRound(NoPlayerChoices):
 
     def _mode(self, bet: Bet) -> str | None:
         if bet.mode is not None and bet.mode not in MODES:
-            raise Refusal("bad_mode", f"bet {bet.bet_id}: mode must be one of {', '.join(MODES)}, got {bet.mode!r}")
+            raise Refusal(RefusalCode.BAD_MODE, f"bet {bet.bet_id}: mode must be one of {', '.join(MODES)}, got {bet.mode!r}")
         if bet.bet_type != "banker":
             return bet.mode  # the toggle only changes the Banker payout; kept for the record
         mode = bet.mode or self.rules.banker_mode_default
         if mode is None:
-            raise Refusal("mode_required", f"bet {bet.bet_id}: a Banker bet needs a mode: {' or '.join(MODES)}")
+            raise Refusal(RefusalCode.MODE_REQUIRED, f"bet {bet.bet_id}: a Banker bet needs a mode: {' or '.join(MODES)}")
         return mode
 
     def _stakes(self, player_id: str, bet_type: str) -> int:
@@ -447,7 +448,7 @@ class BaccaratRound(NoPlayerChoices):
             diff = total - self._stakes(bet.player_id, other)
             if diff > limit.max_minor:
                 raise Refusal(
-                    "difference_above_maximum",
+                    RefusalCode.DIFFERENCE_ABOVE_MAXIMUM,
                     f"{what}: {BET_NAMES[bet.bet_type]} stakes would exceed {BET_NAMES[other]} stakes by "
                     f"{format_minor(diff)}; the table maximum {format_minor(limit.max_minor)} applies to "
                     f"the difference between Player and Banker",
@@ -455,14 +456,14 @@ class BaccaratRound(NoPlayerChoices):
             return
         if total > limit.max_minor:
             raise Refusal(
-                "stake_above_maximum",
+                RefusalCode.STAKE_ABOVE_MAXIMUM,
                 f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total {format_minor(total)}, above "
                 f"the table maximum {format_minor(limit.max_minor)}",
             )
 
     def close_betting(self) -> None:
         if self.phase != "betting":
-            raise Refusal("betting_closed", "betting is already closed for this round")
+            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
         self.phase = "dealing"
 
     # -- cards
@@ -490,9 +491,9 @@ class BaccaratRound(NoPlayerChoices):
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "the coup is complete"
-            raise Refusal("card_not_expected", f"{card} ({card.name}) was not expected: {state}")
+            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"{card} ({card.name}) was not expected: {state}")
         if target != expected:
-            raise Refusal("wrong_target", f"{card} ({card.name}) was dealt to {target!r}; the rules say "
+            raise Refusal(RefusalCode.WRONG_TARGET, f"{card} ({card.name}) was dealt to {target!r}; the rules say "
                           f"the next card goes to {expected!r}")
         self.counter.check(card)  # impossible_card
         self.counter.take(card)
@@ -515,7 +516,7 @@ class BaccaratRound(NoPlayerChoices):
 
     def coup(self) -> Coup:
         if not self.is_complete():
-            raise Refusal("round_not_complete", "the coup is not complete; it cannot be settled yet")
+            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "the coup is not complete; it cannot be settled yet")
         return coup_of(self.player, self.banker, self.rules)
 
     def settle(self) -> list[BetResult]:

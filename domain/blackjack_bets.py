@@ -7,6 +7,7 @@ from domain.blackjack_rules import BETS_PER_ROUND_MAX, BlackjackRules
 from domain.errors import Refusal
 from domain.model import Bet
 from domain.money import check_amount, format_minor
+from domain.refusals import RefusalCode
 
 if TYPE_CHECKING:
     from domain.blackjack_round import State
@@ -18,16 +19,16 @@ def parse_spot(rules: BlackjackRules, bet: Bet) -> tuple[str, int]:
     """(`seat`|`box`|`behind`, number); refuse a spot this table does not have."""
     kind, sep, num = bet.spot.partition(":")
     if not sep or not num.isdigit() or kind not in ("seat", "box", "behind"):
-        raise Refusal("unknown_spot", f"bet {bet.bet_id}: spot {bet.spot!r} is not a spot of {rules.id}; "
+        raise Refusal(RefusalCode.UNKNOWN_SPOT, f"bet {bet.bet_id}: spot {bet.spot!r} is not a spot of {rules.id}; "
                                       f"use {rules.spot_kind}:1..{rules.spots_count}"
                                       + (f" or behind:1..{rules.spots_count}" if rules.bet_behind else ""))
     if kind == "behind" and not rules.bet_behind:
-        raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet behind is not offered under {rules.id}")
+        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet {bet.bet_id}: bet behind is not offered under {rules.id}")
     if kind != "behind" and kind != rules.spot_kind:
-        raise Refusal("unknown_spot", f"bet {bet.bet_id}: {rules.id} has {rules.spot_kind}s, not {kind}s ({bet.spot})")
+        raise Refusal(RefusalCode.UNKNOWN_SPOT, f"bet {bet.bet_id}: {rules.id} has {rules.spot_kind}s, not {kind}s ({bet.spot})")
     n = int(num)
     if not 1 <= n <= rules.spots_count:
-        raise Refusal("unknown_spot", f"bet {bet.bet_id}: {bet.spot} does not exist; {rules.id} has "
+        raise Refusal(RefusalCode.UNKNOWN_SPOT, f"bet {bet.bet_id}: {bet.spot} does not exist; {rules.id} has "
                                       f"{rules.spot_kind}s 1..{rules.spots_count}")
     return kind, n
 
@@ -35,20 +36,20 @@ def parse_spot(rules: BlackjackRules, bet: Bet) -> tuple[str, int]:
 def check_bet(rules: BlackjackRules, s: State, bet: Bet) -> None:
     """Refuse `bet` unless the rules and limits allow it on top of the bets already placed."""
     if any(b.bet_id == bet.bet_id for b in s.bets):
-        raise Refusal("duplicate_bet", f"bet {bet.bet_id} was already placed in this round")
+        raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} was already placed in this round")
     if len(s.bets) >= BETS_PER_ROUND_MAX:
-        raise Refusal("too_many_bets", f"bet {bet.bet_id}: a round takes at most {BETS_PER_ROUND_MAX} bets")
+        raise Refusal(RefusalCode.TOO_MANY_BETS, f"bet {bet.bet_id}: a round takes at most {BETS_PER_ROUND_MAX} bets")
     check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
     kind, n = parse_spot(rules, bet)
     if bet.bet_type not in BET_TYPES or (bet.bet_type == "pair" and not rules.pair_side_bet):
-        raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered under "
+        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered under "
                                          f"{rules.id} v{rules.version}")
     limit_key = "pair" if bet.bet_type == "pair" else ("behind" if kind == "behind" else "main")
     what = f"bet {bet.bet_id} ({bet.bet_type} on {bet.spot})"
     rules.check_stake(limit_key, bet.stake_minor, what)
     minimum = rules.limit_for(limit_key).min_minor
     if rules.stake_divisible_by_min and bet.stake_minor % minimum:
-        raise Refusal("stake_not_divisible", f"{what}: stake {format_minor(bet.stake_minor)} is not divisible by "
+        raise Refusal(RefusalCode.STAKE_NOT_DIVISIBLE, f"{what}: stake {format_minor(bet.stake_minor)} is not divisible by "
                                              f"the table minimum {format_minor(minimum)}")
     if bet.bet_type == "pair":
         _check_pair(rules, s, bet)
@@ -65,54 +66,54 @@ def _mains(s: State, spot: str) -> list[Bet]:
 def _check_main(rules: BlackjackRules, s: State, bet: Bet) -> None:
     on_spot = _mains(s, bet.spot)
     if any(b.player_id == bet.player_id for b in on_spot):
-        raise Refusal("duplicate_bet", f"bet {bet.bet_id}: player {bet.player_id} already has a main bet on {bet.spot}")
+        raise Refusal(RefusalCode.DUPLICATE_BET, f"bet {bet.bet_id}: player {bet.player_id} already has a main bet on {bet.spot}")
     if on_spot and rules.stakes_per_box_max == 1:
-        raise Refusal("seat_taken", f"bet {bet.bet_id}: {bet.spot} is taken by player {on_spot[0].player_id}")
+        raise Refusal(RefusalCode.SEAT_TAKEN, f"bet {bet.bet_id}: {bet.spot} is taken by player {on_spot[0].player_id}")
     if len(on_spot) >= rules.stakes_per_box_max:
-        raise Refusal("box_full", f"bet {bet.bet_id}: {bet.spot} already holds {len(on_spot)} stakes, the maximum "
+        raise Refusal(RefusalCode.BOX_FULL, f"bet {bet.bet_id}: {bet.spot} already holds {len(on_spot)} stakes, the maximum "
                                   f"per box under {rules.id}")
     if any(b.player_id == bet.player_id and b.spot.startswith("behind:") for b in s.bets):
-        raise Refusal("seated_player_behind", f"bet {bet.bet_id}: player {bet.player_id} bets behind this round "
+        raise Refusal(RefusalCode.SEATED_PLAYER_BEHIND, f"bet {bet.bet_id}: player {bet.player_id} bets behind this round "
                                               "and cannot also take a seat")
     own = {b.spot for b in s.bets if b.player_id == bet.player_id and b.bet_type == "main"
            and b.spot.startswith(rules.spot_kind + ":")}
     if own and rules.boxes_per_player_max == 1:
-        raise Refusal("player_already_seated", f"bet {bet.bet_id}: player {bet.player_id} already sits at "
+        raise Refusal(RefusalCode.PLAYER_ALREADY_SEATED, f"bet {bet.bet_id}: player {bet.player_id} already sits at "
                                                f"{min(own)}; a player takes at most one seat")
     if len(own) >= rules.boxes_per_player_max:
-        raise Refusal("too_many_boxes", f"bet {bet.bet_id}: player {bet.player_id} already plays "
+        raise Refusal(RefusalCode.TOO_MANY_BOXES, f"bet {bet.bet_id}: player {bet.player_id} already plays "
                                         f"{len(own)} boxes ({', '.join(sorted(own))}), the maximum under {rules.id}")
     if rules.max_applies_to_box_total:
         total = sum(b.stake_minor for b in on_spot) + bet.stake_minor
         maximum = rules.limit_for("main").max_minor
         if total > maximum:
-            raise Refusal("stake_above_maximum", f"bet {bet.bet_id}: stakes on {bet.spot} would total "
+            raise Refusal(RefusalCode.STAKE_ABOVE_MAXIMUM, f"bet {bet.bet_id}: stakes on {bet.spot} would total "
                                                  f"{format_minor(total)}, above the box maximum {format_minor(maximum)}")
 
 
 def _check_behind(rules: BlackjackRules, s: State, bet: Bet, n: int) -> None:
     seat = f"{rules.spot_kind}:{n}"
     if not _mains(s, seat):
-        raise Refusal("behind_without_seat", f"bet {bet.bet_id}: nobody has a main bet on {seat} yet; "
+        raise Refusal(RefusalCode.BEHIND_WITHOUT_SEAT, f"bet {bet.bet_id}: nobody has a main bet on {seat} yet; "
                                              "a bet behind follows a seated player's main bet")
     if any(b.player_id == bet.player_id and b.spot.startswith(rules.spot_kind + ":") for b in s.bets):
-        raise Refusal("seated_player_behind", f"bet {bet.bet_id}: player {bet.player_id} is seated and "
+        raise Refusal(RefusalCode.SEATED_PLAYER_BEHIND, f"bet {bet.bet_id}: player {bet.player_id} is seated and "
                                               "cannot also bet behind")
     behind = _mains(s, bet.spot)
     if any(b.player_id == bet.player_id for b in behind):
-        raise Refusal("duplicate_bet", f"bet {bet.bet_id}: player {bet.player_id} already bets behind {seat}")
+        raise Refusal(RefusalCode.DUPLICATE_BET, f"bet {bet.bet_id}: player {bet.player_id} already bets behind {seat}")
     if len(behind) >= rules.behind_bets_per_seat_max:
-        raise Refusal("too_many_bets", f"bet {bet.bet_id}: {seat} already has {len(behind)} bets behind, the "
+        raise Refusal(RefusalCode.TOO_MANY_BETS, f"bet {bet.bet_id}: {seat} already has {len(behind)} bets behind, the "
                                        f"maximum under {rules.id}")
 
 
 def _check_pair(rules: BlackjackRules, s: State, bet: Bet) -> None:
     mine = [b for b in s.bets if b.player_id == bet.player_id and b.spot == bet.spot]
     if rules.pair_requires_main and not any(b.bet_type == "main" for b in mine):
-        raise Refusal("side_bet_without_main", f"bet {bet.bet_id}: the Pair side bet on {bet.spot} needs "
+        raise Refusal(RefusalCode.SIDE_BET_WITHOUT_MAIN, f"bet {bet.bet_id}: the Pair side bet on {bet.spot} needs "
                                                f"player {bet.player_id}'s main bet there first")
     if any(b.bet_type == "pair" for b in mine):
-        raise Refusal("duplicate_bet", f"bet {bet.bet_id}: player {bet.player_id} already has a Pair bet on {bet.spot}")
+        raise Refusal(RefusalCode.DUPLICATE_BET, f"bet {bet.bet_id}: player {bet.player_id} already has a Pair bet on {bet.spot}")
 
 
 def box_holder(rules: BlackjackRules, spot: str, mains: list[Bet]) -> Bet:

@@ -25,6 +25,7 @@ from domain.cards import Card, CardCounter
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
 from domain.money import check_amount, format_minor
+from domain.refusals import RefusalCode
 
 FINISHED = ("stood", "bust", "blackjack", "surrendered", "even_money")
 EXTRA_REASONS = ("split", "double", "follow_split", "follow_double")
@@ -114,13 +115,13 @@ class BlackjackRound:
         require(isinstance(bet, Bet), "place_bet needs a Bet")
         s = self._s
         if s.phase != "betting":
-            raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
+            raise Refusal(RefusalCode.BETTING_CLOSED, f"bet {bet.bet_id}: betting is closed for this round")
         check_bet(self.rules, s, bet)
         self._apply(lambda st: st.bets.append(bet))
 
     def close_betting(self) -> None:
         if self._s.phase != "betting":
-            raise Refusal("betting_closed", "betting is already closed for this round")
+            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
         self._apply(self._close)
 
     def _close(self, s: State) -> None:
@@ -147,13 +148,13 @@ class BlackjackRound:
         require(isinstance(card, Card), f"deal needs a Card, got {type(card).__name__}")
         s = self._s
         if s.phase == "betting":
-            raise Refusal("betting_open", f"card {card} to {target}: betting is still open; close betting first")
+            raise Refusal(RefusalCode.BETTING_OPEN, f"card {card} to {target}: betting is still open; close betting first")
         expected = _next_target(self.rules, s)
         if expected is None:
             why = "the round is complete" if s.phase == "complete" else _awaiting(self.rules, s)
-            raise Refusal("card_not_expected", f"card {card} to {target}: no card is expected now ({why})")
+            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"card {card} to {target}: no card is expected now ({why})")
         if target != expected:
-            raise Refusal("wrong_target", f"card {card} dealt to {target}, but the next card must go to {expected}")
+            raise Refusal(RefusalCode.WRONG_TARGET, f"card {card} dealt to {target}, but the next card must go to {expected}")
         s.seen.check(card)
         self._apply(self._deal, card, target)
 
@@ -191,16 +192,16 @@ class BlackjackRound:
     def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
         s = self._s
         if source not in DECISION_SOURCES:
-            raise Refusal("bad_decision_source", f"{hand} {action}: source must be one of {', '.join(DECISION_SOURCES)}, got {source!r}")
+            raise Refusal(RefusalCode.BAD_DECISION_SOURCE, f"{hand} {action}: source must be one of {', '.join(DECISION_SOURCES)}, got {source!r}")
         if s.phase == "betting":
-            raise Refusal("betting_open", f"{hand} {action}: betting is still open; no decisions yet")
+            raise Refusal(RefusalCode.BETTING_OPEN, f"{hand} {action}: betting is still open; no decisions yet")
         if not any(h.name == hand for h in s.hands):
             names = ", ".join(h.name for h in s.hands) or "none"
-            raise Refusal("unknown_hand", f"{action} on {hand}: no such hand in this round (hands: {names})")
+            raise Refusal(RefusalCode.UNKNOWN_HAND, f"{action} on {hand}: no such hand in this round (hands: {names})")
         legal = _legal(self.rules, s)
         if action not in legal.get(hand, ()):
             now = "; ".join(f"{k}: {', '.join(v)}" for k, v in legal.items()) or _awaiting(self.rules, s)
-            raise Refusal("decision_not_legal", f"{action} on {hand} is not legal now (legal now: {now})")
+            raise Refusal(RefusalCode.DECISION_NOT_LEGAL, f"{action} on {hand} is not legal now (legal now: {now})")
         ins_amount = _check_amount(self.rules, s, hand, action, amount_minor)
         return self._apply(self._decide, hand, action, ins_amount)
 
@@ -221,7 +222,7 @@ class BlackjackRound:
         match = [i for i, (o, _) in enumerate(self._s.offers) if o.bet_id == bet_id and o.kind == kind]
         if not match:
             open_ = ", ".join(f"{o.bet_id}/{o.kind}" for o, _ in self._s.offers) or "none"
-            raise Refusal("no_follow_offer", f"bet {bet_id} has no open {kind} follow offer (open offers: {open_})")
+            raise Refusal(RefusalCode.NO_FOLLOW_OFFER, f"bet {bet_id} has no open {kind} follow offer (open offers: {open_})")
         return self._apply(self._follow, match[0], accept)
 
     def _follow(self, s: State, index: int, accept: bool) -> list[StakeMove]:
@@ -237,14 +238,14 @@ class BlackjackRound:
         s = self._s
         spot = next((h.spot for h in s.hands if h.name == hand or h.spot == hand), None)
         if spot is None:
-            raise Refusal("unknown_hand", f"no hand {hand} in this round")
+            raise Refusal(RefusalCode.UNKNOWN_HAND, f"no hand {hand} in this round")
         return holder_bet(s, spot).player_id
 
     def check_decider(self, hand: str, player_id: str) -> None:
         """For the ledger: refuse a decision on `hand` by anyone but its holder (spielbank seed 002)."""
         holder = self.deciding_player(hand)
         if player_id != holder:
-            raise Refusal("not_box_holder", f"{hand}: only the box holder {holder} decides; {player_id} may "
+            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only the box holder {holder} decides; {player_id} may "
                                             "only follow a split or double")
 
     # ------------------------------------------------------------------ end
@@ -255,7 +256,7 @@ class BlackjackRound:
         from domain.blackjack_settle import settle
 
         if not self.is_complete():
-            raise Refusal("round_not_complete", f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
+            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
         return settle(self.rules, self._s)
 
     def view(self) -> dict[str, Any]:
@@ -450,12 +451,12 @@ def _check_amount(rules: BlackjackRules, s: State, hand: str, action: str, amoun
     """The insurance stake for `action`, or None; refuse an amount where none may be chosen."""
     if action != "insurance":
         if amount is not None:
-            raise Refusal("amount_not_allowed", f"{action} on {hand}: an amount is only chosen for casino-tour insurance")
+            raise Refusal(RefusalCode.AMOUNT_NOT_ALLOWED, f"{action} on {hand}: an amount is only chosen for casino-tour insurance")
         return None
     main = holder_bet(s, hand).stake_minor
     if rules.insurance_amount == "half_main":
         if amount is not None and amount != main // 2:
-            raise Refusal("bad_insurance_amount",
+            raise Refusal(RefusalCode.BAD_INSURANCE_AMOUNT,
                           f"insurance on {hand}: costs exactly half the main bet ({format_minor(main // 2)}), "
                           f"got {format_minor(amount)}")
         return main // 2
@@ -465,7 +466,7 @@ def _check_amount(rules: BlackjackRules, s: State, hand: str, action: str, amoun
         return high
     check_amount(amount, f"insurance on {hand}")
     if not low <= amount <= high:
-        raise Refusal("bad_insurance_amount",
+        raise Refusal(RefusalCode.BAD_INSURANCE_AMOUNT,
                       f"insurance on {hand}: amount {format_minor(amount)} must be between half the table minimum "
                       f"({format_minor(low)}) and half the stake ({format_minor(high)})")
     return amount

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from domain.errors import Refusal, require
+from domain.refusals import RefusalCode
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
@@ -55,14 +56,14 @@ ALL_CARDS: tuple[Card, ...] = tuple(_ALL.values())
 def parse_card(text: str) -> Card:
     """Parse `AS`, `as`, `10D`, `TD`, ` kh ` into a Card; refuse anything else."""
     if not isinstance(text, str):
-        raise Refusal("bad_card", f"a card must be a string like 'AS' or '10D', got {text!r}")
+        raise Refusal(RefusalCode.BAD_CARD, f"a card must be a string like 'AS' or '10D', got {text!r}")
     t = text.strip().upper()
     if t.startswith("10"):
         t = "T" + t[2:]
     card = _ALL.get(t)
     if card is None:
         raise Refusal(
-            "bad_card",
+            RefusalCode.BAD_CARD,
             f"{text!r} is not a card: use rank A,2-9,T (or 10),J,Q,K then suit S,H,D,C, e.g. 'AS' or '10D'",
         )
     return card
@@ -91,7 +92,7 @@ class CardCounter:
     def check(self, card: Card) -> None:
         if self.seen[card] >= self.decks:
             raise Refusal(
-                "impossible_card",
+                RefusalCode.IMPOSSIBLE_CARD,
                 f"{card} ({card.name}) cannot be dealt: a {self.decks}-deck shoe holds "
                 f"{self.decks} and all {self.seen[card]} have already been dealt",
             )

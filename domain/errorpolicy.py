@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.errors import Refusal, require
+from domain.refusals import RefusalCode
 
 CAUSES = (
     "player_connection_lost",
@@ -29,7 +30,7 @@ ACTIONS = ("complete", "pause", "void")
 
 def check_cause(cause: object) -> str:
     if cause not in CAUSES:
-        raise Refusal("bad_cause", f"unknown interruption cause {cause!r}; known causes: {', '.join(CAUSES)}")
+        raise Refusal(RefusalCode.BAD_CAUSE, f"unknown interruption cause {cause!r}; known causes: {', '.join(CAUSES)}")
     return cause  # type: ignore[return-value]
 
 

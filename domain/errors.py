@@ -1,8 +1,9 @@
 """Refusals (expected, typed, with a stable code) and broken invariants (crash).
 
 A `Refusal` is the answer to a command the rules forbid: it carries a stable
-`code` (snake_case, listed in docs/refusals.md) and a message that names the
-bet, hand or card and the rule. Callers catch it and report it.
+code (a `RefusalCode` member from the catalogue in domain/refusals.py, which
+generates docs/refusals.md) and a message that names the bet, hand or card
+and the rule. Callers catch it and report it.
 
 A broken invariant is a bug, not an answer: `require()` raises
 `InvariantBroken`, which nobody catches. We do not use bare `assert`, because
@@ -10,11 +11,13 @@ A broken invariant is a bug, not an answer: `require()` raises
 """
 from __future__ import annotations
 
+from domain.refusals import RefusalCode
+
 
 class Refusal(Exception):
     """The rules forbid this command. Nothing was changed."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: RefusalCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -33,7 +36,7 @@ def require(condition: object, message: str) -> None:
         raise InvariantBroken(message)
 
 
-def refuse_unless(condition: object, code: str, message: str) -> None:
+def refuse_unless(condition: object, code: RefusalCode, message: str) -> None:
     """Raise a `Refusal` with `code` unless `condition` holds."""
     if not condition:
         raise Refusal(code, message)

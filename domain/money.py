@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from domain.errors import Refusal, require
+from domain.refusals import RefusalCode
 
 # Below PostgreSQL BIGINT (2**63 - 1) with room for sums of many stakes and
 # the largest odds (1000:1): a stake at the max times 1001 stays below BIGINT.
@@ -20,17 +21,17 @@ CURRENCY_CODE_LEN = 3
 def check_amount(amount_minor: object, what: str) -> int:
     """Refuse anything that is not a positive integer below AMOUNT_MAX_MINOR."""
     if type(amount_minor) is not int:  # bool is an int subclass: refuse it too
-        raise Refusal("bad_amount", f"{what} must be an integer number of minor units, got {amount_minor!r}")
+        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} must be an integer number of minor units, got {amount_minor!r}")
     if amount_minor <= 0:
-        raise Refusal("bad_amount", f"{what} must be positive, got {amount_minor}")
+        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} must be positive, got {amount_minor}")
     if amount_minor > AMOUNT_MAX_MINOR:
-        raise Refusal("bad_amount", f"{what} {amount_minor} exceeds the maximum {AMOUNT_MAX_MINOR}")
+        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} {amount_minor} exceeds the maximum {AMOUNT_MAX_MINOR}")
     return amount_minor
 
 
 def check_currency(code: object) -> str:
     if not (isinstance(code, str) and len(code) == CURRENCY_CODE_LEN and code.isalpha() and code.isupper()):
-        raise Refusal("bad_currency", f"currency must be a three-letter ISO 4217 code like 'EUR', got {code!r}")
+        raise Refusal(RefusalCode.BAD_CURRENCY, f"currency must be a three-letter ISO 4217 code like 'EUR', got {code!r}")
     return code
 
 

@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from domain.errors import Refusal
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 
 
@@ -42,14 +43,14 @@ def get_rule_set(ruleset_id: str, version: int) -> RuleSet:
     rules = _load().get((ruleset_id, version))
     if rules is None:
         known = ", ".join(f"{i} v{v}" for i, v in sorted(_load()))
-        raise Refusal("unknown_rule_set", f"no rule set {ruleset_id!r} version {version}; known: {known}")
+        raise Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r} version {version}; known: {known}")
     return rules
 
 
 def latest_version(ruleset_id: str) -> int:
     versions = [v for (i, v) in _load() if i == ruleset_id]
     if not versions:
-        raise Refusal("unknown_rule_set", f"no rule set {ruleset_id!r}")
+        raise Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r}")
     return max(versions)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from domain.cards import parse_card
 from domain.errors import Refusal
 from domain.model import Bet, BetResult, StakeMove
+from domain.refusals import RefusalCode
 from domain.registry import get_rule_set, new_round
 
 BET_FIELDS = ("bet_id", "player_id", "spot", "bet_type", "stake_minor", "mode", "seat_no")
@@ -44,14 +45,14 @@ class Played:
 
 def parse_bet(raw: Any) -> Bet:
     if not isinstance(raw, dict):
-        raise Refusal("bad_round_file", f"a bet must be an object, got {raw!r}")
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"a bet must be an object, got {raw!r}")
     unknown = set(raw) - set(BET_FIELDS)
     if unknown:
-        raise Refusal("bad_round_file", f"bet has unknown fields {sorted(unknown)}; allowed: {', '.join(BET_FIELDS)}")
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"bet has unknown fields {sorted(unknown)}; allowed: {', '.join(BET_FIELDS)}")
     try:
         return Bet(**raw)
     except TypeError as exc:
-        raise Refusal("bad_round_file", f"bet {raw.get('bet_id', '?')!r}: {exc}") from None
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"bet {raw.get('bet_id', '?')!r}: {exc}") from None
 
 
 def apply_step(model: Any, step: Any) -> list[StakeMove]:
@@ -59,30 +60,30 @@ def apply_step(model: Any, step: Any) -> list[StakeMove]:
     if isinstance(step, str):
         step = {"card": step}
     if not isinstance(step, dict):
-        raise Refusal("bad_round_file", f"a step must be a card string or an object, got {step!r}")
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"a step must be a card string or an object, got {step!r}")
     if "card" in step:
         target = step.get("to") or model.next_card_target()
         if target is None:
-            raise Refusal("card_not_expected", f"card {step['card']} arrived but no card is expected now")
+            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"card {step['card']} arrived but no card is expected now")
         model.deal(parse_card(step["card"]), target)
         return []
     if "decide" in step:
         return model.decide(step["hand"], step["decide"], step.get("source", "player"), step.get("amount_minor"))
     if "follow" in step:
         return model.follow(step["follow"], step["kind"], bool(step["accept"]))
-    raise Refusal("bad_round_file", f"unknown step {step!r}: expected 'card', 'decide' or 'follow'")
+    raise Refusal(RefusalCode.BAD_ROUND_FILE, f"unknown step {step!r}: expected 'card', 'decide' or 'follow'")
 
 
 def play(data: dict[str, Any]) -> Played:
     """Play a round file to its settlement, or to the first refusal."""
     if not isinstance(data, dict):
-        raise Refusal("bad_round_file", "the round file must be a JSON object")
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, "the round file must be a JSON object")
     rules = get_rule_set(data.get("ruleset_id"), data.get("ruleset_version"))
     played = Played(rules.id, rules.version, rules.content_hash())
     model = new_round(rules, round_in_shoe=int(data.get("round_in_shoe", 1)))
     steps = data.get("steps", [])
     if len(steps) > STEPS_MAX:
-        raise Refusal("bad_round_file", f"{len(steps)} steps; at most {STEPS_MAX}")
+        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"{len(steps)} steps; at most {STEPS_MAX}")
     where = "bets"
     try:
         for raw in data.get("bets", []):

@@ -18,6 +18,7 @@ from typing import Any
 from domain.errorpolicy import ErrorPolicy
 from domain.errors import Refusal, require
 from domain.money import AMOUNT_MAX_MINOR, Odds, format_minor
+from domain.refusals import RefusalCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,20 +53,20 @@ class RuleSet:
         for name, limit in self.limits:
             if name == bet_type:
                 return limit
-        raise Refusal("bet_not_offered", f"bet type {bet_type!r} is not offered under {self.id} v{self.version}")
+        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet type {bet_type!r} is not offered under {self.id} v{self.version}")
 
     def check_stake(self, bet_type: str, stake_minor: int, what: str) -> None:
         """Refuse a stake outside the table limits for `bet_type`."""
         limit = self.limit_for(bet_type)
         if stake_minor < limit.min_minor:
             raise Refusal(
-                "stake_below_minimum",
+                RefusalCode.STAKE_BELOW_MINIMUM,
                 f"{what}: stake {format_minor(stake_minor)} is below the table minimum "
                 f"{format_minor(limit.min_minor)} for {bet_type}",
             )
         if stake_minor > limit.max_minor:
             raise Refusal(
-                "stake_above_maximum",
+                RefusalCode.STAKE_ABOVE_MAXIMUM,
                 f"{what}: stake {format_minor(stake_minor)} is above the table maximum "
                 f"{format_minor(limit.max_minor)} for {bet_type}",
             )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from domain.errors import Refusal
 from domain.model import Bet, FollowOffer, StakeMove
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 
 
@@ -16,15 +17,15 @@ def check_table_bet(
     spot: str, bet_types: Sequence[str], game_name: str, bets_per_round_max: int,
 ) -> None:
     if phase != "betting":
-        raise Refusal("betting_closed", f"bet {bet.bet_id}: betting is closed for this round")
+        raise Refusal(RefusalCode.BETTING_CLOSED, f"bet {bet.bet_id}: betting is closed for this round")
     if len(placed) >= bets_per_round_max:
-        raise Refusal("too_many_bets", f"bet {bet.bet_id}: a round takes at most {bets_per_round_max} bets")
+        raise Refusal(RefusalCode.TOO_MANY_BETS, f"bet {bet.bet_id}: a round takes at most {bets_per_round_max} bets")
     if any(b.bet_id == bet.bet_id for b in placed):
-        raise Refusal("duplicate_bet", f"bet id {bet.bet_id} was already placed in this round")
+        raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet id {bet.bet_id} was already placed in this round")
     if bet.spot != spot:
-        raise Refusal("bad_spot", f"bet {bet.bet_id}: {game_name} bets lie on spot {spot!r}, not {bet.spot!r}")
+        raise Refusal(RefusalCode.BAD_SPOT, f"bet {bet.bet_id}: {game_name} bets lie on spot {spot!r}, not {bet.spot!r}")
     if bet.bet_type not in bet_types:
-        raise Refusal("bet_not_offered", f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
+        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
                       f"under {rules.id} v{rules.version}; offered: {', '.join(bet_types)}")
 
 
@@ -38,10 +39,10 @@ class NoPlayerChoices:
         return {}
 
     def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
-        raise Refusal("no_decisions", f"{self.GAME_TITLE} has no player decisions; {action!r} on {hand!r} is refused")
+        raise Refusal(RefusalCode.NO_DECISIONS, f"{self.GAME_TITLE} has no player decisions; {action!r} on {hand!r} is refused")
 
     def pending_follows(self) -> list[FollowOffer]:
         return []
 
     def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
-        raise Refusal("no_follow_offers", f"{self.GAME_TITLE} has no follow offers; bet {bet_id} cannot follow {kind!r}")
+        raise Refusal(RefusalCode.NO_FOLLOW_OFFERS, f"{self.GAME_TITLE} has no follow offers; bet {bet_id} cannot follow {kind!r}")

@@ -19,6 +19,7 @@ from domain.errorpolicy import policy
 from domain.errors import Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet
 
@@ -369,12 +370,12 @@ class TeenPattiRound(NoPlayerChoices):
             b.stake_minor for b in self.bets if b.player_id == bet.player_id and b.bet_type == bet.bet_type
         )
         if total > limit.max_minor:
-            raise Refusal("stake_above_maximum", f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total "
+            raise Refusal(RefusalCode.STAKE_ABOVE_MAXIMUM, f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total "
                           f"{format_minor(total)}, above the table maximum {format_minor(limit.max_minor)}")
 
     def close_betting(self) -> None:
         if self.phase != "betting":
-            raise Refusal("betting_closed", "betting is already closed for this round")
+            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
         self.phase = "dealing"
 
     def next_card_target(self) -> str | None:
@@ -390,9 +391,9 @@ class TeenPattiRound(NoPlayerChoices):
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "both hands are complete"
-            raise Refusal("card_not_expected", f"{card} ({card.name}) was not expected: {state}")
+            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"{card} ({card.name}) was not expected: {state}")
         if target != expected:
-            raise Refusal("wrong_target", f"{card} ({card.name}) was dealt to {target!r}; the deal order "
+            raise Refusal(RefusalCode.WRONG_TARGET, f"{card} ({card.name}) was dealt to {target!r}; the deal order "
                           f"A1, B1, A2, B2, A3, B3 says the next card goes to {expected!r}")
         self.counter.take(card)  # impossible_card: the deck holds each card once
         self.hands[expected].append(card)
@@ -402,7 +403,7 @@ class TeenPattiRound(NoPlayerChoices):
 
     def settle(self) -> list[BetResult]:
         if not self.is_complete():
-            raise Refusal("round_not_complete", "both hands need three cards before the round can be settled")
+            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "both hands need three cards before the round can be settled")
         a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
         memo: dict[str, Any] = {}
         return [settle_bet(self.rules, bet, a, b, memo) for bet in self.bets]
@@ -433,6 +434,6 @@ def new_round(rules: TeenPattiRules, *, round_in_shoe: int) -> TeenPattiRound:
     """`round_in_shoe` is recorded only: the deck is fresh every round."""
     require(isinstance(rules, TeenPattiRules), f"not Teen Patti rules: {type(rules).__name__}")
     if type(round_in_shoe) is not int or not 1 <= round_in_shoe <= ROUND_NUMBER_MAX:
-        raise Refusal("bad_round_in_shoe", f"round number must be an integer 1..{ROUND_NUMBER_MAX}, "
+        raise Refusal(RefusalCode.BAD_ROUND_IN_SHOE, f"round number must be an integer 1..{ROUND_NUMBER_MAX}, "
                       f"got {round_in_shoe!r}")
     return TeenPattiRound(rules, round_in_shoe)

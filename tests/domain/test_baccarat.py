@@ -338,7 +338,7 @@ def _refused(model, action, code):
 def test_every_refusal_code():
     m = bac.new_round(RULES, round_in_shoe=2)
     m.place_bet(bet("player", bet_id="x"))
-    _refused(m, lambda: m.place_bet(bet("tie", bet_id="x")), "duplicate_bet")
+    _refused(m, lambda: m.place_bet(bet("tie", bet_id="x")), "duplicate_bet_id")
     _refused(m, lambda: m.place_bet(bet("player", spot="seat:1")), "bad_spot")
     _refused(m, lambda: m.place_bet(bet("dragon")), "bet_not_offered")
     _refused(m, lambda: m.place_bet(bet("banker", mode="ez")), "bad_mode")

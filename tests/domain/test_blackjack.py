@@ -542,7 +542,7 @@ def test_pair_limit_at_and_past() -> None:
 
 def test_seat_refusals_live() -> None:
     t = Table(LIVE).bet("b1", "p1", "seat:1", 1000)
-    refused("duplicate_bet", t.r.place_bet, Bet("b1", "p9", "seat:2", "main", 1000))
+    refused("duplicate_bet_id", t.r.place_bet, Bet("b1", "p9", "seat:2", "main", 1000))
     refused("seat_taken", t.r.place_bet, Bet("b2", "p2", "seat:1", "main", 1000))
     refused("player_already_seated", t.r.place_bet, Bet("b2", "p1", "seat:2", "main", 1000))
     refused("seated_player_behind", t.r.place_bet, Bet("b2", "p1", "behind:1", "main", 1000))

@@ -21,6 +21,7 @@ from domain.money import (
     transfer,
     win,
 )
+from domain.refusals import RefusalCode
 
 
 @pytest.mark.parametrize(
@@ -156,8 +157,8 @@ def test_require_and_refuse_unless() -> None:
     with pytest.raises(InvariantBroken):
         require(False, "broken")
     with pytest.raises(Refusal) as err:
-        refuse_unless(False, "some_code", "why")
-    assert err.value.as_dict() == {"code": "some_code", "message": "why"}
+        refuse_unless(False, RefusalCode.BAD_AMOUNT, "why")
+    assert err.value.as_dict() == {"code": "bad_amount", "message": "why"}
 
 
 def test_policy_covers_every_cause() -> None:

@@ -201,7 +201,7 @@ def test_deal_order_a_b_alternating():
 def test_every_refusal_code():
     m = tp.new_round(RULES, round_in_shoe=1)
     m.place_bet(bet("player_a", bet_id="x"))
-    _refused(m, lambda: m.place_bet(bet("tie", bet_id="x")), "duplicate_bet")
+    _refused(m, lambda: m.place_bet(bet("tie", bet_id="x")), "duplicate_bet_id")
     _refused(m, lambda: m.place_bet(bet("tie", spot="box:1")), "bad_spot")
     _refused(m, lambda: m.place_bet(bet("player")), "bet_not_offered")
     _refused(m, lambda: m.place_bet(bet("tie", stake=-5)), "bad_amount")

@@ -1,0 +1,563 @@
+"""The refusal-code catalogue: every stable code a command can be refused with.
+
+`RefusalCode` is a `StrEnum`, so a member equals its string: stored rejection
+rows and results keep the codes they always had. Each member carries its
+meaning and a message template (the shape of the message, `{field}` for what
+varies). `SECTIONS` says where each code is raised and what it means there;
+docs/refusals.md is generated from both:
+
+    python -m domain.refusals --markdown > docs/refusals.md
+
+A code is added here first, then raised as `Refusal(RefusalCode.X, message)`;
+tests/domain/test_refusals_catalogue.py checks the source and the doc agree.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RefusalCode(StrEnum):
+    """A stable snake_case refusal code, with its meaning and message template."""
+
+    meaning: str
+    template: str
+
+    def __new__(cls, code: str, meaning: str, template: str) -> RefusalCode:
+        member = str.__new__(cls, code)
+        member._value_ = code
+        member.meaning = meaning
+        member.template = template
+        return member
+
+    # shared by the games (domain/money.py, cards.py, ruleset.py, registry.py, errorpolicy.py)
+    BAD_AMOUNT = (
+        "bad_amount",
+        "an amount is not a positive integer number of minor units at most AMOUNT_MAX_MINOR",
+        "{what} must be positive, got {amount_minor}",
+    )
+    BAD_CURRENCY = (
+        "bad_currency",
+        "a currency that is not a three-letter upper-case ISO 4217 code",
+        "currency must be a three-letter ISO 4217 code like 'EUR', got {currency!r}",
+    )
+    BAD_CARD = (
+        "bad_card",
+        "a card that is not rank A,2-9,T (or 10),J,Q,K followed by suit S,H,D,C",
+        "{text!r} is not a card: use rank A,2-9,T (or 10),J,Q,K then suit S,H,D,C, e.g. 'AS' or '10D'",
+    )
+    IMPOSSIBLE_CARD = (
+        "impossible_card",
+        "more copies of a card than the shoe holds",
+        "{card} ({card_name}) cannot be dealt: a {decks}-deck shoe holds {decks} and all {seen} have already been dealt",
+    )
+    UNKNOWN_RULE_SET = (
+        "unknown_rule_set",
+        "a rule set id and version that the registry does not know",
+        "no rule set {ruleset_id!r} version {version}; known: {known}",
+    )
+    BAD_CAUSE = (
+        "bad_cause",
+        "an interruption cause that is not one of domain/errorpolicy.py's CAUSES",
+        "unknown interruption cause {cause!r}; known causes: {causes}",
+    )
+    BET_NOT_OFFERED = (
+        "bet_not_offered",
+        "the rule set does not offer this bet type (or not now)",
+        "bet type {bet_type!r} is not offered under {ruleset_id} v{version}",
+    )
+    STAKE_BELOW_MINIMUM = (
+        "stake_below_minimum",
+        "a stake below the table minimum of its bet type",
+        "{what}: stake {stake} is below the table minimum {minimum} for {bet_type}",
+    )
+    STAKE_ABOVE_MAXIMUM = (
+        "stake_above_maximum",
+        "a stake, or the stakes it adds up to, above the table maximum",
+        "{what}: stake {stake} is above the table maximum {maximum} for {bet_type}",
+    )
+    # betting, shared by the games
+    BETTING_CLOSED = (
+        "betting_closed",
+        "a bet, or close_betting, after betting closed",
+        "bet {bet_id}: betting is closed for this round",
+    )
+    TOO_MANY_BETS = (
+        "too_many_bets",
+        "a bet past the round's (or the seat's) bet limit",
+        "bet {bet_id}: a round takes at most {bets_max} bets",
+    )
+    DUPLICATE_BET_ID = (
+        "duplicate_bet_id",
+        "a bet id already placed in this round",
+        "bet {bet_id} is already placed in round {table_id}#{round_no}",
+    )
+    DUPLICATE_BET = (
+        "duplicate_bet",
+        "the player already has a bet of this kind on this spot (a new bet id, the same bet twice)",
+        "bet {bet_id}: player {player_id} already has a {kind} bet on {spot}",
+    )
+    BAD_SPOT = (
+        "bad_spot",
+        "a spot other than the game's one spot `table`",
+        "bet {bet_id}: {game} bets lie on spot 'table', not {spot!r}",
+    )
+    CARD_NOT_EXPECTED = (
+        "card_not_expected",
+        "a card when the rules expect none",
+        "card {card} to {target}: no card is expected now ({why})",
+    )
+    WRONG_TARGET = (
+        "wrong_target",
+        "a card to another hand or target than the one the rules deal to next",
+        "card {card} dealt to {target}, but the next card must go to {expected}",
+    )
+    ROUND_NOT_COMPLETE = (
+        "round_not_complete",
+        "settle() before the round is complete",
+        "cannot settle: the round is still in phase {phase} ({awaiting})",
+    )
+    # blackjack (domain/blackjack_bets.py, blackjack_round.py)
+    UNKNOWN_SPOT = (
+        "unknown_spot",
+        "a spot that is not a seat, box or behind position of this table",
+        "bet {bet_id}: {spot} does not exist; {ruleset_id} has {spot_kind}s 1..{spots_count}",
+    )
+    STAKE_NOT_DIVISIBLE = (
+        "stake_not_divisible",
+        "a stake that is not a multiple of the table minimum where the rules ask for one",
+        "{what}: stake {stake} is not divisible by the table minimum {minimum}",
+    )
+    SEAT_TAKEN = (
+        "seat_taken",
+        "a main bet on a seat or box that holds another player's main bet and takes one stake",
+        "bet {bet_id}: {spot} is taken by player {player_id}",
+    )
+    BOX_FULL = (
+        "box_full",
+        "a main bet on a box that already holds the most stakes a box takes",
+        "bet {bet_id}: {spot} already holds {stakes} stakes, the maximum per box under {ruleset_id}",
+    )
+    PLAYER_ALREADY_SEATED = (
+        "player_already_seated",
+        "a second seat for a player who may take one",
+        "bet {bet_id}: player {player_id} already sits at {seat}; a player takes at most one seat",
+    )
+    TOO_MANY_BOXES = (
+        "too_many_boxes",
+        "a player's box past the most boxes one player plays",
+        "bet {bet_id}: player {player_id} already plays {count} boxes ({boxes}), the maximum under {ruleset_id}",
+    )
+    SEATED_PLAYER_BEHIND = (
+        "seated_player_behind",
+        "a seated player bets behind, or a player betting behind takes a seat",
+        "bet {bet_id}: player {player_id} is seated and cannot also bet behind",
+    )
+    BEHIND_WITHOUT_SEAT = (
+        "behind_without_seat",
+        "a bet behind a seat with no main bet yet",
+        "bet {bet_id}: nobody has a main bet on {seat} yet; a bet behind follows a seated player's main bet",
+    )
+    SIDE_BET_WITHOUT_MAIN = (
+        "side_bet_without_main",
+        "a side bet before the same player's main bet on that spot",
+        "bet {bet_id}: the Pair side bet on {spot} needs player {player_id}'s main bet there first",
+    )
+    BETTING_OPEN = (
+        "betting_open",
+        "a card or a decision before betting closed",
+        "card {card} to {target}: betting is still open; close betting first",
+    )
+    UNKNOWN_HAND = (
+        "unknown_hand",
+        "a decision on a hand that does not exist in this round",
+        "{action} on {hand}: no such hand in this round (hands: {hands})",
+    )
+    DECISION_NOT_LEGAL = (
+        "decision_not_legal",
+        "a decision the rules do not allow for that hand now",
+        "{action} on {hand} is not legal now (legal now: {legal})",
+    )
+    BAD_DECISION_SOURCE = (
+        "bad_decision_source",
+        "a decision source other than player, timeout, system, dealer",
+        "{hand} {action}: source must be one of {sources}, got {source!r}",
+    )
+    AMOUNT_NOT_ALLOWED = (
+        "amount_not_allowed",
+        "an amount given with a decision that takes none",
+        "{action} on {hand}: an amount is only chosen for casino-tour insurance",
+    )
+    BAD_INSURANCE_AMOUNT = (
+        "bad_insurance_amount",
+        "an insurance amount the rule set does not allow",
+        "insurance on {hand}: costs exactly half the main bet ({half}), got {amount}",
+    )
+    NO_FOLLOW_OFFER = (
+        "no_follow_offer",
+        "follow() for a bet with no open offer of that kind",
+        "bet {bet_id} has no open {kind} follow offer (open offers: {offers})",
+    )
+    NOT_BOX_HOLDER = (
+        "not_box_holder",
+        "a decision on a box by a player other than its holder",
+        "{hand}: only the box holder {holder} decides; {player_id} may only follow a split or double",
+    )
+    # baccarat and teen patti (domain/baccarat.py, teenpatti.py, tablebets.py)
+    BAD_ROUND_IN_SHOE = (
+        "bad_round_in_shoe",
+        "a round of the shoe (or round number) that is not an integer in the game's range",
+        "round of the shoe must be an integer 1..{most}, got {round_in_shoe!r}",
+    )
+    BAD_MODE = (
+        "bad_mode",
+        "a bet mode other than traditional, no_commission or none",
+        "bet {bet_id}: mode must be one of {modes}, got {mode!r}",
+    )
+    MODE_REQUIRED = (
+        "mode_required",
+        "a Banker bet without a mode where the rule set has no default mode",
+        "bet {bet_id}: a Banker bet needs a mode: {modes}",
+    )
+    DIFFERENCE_ABOVE_MAXIMUM = (
+        "difference_above_maximum",
+        "the difference between a player's Player and Banker stakes above the table maximum",
+        "{what}: {side} stakes would exceed {other} stakes by {difference}; the table maximum {maximum} "
+        "applies to the difference between Player and Banker",
+    )
+    NO_DECISIONS = (
+        "no_decisions",
+        "a decision in a game without player decisions",
+        "{game} has no player decisions; {action!r} on {hand!r} is refused",
+    )
+    NO_FOLLOW_OFFERS = (
+        "no_follow_offers",
+        "follow() in a game without follow offers",
+        "{game} has no follow offers; bet {bet_id} cannot follow {kind!r}",
+    )
+    # ledger (ledger/)
+    BAD_COMMAND = (
+        "bad_command",
+        "a line that is not valid JSON or does not match the command schema",
+        "{field}: {error}",
+    )
+    COMMAND_ID_CONFLICT = (
+        "command_id_conflict",
+        "a command id already used in the store for a different payload",
+        "command id {command_id} was already used for a different command ({status}); "
+        "a retry must repeat the same payload",
+    )
+    CONCURRENCY_CONFLICT = (
+        "concurrency_conflict",
+        "another writer changed the round between load and save (status `conflict`); retry the command",
+        "another writer changed this round first; nothing was recorded, retry the command",
+    )
+    ROUND_NOT_OPEN = (
+        "round_not_open",
+        "a command for a round that was never opened",
+        "round {table_id}#{round_no} has not been opened; send open_round first",
+    )
+    ROUND_EXISTS = (
+        "round_exists",
+        "open_round for a round that is already open",
+        "round {table_id}#{round_no} is already open",
+    )
+    ROUND_VOIDED = (
+        "round_voided",
+        "a command for a voided round",
+        "round {table_id}#{round_no} is voided",
+    )
+    ROUND_SETTLED = (
+        "round_settled",
+        "a command that would change a settled round",
+        "round {table_id}#{round_no} is settled; correct it with reverse_settlement",
+    )
+    ROUND_PAUSED = (
+        "round_paused",
+        "a command other than resume or void while the round is paused",
+        "round {table_id}#{round_no} is paused ({cause}); resume or void it first",
+    )
+    ROUND_NOT_PAUSED = (
+        "round_not_paused",
+        "resume for a round that is not paused",
+        "round {table_id}#{round_no} is not paused; nothing to resume",
+    )
+    ROUND_NOT_SETTLED = (
+        "round_not_settled",
+        "reverse_settlement for a round with no current settlement",
+        "round {table_id}#{round_no} has no settlement to reverse (it is {phase})",
+    )
+    CARD_OUT_OF_SEQUENCE = (
+        "card_out_of_sequence",
+        "a card whose seq_no is not the next position in the round",
+        "card {card} has seq_no {seq_no}; the next card of round {table_id}#{round_no} is number {expected}",
+    )
+    SHOE_RETIRED = (
+        "shoe_retired",
+        "open_round on a shoe retired after a void",
+        "shoe {shoe_id} at table {table_id} was retired after round {round_id} was voided ({cause}); "
+        "open the round on a new shoe",
+    )
+    SHOE_GAME_MISMATCH = (
+        "shoe_game_mismatch",
+        "open_round on a shoe that deals another game",
+        "shoe {shoe_id} deals {shoe_game}; round {round_no} is {game}",
+    )
+    SHOE_EXHAUSTED = (
+        "shoe_exhausted",
+        "open_round on a shoe that dealt the most rounds a shoe deals",
+        "shoe {shoe_id} has dealt {rounds} rounds, the limit is {rounds_max}",
+    )
+    BAD_DB_URL = (
+        "bad_db_url",
+        "a store URL that is neither sqlite:///FILE nor postgresql://…",
+        "{db_url!r}: the store URL must start with sqlite:/// or postgresql://",
+    )
+    # command line (domain/roundfile.py, ops/commands/, projections/audit_store.py)
+    BAD_ROUND_FILE = (
+        "bad_round_file",
+        "a round file (`ledger settle`) that is not valid JSON or not shaped as docs/rounds.md says",
+        "a step must be a card string or an object, got {step!r}",
+    )
+    BAD_ROUND_REF = (
+        "bad_round_ref",
+        "a round reference that is neither a round UUID nor TABLE#ROUND_NO",
+        "{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """How one part of the code raises a code: when (empty: the code's meaning), and a real message if one helps."""
+
+    code: RefusalCode
+    when: str = ""
+    example: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    title: str
+    intro: str
+    uses: tuple[Use, ...]
+
+
+C = RefusalCode  # short, for the tables below
+
+SHARED = Section("Shared codes", """\
+Modules: domain/money.py, cards.py, ruleset.py, registry.py, errorpolicy.py. Every game
+raises these with the meaning below; a game's section says when it differs.""", (
+    Use(C.BAD_AMOUNT, example="bet b stake must be positive, got 0"),
+    Use(C.BAD_CURRENCY, example="currency must be a three-letter ISO 4217 code like 'EUR', got 'eur'"),
+    Use(C.BAD_CARD, example="'1S' is not a card: use rank A,2-9,T (or 10),J,Q,K then suit S,H,D,C, e.g. 'AS' or '10D'"),
+    Use(C.IMPOSSIBLE_CARD, "(domain/cards.py) more copies of a card in the round than the shoe holds"),
+    Use(C.UNKNOWN_RULE_SET, example="no rule set 'blackjack/vegas' version 1; known: ..."),
+    Use(C.BAD_CAUSE, example="unknown interruption cause 'power_cut'; known causes: player_connection_lost, ..."),
+    Use(C.BET_NOT_OFFERED, "(domain/ruleset.py) a bet type the rule set has no limits for"),
+    Use(C.STAKE_BELOW_MINIMUM, example="bet b1 (Tie): stake 0.99 is below the table minimum 1.00 for tie"),
+    Use(C.STAKE_ABOVE_MAXIMUM, "(domain/ruleset.py) a single stake above the table maximum of its bet type"),
+))
+
+BLACKJACK = Section("Blackjack", """\
+Module: domain/blackjack.py (rule sets in domain/blackjack_rules.py). Shared codes
+keep their meaning; the list below says when blackjack raises them.""", (
+    Use(C.DUPLICATE_BET_ID, example="bet b1 was already placed in this round"),
+    Use(C.DUPLICATE_BET, "the player already has that bet (main, behind on that seat, Pair) on that spot",
+        "bet b7: player p1 already has a main bet on box:2"),
+    Use(C.TOO_MANY_BETS, "more than 500 bets in a round, or more bets behind one seat than `behind_bets_per_seat_max`",
+        "bet x3: seat:1 already has 50 bets behind, the maximum under blackjack/live-8d"),
+    Use(C.BAD_AMOUNT, "stake not a positive integer number of minor units", "bet b stake must be positive, got 0"),
+    Use(C.UNKNOWN_SPOT, "spot not `seat:1..7` / `box:1..7` / `behind:1..7` of this table",
+        "bet b: seat:8 does not exist; blackjack/live-8d has seats 1..7"),
+    Use(C.BET_NOT_OFFERED, "bet type other than `main`/`pair`, a Pair bet where `pair_side_bet` is off, a bet behind "
+        "where `bet_behind` is off", "bet b: bet behind is not offered under blackjack/casino-tour"),
+    Use(C.STAKE_BELOW_MINIMUM, "stake below the limit for `main`, `behind` or `pair`",
+        "bet b (main on seat:1): stake 0.50 is below the table minimum 1.00 for main"),
+    Use(C.STAKE_ABOVE_MAXIMUM, "stake above the limit for `main`, `behind` or `pair`; spielbank also when all stakes on "
+        "a box together pass the box maximum (`max_applies_to_box_total`)",
+        "bet b3: stakes on box:1 would total 5,000.05, above the box maximum 5,000.00"),
+    Use(C.STAKE_NOT_DIVISIBLE, "spielbank (`stake_divisible_by_min`): stake not a multiple of the table minimum",
+        "bet b (main on box:1): stake 10.01 is not divisible by the table minimum 5.00"),
+    Use(C.SEAT_TAKEN, "the seat/box already has another player's main bet and takes one stake (`stakes_per_box_max=1`)",
+        "bet b2: seat:1 is taken by player p1"),
+    Use(C.BOX_FULL, "spielbank: the box already holds `stakes_per_box_max` (4) stakes",
+        "bet b5: box:1 already holds 4 stakes, the maximum per box under blackjack/spielbank"),
+    Use(C.PLAYER_ALREADY_SEATED, "live-8d: the player already has a seat (`boxes_per_player_max=1`)",
+        "bet b2: player p1 already sits at seat:1; a player takes at most one seat"),
+    Use(C.TOO_MANY_BOXES, "the player already plays `boxes_per_player_max` boxes (spielbank 2)",
+        "bet c2: player p1 already plays 2 boxes (box:1, box:2), the maximum under blackjack/spielbank"),
+    Use(C.SEATED_PLAYER_BEHIND, "live-8d: a seated player bets behind, or a player betting behind takes a seat",
+        "bet b2: player p1 is seated and cannot also bet behind"),
+    Use(C.BEHIND_WITHOUT_SEAT, "a bet behind a seat with no main bet yet (the seat's main bet comes first)",
+        "bet b: nobody has a main bet on seat:1 yet; a bet behind follows a seated player's main bet"),
+    Use(C.SIDE_BET_WITHOUT_MAIN, "a Pair bet before that player's main bet on the same spot (`pair_requires_main`)",
+        "bet b: the Pair side bet on seat:1 needs player p's main bet there first"),
+    Use(C.BETTING_CLOSED, example="bet b2: betting is closed for this round"),
+    Use(C.BETTING_OPEN, example="card AS to seat:1: betting is still open; close betting first"),
+    Use(C.WRONG_TARGET, "a card to another hand/dealer than the next one the rules expect",
+        "card AS dealt to dealer, but the next card must go to seat:1"),
+    Use(C.CARD_NOT_EXPECTED, "a card when none is expected (a decision is awaited, the dealer stands on 17+, the "
+        "round is complete)", "card 2C to dealer: no card is expected now (the round is complete)"),
+    Use(C.IMPOSSIBLE_CARD, "(domain/cards.py) more copies of a card in the round than the shoe holds"),
+    Use(C.UNKNOWN_HAND, example="hit on seat:4: no such hand in this round (hands: seat:1)"),
+    Use(C.DECISION_NOT_LEGAL, "the action is not legal for that hand now; the message lists what is",
+        "split on seat:1 is not legal now (legal now: seat:1: hit, stand, double, surrender, auto)"),
+    Use(C.BAD_DECISION_SOURCE, example="seat:1 hit: source must be one of player, timeout, system, dealer, got 'robot'"),
+    Use(C.AMOUNT_NOT_ALLOWED, "an amount given with a decision other than insurance",
+        "hit on seat:1: an amount is only chosen for casino-tour insurance"),
+    Use(C.BAD_INSURANCE_AMOUNT, "live-8d/spielbank: amount other than exactly half the main bet (rounded down); "
+        "casino-tour: outside [half the table minimum, half the stake]",
+        "insurance on box:1: amount 5.01 must be between half the table minimum (0.50) and half the stake (5.00)"),
+    Use(C.NO_FOLLOW_OFFER, "follow() for a bet with no open offer of that kind (never made, answered, or closed by "
+        "the next card/decision)", "bet bb has no open split follow offer (open offers: none)"),
+    Use(C.NOT_BOX_HOLDER, "spielbank seed 002 (`check_decider`, for callers that know who decides): a decision on a "
+        "box by a player other than its holder",
+        "box:1: only the box holder p1 decides; p2 may only follow a split or double"),
+    Use(C.ROUND_NOT_COMPLETE, example="cannot settle: the round is still in phase play (awaiting a card to seat:1)"),
+))
+
+BACCARAT = Section("Baccarat", """\
+Module: domain/baccarat.py (`baccarat/live-8d`). Shared codes keep their meaning.""", (
+    Use(C.BAD_ROUND_IN_SHOE, "new_round with a round of the shoe outside 1..104 (8 decks × 52 / 4 cards) or not an int",
+        "round of the shoe must be an integer 1..104, got 0"),
+    Use(C.BETTING_CLOSED, example="bet b2: betting is closed for this round"),
+    Use(C.TOO_MANY_BETS, "more than `bets_per_round_max` (1000) bets in the round", "bet b9: a round takes at most 1000 bets"),
+    Use(C.DUPLICATE_BET_ID, example="bet id b1 was already placed in this round"),
+    Use(C.BAD_SPOT, example="bet b1: baccarat bets lie on spot 'table', not 'seat:1'"),
+    Use(C.BET_NOT_OFFERED, "an unknown bet type, or a side bet after its max round of the shoe (`max_round_by_bet`: "
+        "pairs 60, the others marked 50)", "Perfect Pair is not offered after round 50 of the shoe; this is round 51"),
+    Use(C.BAD_MODE, "Bet.mode other than `traditional` / `no_commission` / none",
+        "bet b1: mode must be one of traditional, no_commission, got 'ez'"),
+    Use(C.MODE_REQUIRED, "a Banker bet without a mode when `banker_mode_default` is None (v1 defaults to traditional, "
+        "so v1 never raises it)", "bet b1: a Banker bet needs a mode: traditional or no_commission"),
+    Use(C.BAD_AMOUNT, "stake not a positive int ≤ AMOUNT_MAX_MINOR", "bet b1 stake must be positive, got 0"),
+    Use(C.STAKE_BELOW_MINIMUM, "a single stake below the table minimum of its bet type (Player/Banker too)",
+        "bet b1 (Tie): stake 0.99 is below the table minimum 1.00 for tie"),
+    Use(C.STAKE_ABOVE_MAXIMUM, "a side bet: the player's stakes on that bet type in the round would pass its maximum",
+        "bet c (Tie): stakes on Tie would total 2,000.01, above the table maximum 2,000.00"),
+    Use(C.DIFFERENCE_ABOVE_MAXIMUM, "Player/Banker (`main_limit_on_difference`): |player's Player stakes − Banker "
+        "stakes| would pass the table maximum of the larger side",
+        "bet p2 (Player): Player stakes would exceed Banker stakes by 10,001.00; the table maximum 10,000.00 applies "
+        "to the difference between Player and Banker"),
+    Use(C.CARD_NOT_EXPECTED, "a card while betting is open or after the coup is complete",
+        "AS (ace of spades) was not expected: the coup is complete"),
+    Use(C.WRONG_TARGET, "a card to another target than the rules' next one (`burn`, `player`, `banker`)",
+        "AS (ace of spades) was dealt to 'banker'; the rules say the next card goes to 'player'"),
+    Use(C.IMPOSSIBLE_CARD, "(domain/cards.py) a ninth copy of a card in the round"),
+    Use(C.NO_DECISIONS, example="baccarat has no player decisions; 'hit' on 'player' is refused"),
+    Use(C.NO_FOLLOW_OFFERS, example="baccarat has no follow offers; bet b1 cannot follow 'split'"),
+    Use(C.ROUND_NOT_COMPLETE, "settle() before the coup is complete", "the coup is not complete; it cannot be settled yet"),
+))
+
+TEEN_PATTI = Section("Teen Patti", """\
+Module: domain/teenpatti.py (`teen-patti/20-20`). Shared codes keep their meaning.""", (
+    Use(C.BAD_ROUND_IN_SHOE, "new_round with a round number outside 1..10^9 or not an int (recorded only; the deck is "
+        "fresh every round)", "round number must be an integer 1..1000000000, got 0"),
+    Use(C.BETTING_CLOSED, example="bet b2: betting is closed for this round"),
+    Use(C.TOO_MANY_BETS, "more than `bets_per_round_max` bets in the round", "bet b9: a round takes at most 1000 bets"),
+    Use(C.DUPLICATE_BET_ID, example="bet id b1 was already placed in this round"),
+    Use(C.BAD_SPOT, example="bet b1: Teen Patti bets lie on spot 'table', not 'box:1'"),
+    Use(C.BET_NOT_OFFERED, "a bet type other than player_a, player_b, tie, pair_plus_a, pair_plus_b, six_card_bonus",
+        "bet b1: bet type 'player' is not offered under teen-patti/20-20 v1; offered: ..."),
+    Use(C.BAD_AMOUNT, "stake not a positive int ≤ AMOUNT_MAX_MINOR", "bet b1 stake must be positive, got 0"),
+    Use(C.STAKE_BELOW_MINIMUM, "a single stake below the table minimum of its bet type"),
+    Use(C.STAKE_ABOVE_MAXIMUM, "the player's stakes on that bet type in the round would pass its maximum"),
+    Use(C.CARD_NOT_EXPECTED, "a card while betting is open or after both hands have three cards",
+        "2C (two of clubs) was not expected: both hands are complete"),
+    Use(C.WRONG_TARGET, "a card out of the deal order A1, B1, A2, B2, A3, B3",
+        "AS (ace of spades) was dealt to 'B'; the deal order A1, B1, A2, B2, A3, B3 says the next card goes to 'A'"),
+    Use(C.IMPOSSIBLE_CARD, "(domain/cards.py, one deck) a card already dealt in this round",
+        "AS (ace of spades) cannot be dealt: a 1-deck shoe holds 1 and all 1 have already been dealt"),
+    Use(C.NO_DECISIONS, example="Teen Patti 20-20 has no player decisions; 'hit' on 'A' is refused"),
+    Use(C.NO_FOLLOW_OFFERS, example="Teen Patti 20-20 has no follow offers; bet b1 cannot follow 'split'"),
+    Use(C.ROUND_NOT_COMPLETE, "settle() before both hands have three cards",
+        "both hands need three cards before the round can be settled"),
+))
+
+LEDGER = Section("Ledger", """\
+Module: ledger/ (round.py, shoe.py, app.py, store.py). A refused command changes no
+aggregate (except the human-error consequence below) and is appended to
+`ledger_rejections`. Game codes from domain/ pass through unchanged.""", (
+    Use(C.BAD_COMMAND, "the line is not valid JSON or does not match the command schema; the message names the field",
+        "place_bet.stake_minor: Input should be a valid integer"),
+    Use(C.COMMAND_ID_CONFLICT, "a command id already used anywhere in the store for a different payload",
+        "command id T1/1/4 was already used for a different command (accepted); a retry must repeat the same payload"),
+    Use(C.ROUND_NOT_OPEN, example="round T1#9 has not been opened; send open_round first"),
+    Use(C.ROUND_EXISTS, example="round T1#1 is already open"),
+    Use(C.ROUND_VOIDED, "any command for a voided round, including a tombstone (void before open)",
+        "round T1#1 is voided"),
+    Use(C.ROUND_SETTLED, "a bet, card, decision, pause or void for a settled round (use reverse_settlement)",
+        "round T1#1 is settled; correct it with reverse_settlement"),
+    Use(C.ROUND_PAUSED, "a command other than resume/void while paused (a flagged pause also takes the correct card)",
+        "round T1#1 is paused (system_error); resume or void it first"),
+    Use(C.ROUND_NOT_PAUSED, "resume when the round is not paused", "round T1#1 is not paused; nothing to resume"),
+    Use(C.ROUND_NOT_SETTLED, "reverse_settlement when there is no current settlement",
+        "round T1#1 has no settlement to reverse (it is dealing)"),
+    Use(C.DUPLICATE_BET_ID, "a bet id already placed in this round (checked before the game's own rules)",
+        "bet b1 is already placed in round T1#1"),
+    Use(C.CARD_OUT_OF_SEQUENCE, "a card whose seq_no is not the next position in the round (a lost or repeated "
+        "message, not a dealer error)", "card KS has seq_no 4; the next card of round T1#1 is number 3"),
+    Use(C.IMPOSSIBLE_CARD, "(ledger/round.py, across rounds) the shoe's recorded cards plus the round's own already "
+        "hold every copy; a human error, see docs/feed.md",
+        "KS (king of spades) cannot be dealt: a 8-deck shoe holds 8 and all 8 have already been dealt"),
+    Use(C.UNKNOWN_RULE_SET, "open_round with a rule set id and version the registry does not know"),
+    Use(C.SHOE_RETIRED, "open_round on a shoe retired after a void under a replace-the-shoe policy (live blackjack)",
+        "shoe S1 at table bj-1 was retired after round … was voided (host_interruption); open the round on a new shoe"),
+    Use(C.SHOE_GAME_MISMATCH, "open_round on a shoe id that deals another game", "shoe S1 deals baccarat; round 2 is teen-patti"),
+    Use(C.SHOE_EXHAUSTED, "more than 10,000 rounds on one shoe", "shoe S1 has dealt 10000 rounds, the limit is 10000"),
+    Use(C.BAD_DB_URL, "(ledger/store.py) a store URL that is neither sqlite:///… nor postgresql://…",
+        "'mysql://x': the store URL must start with sqlite:/// or postgresql://"),
+    Use(C.CONCURRENCY_CONFLICT, "(status `conflict`, not `refused`; nothing recorded, not logged) another writer "
+        "changed the round between load and save; retry the command"),
+))
+
+COMMAND_LINE = Section("Command line: settle, replay, audit", """\
+Modules: domain/roundfile.py and ops/commands/settle.py (`ledger settle`, docs/rounds.md),
+projections/audit_store.py and ops/commands/replay.py (`ledger replay`). Game codes from
+domain/ pass through unchanged.""", (
+    Use(C.BAD_ROUND_FILE, "the round file is not valid JSON, not an object, has more steps than STEPS_MAX, or a bet "
+        "or step of the wrong shape", "bet has unknown fields ['colour']; allowed: ..."),
+    Use(C.CARD_NOT_EXPECTED, "(domain/roundfile.py) a card step without `to` when the round expects no card",
+        "card 2C arrived but no card is expected now"),
+    Use(C.BAD_ROUND_REF, "`ledger replay` got neither a round UUID nor TABLE#ROUND_NO",
+        "'bacc-1-12': use a round UUID or TABLE#ROUND_NO like bacc-1#12"),
+))
+
+SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE)
+
+
+def markdown() -> str:
+    """docs/refusals.md: one section per module, then every code with its meaning and template."""
+    lines = [
+        "# Refusal codes",
+        "",
+        "<!-- Generated from domain/refusals.py by `python -m domain.refusals --markdown > docs/refusals.md`;",
+        "     edit the catalogue there, not this file (tests/domain/test_refusals_catalogue.py checks). -->",
+        "",
+        "Stable snake_case codes raised as `Refusal(RefusalCode.X, message)`; one section per module,",
+        "then every code with its meaning and message template.",
+    ]
+    for section in SECTIONS:
+        lines += ["", f"## {section.title}", "", section.intro, ""]
+        lines += [_use_line(use) for use in section.uses]
+    lines += ["", "## Every code", "", "| code | meaning | message template |", "|---|---|---|"]
+    lines += [f"| `{c}` | {c.meaning} | `{c.template}` |" for c in sorted(RefusalCode)]
+    return "\n".join(lines) + "\n"
+
+
+def _use_line(use: Use) -> str:
+    parts = [f"`{use.code}`", use.when or use.code.meaning] + ([f'"{use.example}"'] if use.example else [])
+    return "- " + " — ".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["--markdown"]:
+        print("usage: python -m domain.refusals --markdown > docs/refusals.md", file=sys.stderr)
+        return 2
+    print(markdown(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
