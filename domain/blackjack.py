@@ -2,8 +2,9 @@
 
 - Rule sets and every spec Decision as fields: domain/blackjack_rules.py
 - Bet checks and the spielbank box-holder rule: domain/blackjack_bets.py
-- The round model (RoundModel contract): domain/blackjack_round.py,
-  decisions in domain/blackjack_play.py, settlement in domain/blackjack_settle.py
+- The round model (RoundModel contract): domain/blackjack_round.py, its state
+  in domain/blackjack_state.py, decisions in domain/blackjack_play.py,
+  settlement in domain/blackjack_settle.py
 - Refusal codes: docs/refusals.md, section "Blackjack".
 """
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Blackjack bet placement checks and the box-holder rule (pure, no mutation)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from domain.blackjack_rules import BETS_PER_ROUND_MAX, BlackjackRules
+from domain.blackjack_state import State
 from domain.errors import Refusal
 from domain.model import Bet
 from domain.money import check_amount, format_minor
 from domain.refusals import RefusalCode
-
-if TYPE_CHECKING:
-    from domain.blackjack_round import State
 
 BET_TYPES = ("main", "pair")
 

@@ -1,8 +1,8 @@
-"""Applying one already-validated blackjack decision to a state copy."""
+"""Applying one already-validated blackjack decision to the round's state."""
 from __future__ import annotations
 
-from domain.blackjack_round import Hand, Stake, State, holder_bet
 from domain.blackjack_rules import BlackjackRules
+from domain.blackjack_state import Hand, Stake, State, holder_bet
 from domain.errors import require
 from domain.model import FollowOffer, StakeMove
 

@@ -10,9 +10,10 @@ needed (copying the state per call was a fifth of the engine's time).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from domain.blackjack_bets import box_holder, check_bet
+from domain.blackjack_play import apply_decision
 from domain.blackjack_rules import (
     BLACKJACK_TOTAL,
     CARDS_PER_HAND_MAX,
@@ -21,71 +22,13 @@ from domain.blackjack_rules import (
     BlackjackRules,
     hand_total,
 )
+from domain.blackjack_settle import settle
+from domain.blackjack_state import Hand, Stake, State, holder_bet, spot_number
 from domain.cards import Card, CardCounter
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
 from domain.money import check_amount, format_minor
 from domain.refusals import RefusalCode
-
-FINISHED = ("stood", "bust", "blackjack", "surrendered", "even_money")
-EXTRA_REASONS = ("split", "double", "follow_split", "follow_double")
-
-
-@dataclass(frozen=True, slots=True)
-class Stake:
-    bet_id: str
-    player_id: str
-    amount_minor: int
-    reason: str  # main | split | double | follow_split | follow_double
-
-
-@dataclass(slots=True)
-class Hand:
-    name: str
-    spot: str
-    cards: list[Card] = field(default_factory=list)
-    stakes: list[Stake] = field(default_factory=list)
-    from_split: bool = False
-    split_aces: bool = False
-    doubled: bool = False
-    status: str = "playing"
-    auto: bool = False  # the no-action rule plays this hand
-    want_card: bool = False  # a hit or a double awaits its card
-    acted: bool = False  # any play decision taken on this hand
-
-    @property
-    def total(self) -> int:
-        return hand_total(self.cards)[0]
-
-    @property
-    def soft(self) -> bool:
-        return hand_total(self.cards)[1]
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED
-
-
-@dataclass(slots=True)
-class State:
-    phase: str = "betting"  # betting | deal | insurance | play | dealer | complete
-    bets: list[Bet] = field(default_factory=list)
-    spots: list[str] = field(default_factory=list)  # played seats/boxes, table order
-    holders: dict[str, str] = field(default_factory=dict)  # spot -> deciding bet_id
-    hands: list[Hand] = field(default_factory=list)  # play order
-    deal_plan: list[str] = field(default_factory=list)  # initial-deal targets
-    deal_done: int = 0
-    dealer: list[Card] = field(default_factory=list)
-    dealer_mode: str = ""  # full | second_only | none (set when the players are done)
-    first_two: dict[str, tuple[Card, ...]] = field(default_factory=dict)  # spot -> initial cards
-    insurance: dict[str, int] = field(default_factory=dict)  # spot -> insurance stake taken
-    insurance_answered: set[str] = field(default_factory=set)
-    offers: list[tuple[FollowOffer, str]] = field(default_factory=list)  # (offer, target hand)
-    seen: Any = None  # CardCounter
-
-
-def spot_number(spot: str) -> int:
-    return int(spot.split(":")[1].split(".")[0])
 
 
 class BlackjackRound:
@@ -110,8 +53,6 @@ class BlackjackRound:
 
     # ------------------------------------------------------------------ betting
     def place_bet(self, bet: Bet) -> None:
-        from domain.blackjack_bets import check_bet
-
         require(isinstance(bet, Bet), "place_bet needs a Bet")
         s = self._s
         if s.phase != "betting":
@@ -125,8 +66,6 @@ class BlackjackRound:
         self._apply(self._close)
 
     def _close(self, s: State) -> None:
-        from domain.blackjack_bets import box_holder
-
         mains = [b for b in s.bets if b.bet_type == "main" and b.spot.startswith(self.rules.spot_kind + ":")]
         s.spots = sorted({b.spot for b in mains}, key=spot_number)
         for spot in s.spots:
@@ -206,8 +145,6 @@ class BlackjackRound:
         return self._apply(self._decide, hand, action, ins_amount)
 
     def _decide(self, s: State, name: str, action: str, ins_amount: int | None) -> list[StakeMove]:
-        from domain.blackjack_play import apply_decision
-
         s.offers = []  # offers close at the next decision too
         moves = apply_decision(self.rules, s, name, action, ins_amount)
         _advance(self.rules, s)
@@ -253,8 +190,6 @@ class BlackjackRound:
         return self._s.phase == "complete"
 
     def settle(self) -> list[BetResult]:
-        from domain.blackjack_settle import settle
-
         if not self.is_complete():
             raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
         return settle(self.rules, self._s)
@@ -296,11 +231,6 @@ def _hand(s: State, name: str) -> Hand:
             return h
     require(False, f"no hand {name}")
     raise AssertionError  # unreachable
-
-
-def holder_bet(s: State, spot: str) -> Bet:
-    bet_id = s.holders[spot]
-    return next(b for b in s.bets if b.bet_id == bet_id)
 
 
 def current_hand(s: State) -> Hand | None:

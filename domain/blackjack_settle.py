@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from domain.blackjack_round import EXTRA_REASONS, Hand, State, holder_bet
 from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
+from domain.blackjack_state import EXTRA_REASONS, Hand, State, holder_bet
 from domain.errors import require
 from domain.model import BetResult
 from domain.money import Odds, format_minor, win

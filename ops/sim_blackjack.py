@@ -3,7 +3,7 @@ bet behind and Pair side bets (live-8d), basic strategy with the odd human
 deviation, insurance, even money and follow decisions."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from domain.blackjack import basic_strategy
 from domain.blackjack_rules import BlackjackRules
@@ -11,10 +11,8 @@ from domain.cards import Card, parse_card
 from domain.errors import require
 from domain.model import Bet
 from domain.ruleset import RuleSet
+from ops.sim_core import RoundCtx
 from ops.sim_games import BLACKJACK_PENETRATION_DEN, GameDriver, bet_id, stake
-
-if TYPE_CHECKING:
-    from ops.sim_table import RoundCtx
 
 INSURANCE_PERCENT = 12  # players who take insurance against a dealer ace (it loses in the long run)
 EVEN_MONEY_PERCENT = 50

@@ -1,5 +1,5 @@
 """Building blocks of the studio simulator: seeded randomness, fault rates,
-studio clock, shoes and the per-round command writer.
+studio clock, shoes, the per-round command writer and the round's context.
 
 Nothing here reads the wall clock or the global `random` state: every run is
 a pure function of its arguments, so a seed replays a failure byte for byte.
@@ -15,6 +15,7 @@ from typing import Any
 
 from domain.cards import ALL_CARDS, Card
 from domain.errors import require
+from domain.ruleset import RuleSet
 
 # The studio clock starts here for every run (never the wall clock).
 EPOCH = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -139,3 +140,24 @@ class RoundWriter:
         if recorded:
             self.cards_dealt = seq_no
         return self.emit("deal_card", card=str(card), target=target, seq_no=seq_no)
+
+
+@dataclass
+class RoundCtx:
+    """Everything one round's play needs; `ended` once it was voided."""
+
+    rng: random.Random
+    writer: RoundWriter
+    model: Any
+    shoe: Shoe
+    rules: RuleSet
+    round_no: int
+    round_in_shoe: int
+    players: list[str]
+    fault: str | None
+    faults: list[str] = field(default_factory=list)
+    disconnected: set[str] = field(default_factory=set)
+    ended: bool = False  # voided (or reversed then voided): nothing more is sent for it
+    shoe_void: bool = False  # voided while in play: a replace-the-shoe policy retires the shoe
+    timeout_used: bool = False
+    answered: set[tuple[str, str]] = field(default_factory=set)

@@ -8,14 +8,11 @@ fault wants it sent).
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
 
 from domain.cards import Card
 from domain.model import Bet, FollowOffer
 from domain.ruleset import BetLimit, RuleSet
-
-if TYPE_CHECKING:
-    from ops.sim_table import RoundCtx
+from ops.sim_core import RoundCtx
 
 STAKE_MULTIPLES = (1, 1, 2, 2, 3, 5, 5, 10, 10, 20, 25, 50, 100)
 ODD_CENTS_PERCENT = 15
@@ -155,19 +152,3 @@ class TeenPattiDriver(GameDriver):
         if dealt and ctx.rng.randrange(2) == 0:
             return ctx.rng.choice(dealt), target
         return super().bad_card(ctx, target)
-
-
-def driver_for(rules: RuleSet) -> GameDriver:
-    if rules.game == "baccarat":
-        return BaccaratDriver()
-    if rules.game == "teen-patti":
-        return TeenPattiDriver()
-    if rules.game == "blackjack":
-        from ops.sim_blackjack import BlackjackDriver
-
-        return BlackjackDriver(rules)
-    raise ValueError(f"the simulator has no driver for game {rules.game!r} ({rules.id})")
-
-
-def view_of(ctx: RoundCtx) -> dict[str, Any]:
-    return ctx.model.view()

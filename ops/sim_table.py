@@ -2,22 +2,22 @@
 
 Each round is driven by the pure domain model, so every command the table
 writes is legal unless a fault was injected on purpose. The game-specific
-choices (which bets, which decisions) live in ops/sim_games.py.
+choices (which bets, which decisions) live in ops/sim_games.py and
+ops/sim_blackjack.py; the round's context (`RoundCtx`) in ops/sim_core.py.
 """
 from __future__ import annotations
 
 import copy
-import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from domain.errors import Refusal, require
 from domain.model import Bet
 from domain.registry import new_round
 from domain.ruleset import RuleSet
-from ops.sim_core import CURRENCY, RoundWriter, Shoe, chance, stable_rng
-from ops.sim_games import GameDriver, driver_for
+from ops.sim_blackjack import BlackjackDriver
+from ops.sim_core import CURRENCY, RoundCtx, RoundWriter, Shoe, chance, stable_rng
+from ops.sim_games import BaccaratDriver, GameDriver, TeenPattiDriver
 
 FAULT_KINDS = (
     "timeout",  # a player's decision is taken by the timer: decide source=timeout action=auto
@@ -44,25 +44,14 @@ class PlayedRound:
     faults: list[str]
 
 
-@dataclass
-class RoundCtx:
-    """Everything one round's play needs; `ended` once it was voided."""
-
-    rng: random.Random
-    writer: RoundWriter
-    model: Any
-    shoe: Shoe
-    rules: RuleSet
-    round_no: int
-    round_in_shoe: int
-    players: list[str]
-    fault: str | None
-    faults: list[str] = field(default_factory=list)
-    disconnected: set[str] = field(default_factory=set)
-    ended: bool = False  # voided (or reversed then voided): nothing more is sent for it
-    shoe_void: bool = False  # voided while in play: a replace-the-shoe policy retires the shoe
-    timeout_used: bool = False
-    answered: set[tuple[str, str]] = field(default_factory=set)
+def driver_for(rules: RuleSet) -> GameDriver:
+    if rules.game == "baccarat":
+        return BaccaratDriver()
+    if rules.game == "teen-patti":
+        return TeenPattiDriver()
+    if rules.game == "blackjack":
+        return BlackjackDriver(rules)
+    raise ValueError(f"the simulator has no driver for game {rules.game!r} ({rules.id})")
 
 
 class TableSim:

@@ -1,9 +1,11 @@
 """The layering rules, checked on the source: domain is pure standard library;
-dependencies point one way (ops -> projections -> ledger -> domain)."""
+dependencies point one way (ops -> projections -> ledger -> domain); no module
+imports itself back through others (no import cycles, in any layer)."""
 from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,115 @@ def test_no_float_near_money() -> None:
                 if ("float(" in code or ": float" in code or "-> float" in code) and "per_s" not in code:
                     hits.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
     assert not hits, "floats near money:\n" + "\n".join(hits)
+
+
+# Import cycles. Every import counts: at module level, inside a function and under
+# TYPE_CHECKING, because a deferred import only hides a cycle from the interpreter.
+KNOWN_CYCLES = [
+    # The "core" helper (ledger/app.py, ledger/shards.py) removes this one; the
+    # coordinator deletes this entry at merge (the test fails once it is stale).
+    {"ledger.app", "ledger.shards"},
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def repo_modules() -> dict[str, Path]:
+    return {module_name(p): p for layer in LAYERS for p in sources(layer)}
+
+
+def imported_names(path: Path, package: str) -> Iterator[str]:
+    """Every dotted name `path` imports, relative imports resolved against `package`."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the repo modules it imports (a name is cut back to the nearest repo module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for imported in imported_names(path, package):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            targets.add(imported)
+        graph[name] = targets - {"", name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = {stack.pop()}
+                    while node not in component:
+                        component.add(stack.pop())
+                    if len(component) > 1:
+                        found.append(component)
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_the_cycle_finder_finds_direct_deferred_and_long_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}, "g": set()}
+    assert sorted(map(sorted, cycles(graph))) == [["a", "b"], ["c", "d", "e"]]
+
+
+def test_the_import_graph_counts_deferred_type_checking_and_relative_imports(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from domain.errors import Refusal\n"
+        "from . import sibling\n"
+        "from ..other import thing\n"
+        "if TYPE_CHECKING:\n    from ops.sim_core import RoundCtx\n"
+        "def later():\n    import ledger.app\n",
+        encoding="utf-8",
+    )
+    names = set(imported_names(source, "ops.commands"))
+    assert {"domain.errors", "ops.commands.sibling", "ops.other.thing", "ops.sim_core", "ledger.app"} <= names
+    graph = import_graph(repo_modules())
+    assert "domain.baccarat" in graph["domain.registry"]  # `from domain import baccarat` inside a function
+    assert "domain.errors" in graph["domain.money"]
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(import_graph(repo_modules()))
+    unexpected = [sorted(c) for c in found if c not in KNOWN_CYCLES]
+    assert not unexpected, f"import cycles: {unexpected}"
+    stale = [sorted(c) for c in KNOWN_CYCLES if c not in found]
+    assert not stale, f"these known cycles are gone: delete them from KNOWN_CYCLES: {stale}"
+
