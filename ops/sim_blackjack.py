@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.blackjack import basic_strategy
 from domain.blackjack_rules import BlackjackRules
 from domain.cards import Card, parse_card
 from domain.errors import require
@@ -13,6 +12,7 @@ from domain.model import Bet
 from domain.ruleset import RuleSet
 from ops.sim_core import RoundCtx
 from ops.sim_games import BLACKJACK_PENETRATION_DEN, GameDriver, bet_id, stake
+from ops.sim_strategy import basic_strategy
 
 INSURANCE_PERCENT = 12  # players who take insurance against a dealer ace (it loses in the long run)
 EVEN_MONEY_PERCENT = 50
@@ -133,7 +133,7 @@ class BlackjackDriver(GameDriver):
         view = ctx.model.view()
         cards = _cards(next(h for h in view["hands"] if h["name"] == hand)["cards"])
         up = _cards(view["dealer"]["cards"])[0]
-        return basic_strategy(self.rules, cards, up, choices), None
+        return basic_strategy(cards, up, choices), None
 
     def _insurance(self, ctx: RoundCtx, hand: str, actions: tuple[str, ...]) -> tuple[str, int | None]:
         rng = ctx.rng

@@ -15,7 +15,6 @@ from domain.blackjack import (
     RULE_SETS,
     SPIELBANK_V1,
     BlackjackRules,
-    basic_strategy,
     hand_total,
     new_round,
 )
@@ -610,21 +609,6 @@ def test_impossible_card_in_round() -> None:
 def test_empty_round_completes_with_no_results() -> None:
     t = Table(LIVE).close()
     assert t.r.is_complete() and t.r.settle() == []
-
-
-# ---------------------------------------------------------------- strategy helper
-@pytest.mark.parametrize("cards,up,legal,action", [
-    ("TS 6D", "TC", ("hit", "stand", "double", "surrender", "auto"), "surrender"),
-    ("TS 6D", "6C", ("hit", "stand", "auto"), "stand"),
-    ("6S 5D", "6C", ("hit", "stand", "double", "auto"), "double"),
-    ("6S 5D", "6C", ("hit", "stand", "auto"), "hit"),
-    ("8S 8D", "TC", ("hit", "stand", "split", "auto"), "split"),
-    ("AS 7D", "9C", ("hit", "stand", "auto"), "hit"),
-    ("TS 2D", "AC", ("insurance", "no_insurance", "auto"), "no_insurance"),
-])
-def test_basic_strategy(cards, up, legal, action) -> None:
-    got = basic_strategy(LIVE, [parse_card(c) for c in cards.split()], parse_card(up), legal)
-    assert got == action
 
 
 def test_split_hand_counts_as_box_for_max_or_not() -> None:

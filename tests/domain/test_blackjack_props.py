@@ -11,10 +11,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.blackjack import RULE_SETS, basic_strategy, new_round
+from domain.blackjack import RULE_SETS, new_round
 from domain.cards import ALL_CARDS, Card
 from domain.errors import Refusal
 from domain.model import Bet, StakeMove
+from ops.sim_strategy import basic_strategy  # the simulator's players: realistic play to check the rules against
 
 STEPS_MAX = 600
 ACTIONS = ("hit", "stand", "double", "split", "insurance", "no_insurance", "even_money", "surrender", "auto")
@@ -93,7 +94,7 @@ class Driver:
             cards = next(h["cards"] for h in view["hands"] if h["name"] == hand or h["spot"] == hand)
             from domain.cards import parse_card
 
-            action = basic_strategy(self.rules, [parse_card(c) for c in cards], parse_card(view["dealer"]["cards"][0]), actions)
+            action = basic_strategy([parse_card(c) for c in cards], parse_card(view["dealer"]["cards"][0]), actions)
         else:
             action = self.rng.choice(actions)
         source = "timeout" if action == "auto" else "player"
