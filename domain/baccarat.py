@@ -15,7 +15,7 @@ from typing import Any
 
 from domain.cards import CARDS_PER_DECK, Card, CardCounter
 from domain.errorpolicy import policy
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
 from domain.refusals import RefusalCode
@@ -352,11 +352,20 @@ def resolve_bet(rules: BaccaratRules, bet_type: str, mode: str | None, coup: Cou
     return _lucky(bet_type, coup, rules)
 
 
+def _mode_note(bet: Bet) -> str:
+    """", no-commission mode" after a Banker bet's coup; a placed Banker bet always has its mode."""
+    if bet.bet_type != "banker":
+        return ""
+    if bet.mode is None:
+        raise InvariantBroken(f"Banker bet {bet.bet_id} has no mode; place_bet resolves it")
+    return f", {bet.mode.replace('_', '-')} mode"
+
+
 def settle_bet(rules: BaccaratRules, bet: Bet, coup: Coup, described: str | None = None) -> BetResult:
     """`described` is `coup.describe()` when the caller settles many bets of one coup."""
     res = resolve_bet(rules, bet.bet_type, bet.mode, coup)
     name, stake = BET_NAMES[bet.bet_type], bet.stake_minor
-    head = (coup.describe() if described is None else described) + (f", {bet.mode.replace('_', '-')} mode" if bet.bet_type == "banker" else "")
+    head = (coup.describe() if described is None else described) + _mode_note(bet)
     if res.outcome == "win":
         odds = rules.odds(res.line or "")
         pay = win(stake, odds)
@@ -396,7 +405,7 @@ class BaccaratRound(NoPlayerChoices):
     burn_left: int | None = None  # None until the revealed burn card is seen
     player: list[Card] = field(default_factory=list)
     banker: list[Card] = field(default_factory=list)
-    counter: CardCounter | None = None
+    counter: CardCounter = field(init=False)  # set in __post_init__ from the rule set's decks
 
     def __post_init__(self) -> None:
         self.counter = CardCounter(self.rules.decks)

@@ -19,7 +19,7 @@ from domain.blackjack_rules import (
     card_value,
     hand_total,
 )
-from domain.errors import require
+from domain.errors import InvariantBroken
 from domain.ruleset import RuleSet
 
 __all__ = [
@@ -29,5 +29,6 @@ __all__ = [
 
 
 def new_round(rules: RuleSet, *, round_in_shoe: int) -> BlackjackRound:
-    require(isinstance(rules, BlackjackRules), f"{rules.id} is not a blackjack rule set")
-    return BlackjackRound(rules, round_in_shoe)  # type: ignore[arg-type]
+    if not isinstance(rules, BlackjackRules):  # not require(): this check also narrows the type
+        raise InvariantBroken(f"{rules.id} is not a blackjack rule set")
+    return BlackjackRound(rules, round_in_shoe)

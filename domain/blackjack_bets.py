@@ -123,12 +123,11 @@ def box_holder(rules: BlackjackRules, spot: str, mains: list[Bet]) -> Bet:
     if rules.box_holder_rule == "only_staker" or len(mains) == 1:
         return mains[0]
     box = int(spot.split(":")[1])
-    seated = [b for b in mains if b.seat_no is not None]
+    seated = [(b.seat_no, b) for b in mains if b.seat_no is not None]
     if not seated:
         return mains[0]
-    own = [b for b in seated if b.seat_no == box]
+    own = [b for seat, b in seated if seat == box]
     if own:
         return own[0]
-    lower = [b for b in seated if b.seat_no < box]  # type: ignore[operator]
-    pool = lower or seated
-    return max(pool, key=lambda b: b.seat_no)  # type: ignore[arg-type,return-value]
+    lower = [(seat, b) for seat, b in seated if seat < box]
+    return max(lower or seated, key=lambda seat_and_bet: seat_and_bet[0])[1]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from domain.blackjack_rules import BlackjackRules
 from domain.blackjack_state import Hand, Stake, State, holder_bet
-from domain.errors import require
+from domain.errors import InvariantBroken
 from domain.model import FollowOffer, StakeMove
 
 
@@ -35,10 +35,11 @@ def _insurance(s: State, spot: str, action: str, amount: int | None) -> list[Sta
         return []
     if action != "insurance":  # no_insurance, auto (silence declines insurance)
         return []
-    require(amount is not None and amount > 0, f"insurance on {spot} without an amount")
+    if amount is None or amount <= 0:  # not require(): this check also narrows the type
+        raise InvariantBroken(f"insurance on {spot} without an amount")
     holder = holder_bet(s, spot)
-    s.insurance[spot] = amount  # type: ignore[assignment]
-    return [StakeMove(f"{holder.bet_id}:insurance", holder.player_id, amount, "insurance")]  # type: ignore[arg-type]
+    s.insurance[spot] = amount
+    return [StakeMove(f"{holder.bet_id}:insurance", holder.player_id, amount, "insurance")]
 
 
 def _others_on(s: State, h: Hand, holder_id: str) -> list[str]:

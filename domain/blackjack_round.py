@@ -10,7 +10,8 @@ needed (copying the state per call was a fifth of the engine's time).
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from domain.blackjack_bets import box_holder, check_bet
 from domain.blackjack_play import apply_decision
@@ -30,6 +31,8 @@ from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMov
 from domain.money import check_amount, format_minor
 from domain.refusals import RefusalCode
 
+T = TypeVar("T")
+
 
 class BlackjackRound:
     """One blackjack round under `rules`; see module doc and domain/model.py."""
@@ -42,7 +45,7 @@ class BlackjackRound:
         self._s = State(seen=CardCounter(rules.decks))
 
     # ------------------------------------------------------------------ plumbing
-    def _apply(self, fn: Any, *args: Any) -> Any:
+    def _apply(self, fn: Callable[..., T], *args: Any) -> T:
         """Run the change `fn(state, ...)` once every check of the public method passed.
         A Refusal from inside the change would leave a half-changed model: a bug, so it
         is raised as InvariantBroken (tests/domain/test_blackjack_refusal_first.py)."""
@@ -341,14 +344,7 @@ def insurance_spots(rules: BlackjackRules, s: State) -> list[str]:
 
 def _legal(rules: BlackjackRules, s: State) -> dict[str, tuple[str, ...]]:
     if s.phase == "insurance":
-        out: dict[str, tuple[str, ...]] = {}
-        for spot in insurance_spots(rules, s):
-            h = next(x for x in s.hands if x.spot == spot)
-            acts = ["insurance", "no_insurance"]
-            if rules.even_money and h.status == "blackjack":
-                acts.insert(0, "even_money")
-            out[spot] = tuple(acts + ["auto"])
-        return out
+        return _legal_insurance(rules, s)
     h = current_hand(s)
     if h is None or _hand_needs_card(rules, s, h):
         return {}
@@ -365,6 +361,15 @@ def _legal(rules: BlackjackRules, s: State) -> dict[str, tuple[str, ...]]:
         acts.append("surrender")
     acts.append("auto")
     return {h.name: tuple(acts)}
+
+
+def _legal_insurance(rules: BlackjackRules, s: State) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for spot in insurance_spots(rules, s):
+        h = next(x for x in s.hands if x.spot == spot)
+        even_money = ("even_money",) if rules.even_money and h.status == "blackjack" else ()
+        out[spot] = (*even_money, "insurance", "no_insurance", "auto")
+    return out
 
 
 def _awaiting(rules: BlackjackRules, s: State) -> str:

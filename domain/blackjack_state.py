@@ -6,10 +6,9 @@ Shared by the round model (domain/blackjack_round.py) and the modules it calls
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from domain.blackjack_rules import hand_total
-from domain.cards import Card
+from domain.cards import Card, CardCounter
 from domain.model import Bet, FollowOffer
 
 FINISHED = ("stood", "bust", "blackjack", "surrendered", "even_money")
@@ -53,6 +52,7 @@ class Hand:
 
 @dataclass(slots=True)
 class State:
+    seen: CardCounter  # the round's cards against the shoe's copies (impossible_card)
     phase: str = "betting"  # betting | deal | insurance | play | dealer | complete
     bets: list[Bet] = field(default_factory=list)
     spots: list[str] = field(default_factory=list)  # played seats/boxes, table order
@@ -66,7 +66,6 @@ class State:
     insurance: dict[str, int] = field(default_factory=dict)  # spot -> insurance stake taken
     insurance_answered: set[str] = field(default_factory=set)
     offers: list[tuple[FollowOffer, str]] = field(default_factory=list)  # (offer, target hand)
-    seen: Any = None  # CardCounter
 
 
 def spot_number(spot: str) -> int:

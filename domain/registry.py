@@ -6,9 +6,9 @@ rule set up here by (id, version) and checks the hash still matches.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
 from domain.errors import Refusal
+from domain.model import RoundModel
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 
@@ -42,9 +42,14 @@ def all_rule_sets() -> list[RuleSet]:
 def get_rule_set(ruleset_id: str, version: int) -> RuleSet:
     rules = _load().get((ruleset_id, version))
     if rules is None:
-        known = ", ".join(f"{i} v{v}" for i, v in sorted(_load()))
-        raise Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r} version {version}; known: {known}")
+        raise unknown_rule_set(ruleset_id, version)
     return rules
+
+
+def unknown_rule_set(ruleset_id: object, version: object) -> Refusal:
+    """The refusal for a rule set nobody published (also for an id or version of the wrong type)."""
+    known = ", ".join(f"{i} v{v}" for i, v in sorted(_load()))
+    return Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r} version {version}; known: {known}")
 
 
 def latest_version(ruleset_id: str) -> int:
@@ -54,7 +59,7 @@ def latest_version(ruleset_id: str) -> int:
     return max(versions)
 
 
-def new_round(rules: RuleSet, *, round_in_shoe: int = 1) -> Any:
+def new_round(rules: RuleSet, *, round_in_shoe: int = 1) -> RoundModel:
     """A fresh pure round model for `rules` (see domain/model.py for the contract)."""
     _load()
     return _GAMES[rules.game].new_round(rules, round_in_shoe=round_in_shoe)

@@ -20,9 +20,10 @@ from typing import Any
 
 from domain.cards import parse_card
 from domain.errors import Refusal
-from domain.model import Bet, BetResult, StakeMove
+from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.refusals import RefusalCode
-from domain.registry import get_rule_set, new_round
+from domain.registry import get_rule_set, new_round, unknown_rule_set
+from domain.ruleset import RuleSet
 
 BET_FIELDS = ("bet_id", "player_id", "spot", "bet_type", "stake_minor", "mode", "seat_no")
 STEPS_MAX = 500
@@ -43,7 +44,7 @@ class Played:
     view: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_bet(raw: Any) -> Bet:
+def parse_bet(raw: object) -> Bet:
     if not isinstance(raw, dict):
         raise Refusal(RefusalCode.BAD_ROUND_FILE, f"a bet must be an object, got {raw!r}")
     unknown = set(raw) - set(BET_FIELDS)
@@ -55,7 +56,7 @@ def parse_bet(raw: Any) -> Bet:
         raise Refusal(RefusalCode.BAD_ROUND_FILE, f"bet {raw.get('bet_id', '?')!r}: {exc}") from None
 
 
-def apply_step(model: Any, step: Any) -> list[StakeMove]:
+def apply_step(model: RoundModel, step: object) -> list[StakeMove]:
     """Apply one step (card, decision or follow) to a round model."""
     if isinstance(step, str):
         step = {"card": step}
@@ -74,11 +75,18 @@ def apply_step(model: Any, step: Any) -> list[StakeMove]:
     raise Refusal(RefusalCode.BAD_ROUND_FILE, f"unknown step {step!r}: expected 'card', 'decide' or 'follow'")
 
 
-def play(data: dict[str, Any]) -> Played:
-    """Play a round file to its settlement, or to the first refusal."""
+def _rule_set(data: dict[str, object]) -> RuleSet:
+    ruleset_id, version = data.get("ruleset_id"), data.get("ruleset_version")
+    if not (isinstance(ruleset_id, str) and isinstance(version, int)):
+        raise unknown_rule_set(ruleset_id, version)  # as the registry answers any other unknown pair
+    return get_rule_set(ruleset_id, version)
+
+
+def play(data: object) -> Played:
+    """Play a round file (parsed JSON) to its settlement, or to the first refusal."""
     if not isinstance(data, dict):
         raise Refusal(RefusalCode.BAD_ROUND_FILE, "the round file must be a JSON object")
-    rules = get_rule_set(data.get("ruleset_id"), data.get("ruleset_version"))
+    rules = _rule_set(data)
     played = Played(rules.id, rules.version, rules.content_hash())
     model = new_round(rules, round_in_shoe=int(data.get("round_in_shoe", 1)))
     steps = data.get("steps", [])

@@ -236,7 +236,7 @@ def five_card_category(cards: tuple[Card, ...], rules: TeenPattiRules) -> str:
         return "royal_flush"
     if flush and high is not None:
         return "straight_flush"
-    by_shape = {(4, 1): "four_of_a_kind", (3, 2): "full_house"}
+    by_shape: dict[tuple[int, ...], str] = {(4, 1): "four_of_a_kind", (3, 2): "full_house"}
     if tuple(shape) in by_shape:
         return by_shape[tuple(shape)]
     if flush:
@@ -347,7 +347,7 @@ class TeenPattiRound(NoPlayerChoices):
     phase: str = "betting"
     bets: list[Bet] = field(default_factory=list)
     hands: dict[str, list[Card]] = field(default_factory=lambda: {h: [] for h in HANDS})
-    counter: CardCounter | None = None
+    counter: CardCounter = field(init=False)  # a fresh deck per round: set in __post_init__
 
     def __post_init__(self) -> None:
         self.counter = CardCounter(self.rules.decks)

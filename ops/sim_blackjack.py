@@ -7,7 +7,7 @@ from typing import Any
 
 from domain.blackjack_rules import BlackjackRules
 from domain.cards import Card, parse_card
-from domain.errors import require
+from domain.errors import InvariantBroken
 from domain.model import Bet
 from domain.ruleset import RuleSet
 from ops.sim_core import RoundCtx
@@ -27,8 +27,9 @@ class BlackjackDriver(GameDriver):
     main_types = ("main",)
 
     def __init__(self, rules: RuleSet) -> None:
-        require(isinstance(rules, BlackjackRules), f"{rules.id} is not a blackjack rule set")
-        self.rules: BlackjackRules = rules
+        if not isinstance(rules, BlackjackRules):  # not require(): this check also narrows the type
+            raise InvariantBroken(f"{rules.id} is not a blackjack rule set")
+        self.rules = rules
 
     def cut_from_end_cards(self, rules: RuleSet) -> int:
         return rules.decks * 52 // BLACKJACK_PENETRATION_DEN
