@@ -21,6 +21,7 @@ Probabilities are exact `Fraction`s; floats appear only when printing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -30,6 +31,7 @@ from math import comb, prod
 from domain import baccarat as bac
 from domain import teenpatti as tp
 from domain.cards import RANKS, SUITS, Card
+from domain.money import Odds
 
 Outcomes = dict[str, Fraction]  # win / push / lose probabilities
 
@@ -52,7 +54,7 @@ class BetMath:
         }
 
 
-def _math(bet: str, weights: dict[tuple[str, str | None], int], total: int, odds_of) -> BetMath:
+def _math(bet: str, weights: Mapping[tuple[str, str | None], int], total: int, odds_of: Callable[[str], Odds]) -> BetMath:
     """Fold (outcome, paytable line) -> weight into probabilities and RTP."""
     win = sum(w for (o, _), w in weights.items() if o == "win")
     push = sum(w for (o, _), w in weights.items() if o == "push")
@@ -61,7 +63,7 @@ def _math(bet: str, weights: dict[tuple[str, str | None], int], total: int, odds
     if require_total != total:
         raise ArithmeticError(f"{bet}: weights sum to {require_total}, expected {total}")
     returned = sum(
-        w * (1 + odds_of(line).ratio) if o == "win" else (w if o == "push" else 0)
+        w * (1 + odds_of(line or "").ratio) if o == "win" else (w if o == "push" else 0)
         for (o, line), w in weights.items()
     )
     return BetMath(bet, Fraction(win, total), Fraction(push, total), Fraction(lose, total), Fraction(returned) / total)
@@ -94,7 +96,8 @@ def _suit_weights(pattern: tuple[int, ...], decks: int) -> tuple[int, int]:
     total = perfect = 0
     for suits in product(SUITS, repeat=4):
         cards = [Card(reps[p], s) for p, s in zip(pattern, suits)]
-        left, ways = Counter(), 1
+        left: Counter[Card] = Counter()
+        ways = 1
         for card in cards:
             ways *= decks - left[card]
             left[card] += 1
@@ -109,7 +112,9 @@ def _pattern(ranks: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(first.setdefault(r, len(first)) for r in ranks)
 
 
-def _third_cards(rules: bac.BaccaratRules, p2: int, b2: int, value_left: tuple[int, ...], left: int):
+def _third_cards(
+    rules: bac.BaccaratRules, p2: int, b2: int, value_left: tuple[int, ...], left: int,
+) -> Counter[tuple[int, int, int, int]]:
     """Distribution of (player total, banker total, player cards, banker cards) after the
     drawing rules, as ordered weights over exactly two more card positions."""
     out: Counter[tuple[int, int, int, int]] = Counter()
@@ -200,17 +205,17 @@ def _hand_class(hand: tuple[Card, ...]) -> tuple:
 
 def _canonical(hand: tuple[int, ...]) -> tuple[int, ...]:
     """Hand (card indices) up to a permutation of suits: A-vs-B math is suit-symmetric."""
-    best = None
+    best: tuple[int, ...] = tuple(sorted(hand))  # the identity permutation, improved on below
     for perm in permutations(range(4)):
         mapped = tuple(sorted((i // 4) * 4 + perm[i % 4] for i in hand))
-        if best is None or mapped < best:
+        if mapped < best:
             best = mapped
     return best
 
 
 def _teenpatti_main(rules: tp.TeenPattiRules) -> tuple[Counter, int]:
     """Weights of A-wins (1) / tie (0) / B-wins (-1) over ordered disjoint (A, B) hand pairs."""
-    hands = list(combinations(range(len(DECK)), 3))
+    hands: list[tuple[int, ...]] = list(combinations(range(len(DECK)), 3))
     class_ids: dict[tuple, int] = {}
     reps: list[tuple[Card, ...]] = []
     hand_class: dict[tuple[int, ...], int] = {}
@@ -251,7 +256,7 @@ def _six_card_weights(rules: tp.TeenPattiRules) -> tuple[Counter, int]:
     """Category -> number of six-card sets, over all rank multisets and suit groupings."""
     out: Counter = Counter()
 
-    def multisets(start: int, left: int, acc: list[int]):
+    def multisets(start: int, left: int, acc: list[int]) -> Iterator[tuple[int, ...]]:
         if left == 0:
             yield tuple(acc)
             return
@@ -297,12 +302,12 @@ def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetM
     rows.append(_math("tie", tie, pairs_total, rules.odds))
     hands = list(combinations(DECK, 3))
     lines = Counter(tp.resolve_pair_plus("pair_plus_a", h) for h in hands)
-    pp = Counter()
+    pp: Counter[tuple[str, str | None]] = Counter()
     for res, n in lines.items():
         pp[(res.outcome, res.line)] += n
     rows.append(_math("pair_plus_a / pair_plus_b", pp, len(hands), rules.odds))
     six, six_total = _six_card_weights(rules)
-    sc = Counter()
+    sc: Counter[tuple[str, str | None]] = Counter()
     for category, n in six.items():
         res = tp.resolve_six_card(category)
         sc[(res.outcome, res.line)] += n
