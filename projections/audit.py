@@ -26,40 +26,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID
 
 from domain.errors import require
+from ledger.records import Record, event_name, fields_of
 
 FORMAT = "casino-ledger-audit/1"
 GENESIS_HEX = "00" * 32
 JSON_INT_MAX = 2**53 - 1  # exact in every JSON implementation (IEEE double)
 NESTING_MAX = 32
 LINE_BYTES_MAX = 1_000_000
-UUID_TEXT_LEN = 36
 ZERO = timedelta(0)
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """One stored event as the audit sees it (the shape `projections.reader.read_events` yields)."""
-
-    position: int
-    name: str
-    originator_id: str
-    originator_version: int
-    timestamp: str  # ISO 8601 UTC, microseconds, `Z`
-    fields: dict[str, Any]
-
-    @staticmethod
-    def of(item: Any) -> Recorded:
-        """Accept a `Recorded` or the reader's tuple
-        (position, name, originator_id, originator_version, timestamp, fields)."""
-        if isinstance(item, Recorded):
-            return item
-        position, name, originator_id, version, timestamp, fields = item
-        if not (isinstance(originator_id, str) and len(originator_id) == UUID_TEXT_LEN and originator_id.islower()):
-            originator_id = str(UUID(str(originator_id)))  # canonical lower-case hyphenated form
-        return Recorded(position, name, originator_id, version, iso_utc(timestamp), fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +91,16 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def canonical_record(event: Recorded, seq: int) -> dict[str, Any]:
+def canonical_record(event: Record, seq: int) -> dict[str, Any]:
+    """The record the chain hashes: the stored event name and fields, exactly as stored."""
     return {
-        "event": event.name,
-        "fields": event.fields,
-        "originator_id": event.originator_id,
-        "originator_version": event.originator_version,
+        "event": event_name(event),
+        "fields": fields_of(event),
+        "originator_id": event.aggregate_id,
+        "originator_version": event.version,
         "position": event.position,
         "seq": seq,
-        "timestamp": event.timestamp,
+        "timestamp": iso_utc(event.server_time),
     }
 
 
@@ -156,12 +133,11 @@ class Link:
         return canonical_json({"hash": self.hash, "prev": self.prev, "record": self.record})
 
 
-def chain(events: Iterable[Any], prev_hex: str = GENESIS_HEX, seq_start: int = 1) -> Iterator[Link]:
+def chain(events: Iterable[Record], prev_hex: str = GENESIS_HEX, seq_start: int = 1) -> Iterator[Link]:
     """Hash events (in global order) into links, continuing from `prev_hex`."""
     seq = seq_start
     last_position = None
-    for item in events:
-        event = Recorded.of(item)
+    for event in events:
         require(last_position is None or event.position > last_position,
                 f"events out of order: {event.position} after {last_position}")
         record = canonical_record(event, seq)

@@ -2,7 +2,7 @@
 
 The chain and the canonical form are in projections/audit.py; the file
 formats and verify semantics are specified in docs/audit.md. Events come in
-as any iterable in global order (the reader's tuples or `Recorded`), so this
+as typed records in global order (`ledger.eventlog.EventLog.records`), so this
 module knows nothing about the store.
 """
 from __future__ import annotations
@@ -11,12 +11,13 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from domain.errors import require
+from ledger.records import Opened, Record
 from projections.audit import (
     FORMAT,
     GENESIS_HEX,
@@ -47,15 +48,15 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def export(directory: str | Path, events: Iterable[Any], *, from_position: int | None = None,
+def export(directory: str | Path, events: Iterable[Record], *, from_position: int | None = None,
            to_position: int | None = None, previous_manifest: str | Path | None = None,
-           exported_at: str, progress: Any = None) -> ExportResult:
+           exported_at: str, progress: Callable[[int], Any] | None = None) -> ExportResult:
     """Chain every event from the first (the chain always starts at genesis) and
     write those within [from_position, to_position]. `progress(n)` is called per event."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    chain_start, links, rule_sets = GENESIS_HEX, [], {}
-    for link in chain(events):
+    chain_start, links, rule_sets = GENESIS_HEX, [], RuleSetsSeen()
+    for event, link in zip_chain(events):
         if progress is not None:
             progress(1)
         if to_position is not None and link.position > to_position:
@@ -64,7 +65,8 @@ def export(directory: str | Path, events: Iterable[Any], *, from_position: int |
             chain_start = link.hash
             continue
         links.append(link)
-        _note_rule_set(rule_sets, link.record)
+        if isinstance(event, Opened):
+            rule_sets.note(event)
     with open(out / EVENTS_JSONL, "w", encoding="utf-8", newline="\n") as f:
         for link in links:
             f.write(link.line() + "\n")
@@ -76,14 +78,34 @@ def export(directory: str | Path, events: Iterable[Any], *, from_position: int |
     return ExportResult(out, manifest, links)
 
 
-def _note_rule_set(rule_sets: dict, record: dict[str, Any]) -> None:
-    fields = record["fields"]
-    if record["event"] == "Round.Opened" and "ruleset_id" in fields:
-        key = (fields["ruleset_id"], fields["ruleset_version"])
-        entry = rule_sets.setdefault(key, {"id": key[0], "version": key[1], "hashes": [], "rounds": 0})
+class RuleSetsSeen:
+    """The rule sets the exported rounds opened under: rounds and content hashes per (id, version)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def note(self, opened: Opened) -> None:
+        key = (opened.ruleset_id, opened.ruleset_version)
+        entry = self.entries.setdefault(key, {"id": key[0], "version": key[1], "hashes": [], "rounds": 0})
         entry["rounds"] += 1
-        if fields.get("ruleset_hash") and fields["ruleset_hash"] not in entry["hashes"]:
-            entry["hashes"].append(fields["ruleset_hash"])
+        if opened.ruleset_hash and opened.ruleset_hash not in entry["hashes"]:
+            entry["hashes"].append(opened.ruleset_hash)
+
+    def listed(self) -> list[dict[str, Any]]:
+        return [self.entries[k] for k in sorted(self.entries)]
+
+
+def zip_chain(events: Iterable[Record]) -> Iterator[tuple[Record, Link]]:
+    """Each event beside its link (the chain consumes the same iterator, in step)."""
+    pending: list[Record] = []
+
+    def noted() -> Iterator[Record]:
+        for event in events:
+            pending.append(event)
+            yield event
+
+    for link in chain(noted()):
+        yield pending.pop(), link
 
 
 def _csv_text(links: list[Link]) -> str:
@@ -103,7 +125,7 @@ def _csv_row(link: Link) -> list[str]:
 
 
 def _manifest(links: list[Link], chain_start: str, from_position: int | None, to_position: int | None,
-              previous: Path | None, rule_sets: dict, exported_at: str, out: Path) -> dict[str, Any]:
+              previous: Path | None, rule_sets: RuleSetsSeen, exported_at: str, out: Path) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "count": len(links),
@@ -116,7 +138,7 @@ def _manifest(links: list[Link], chain_start: str, from_position: int | None, to
         "requested_range": {"from": from_position, "to": to_position},
         "previous_manifest": _relative(previous, out) if previous else None,
         "previous_manifest_hash": file_sha256(previous) if previous else None,
-        "rule_sets": [rule_sets[k] for k in sorted(rule_sets)],
+        "rule_sets": rule_sets.listed(),
         "exported_at": exported_at,
     }
 
@@ -265,7 +287,7 @@ def _previous_findings(out: Path, manifest: dict[str, Any]) -> list[Finding]:
     return findings
 
 
-def verify_against_store(verified: Verified, store_events: Iterable[Any]) -> list[Finding]:
+def verify_against_store(verified: Verified, store_events: Iterable[Record]) -> list[Finding]:
     """Chain the live store's events (from genesis) and compare them by position with the export."""
     last = verified.manifest.get("last_position")
     if last is None and verified.links:

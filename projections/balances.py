@@ -14,7 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from domain.errors import require
-from projections.reader import RecordedEvent
+from ledger.records import (
+    BetPlaced,
+    DecisionTaken,
+    FollowDecided,
+    Record,
+    Settled,
+    SettlementReversed,
+    Voided,
+    postings_of,
+)
 from projections.rounds import ROUNDS
 from projections.sql import Table
 from projections.state import Change, Put, Rows, View, postings_delta
@@ -34,8 +43,8 @@ HOLDS = Table(
 )
 
 _BALANCES, _HOLDS, _ROUNDS = BALANCES.name, HOLDS.name, ROUNDS.name
-STAKE_EVENTS = frozenset({"Round.BetPlaced", "Round.DecisionTaken", "Round.FollowDecided"})
-CLOSE_EVENTS = frozenset({"Round.Settled", "Round.Voided"})
+STAKE_EVENTS: frozenset[type] = frozenset({BetPlaced, DecisionTaken, FollowDecided})
+CLOSE_EVENTS: frozenset[type] = frozenset({Settled, Voided})
 PLAYER_PREFIX = "player:"
 
 
@@ -43,13 +52,13 @@ def account_row(rows: Rows, account: str, currency: str) -> dict[str, Any] | Non
     return rows.get(BALANCES.name, (account, currency))
 
 
-def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
-    postings = ev.fields.get("postings") or []
-    name = ev.name
-    if not postings and name in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
+def fold(rows: Rows, ev: Record) -> list[Change]:
+    postings = postings_of(ev)
+    event_type = type(ev)
+    if not postings and event_type in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
         return []
     delta = postings_delta(postings)
-    round_id = ev.originator_id
+    round_id = ev.aggregate_id
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["currency"] is None:
         require(not postings, f"postings for a round never opened: {round_id} at {ev.position}")
@@ -60,25 +69,23 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     is_open = holds_row["is_open"] if holds_row else 1
     on_game: dict[str, int] = {}  # player account -> change of funds on game
 
-    if name in STAKE_EVENTS:
-        for leg in postings:
-            amount = leg["amount_minor"]
-            if amount < 0 and leg["account"].startswith(PLAYER_PREFIX):
-                player = leg["account"]
+    if event_type in STAKE_EVENTS:
+        for player, amount in postings:
+            if amount < 0 and player.startswith(PLAYER_PREFIX):
                 holds[player] = holds.get(player, 0) - amount
                 on_game[player] = on_game.get(player, 0) - amount
-    elif name in CLOSE_EVENTS and is_open:
+    elif event_type in CLOSE_EVENTS and is_open:
         is_open = 0
         for player, held in holds.items():
             on_game[player] = -held
-    elif name == "Round.SettlementReversed" and not is_open:
+    elif event_type is SettlementReversed and not is_open:
         is_open = 1  # the stakes are in the round again until the void or resettlement
         on_game = holds.copy()
 
     changes: list[Change] = []
     position = ev.position
     # Stake events: players on game are among the accounts with legs (no sort needed: one row per key).
-    accounts = delta.keys() if name in STAKE_EVENTS else sorted(delta.keys() | on_game.keys())
+    accounts = delta.keys() if event_type in STAKE_EVENTS else sorted(delta.keys() | on_game.keys())
     for account in accounts:
         old = rows.get(_BALANCES, (account, currency))
         if old is None:
@@ -100,7 +107,7 @@ VIEW = View(
     name="balances",
     version=1,
     tables=(BALANCES, HOLDS),
-    handles=STAKE_EVENTS | CLOSE_EVENTS | {"Round.SettlementReversed"},
+    handles=STAKE_EVENTS | CLOSE_EVENTS | {SettlementReversed},
     fold=fold,
     reads=("rounds",),
 )

@@ -17,8 +17,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from domain.errors import require
-from projections.reader import RecordedEvent
+from domain.errors import InvariantBroken
+from ledger.records import Record, Settled, SettlementReversed, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
@@ -59,32 +59,43 @@ def _add(rows: Rows, info: dict[str, Any], day: str, *, rounds: int, staked: int
     })
 
 
-def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
-    info = round_row(rows, ev.originator_id)
+def fold(rows: Rows, ev: Record) -> list[Change]:
+    info = round_row(rows, ev.aggregate_id)
     if info is None or info["table_id"] is None:  # tombstone void: no money, no table
         return []
-    f, day = ev.fields, day_of(ev.timestamp)
-    if ev.name == "Round.Settled":
-        results = f["results"]
-        staked = sum(r["staked_minor"] for r in results)
-        paid = sum(r["returned_minor"] for r in results)
-        kept = sum((Fraction(r["remainder_num"], r["remainder_den"]) for r in results if r["remainder_num"]),
-                   Fraction(0))
-        settlement = {"round_id": ev.originator_id, "settlement_no": f["settlement_no"],
-                      "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
-                      "day": day, "staked_minor": staked, "paid_minor": paid,
-                      "rounding_kept": fraction_text(kept), "reversed_day": None}
-        return [Put(SETTLEMENTS.name, settlement),
-                _add(rows, info, day, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)]
-    if ev.name == "Round.SettlementReversed":
-        old = rows.get(SETTLEMENTS.name, (ev.originator_id, f["settlement_no"]))
-        require(old is not None and old["reversed_day"] is None,
-                f"reversal of unknown or already reversed settlement {f['settlement_no']} of {ev.originator_id}")
-        return [Put(SETTLEMENTS.name, dict(old, reversed_day=day)),
-                _add(rows, info, day, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
-                     refunded=0, kept=-parse_fraction(old["rounding_kept"]))]
-    refunded = sum(r["amount_minor"] for r in f.get("refunds") or [])  # Round.Voided
-    return [_add(rows, info, day, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))]
+    day = day_of(ev.server_time)
+    match ev:
+        case Settled():
+            return _settled(rows, info, day, ev)
+        case SettlementReversed():
+            return _reversed(rows, info, day, ev)
+        case Voided():
+            refunded = sum(r.amount_minor for r in ev.refunds)
+            return [_add(rows, info, day, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))]
+    return []
+
+
+def _settled(rows: Rows, info: dict[str, Any], day: str, ev: Settled) -> list[Change]:
+    results = ev.results
+    staked = sum(r.staked_minor for r in results)
+    paid = sum(r.returned_minor for r in results)
+    kept = sum((Fraction(r.remainder_num, r.remainder_den) for r in results if r.remainder_num), Fraction(0))
+    settlement = {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
+                  "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
+                  "day": day, "staked_minor": staked, "paid_minor": paid,
+                  "rounding_kept": fraction_text(kept), "reversed_day": None}
+    return [Put(SETTLEMENTS.name, settlement),
+            _add(rows, info, day, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)]
+
+
+def _reversed(rows: Rows, info: dict[str, Any], day: str, ev: SettlementReversed) -> list[Change]:
+    old = rows.get(SETTLEMENTS.name, (ev.aggregate_id, ev.settlement_no))
+    if old is None or old["reversed_day"] is not None:
+        raise InvariantBroken(f"reversal of unknown or already reversed settlement {ev.settlement_no} "
+                              f"of {ev.aggregate_id}")
+    return [Put(SETTLEMENTS.name, dict(old, reversed_day=day)),
+            _add(rows, info, day, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
+                 refunded=0, kept=-parse_fraction(old["rounding_kept"]))]
 
 
 def ggr_rows(db: Db) -> list[dict[str, Any]]:
@@ -97,7 +108,7 @@ VIEW = View(
     name="ggr",
     version=1,
     tables=(GGR, SETTLEMENTS),
-    handles=frozenset({"Round.Settled", "Round.SettlementReversed", "Round.Voided"}),
+    handles=frozenset({Settled, SettlementReversed, Voided}),
     fold=fold,
     reads=("rounds",),
 )

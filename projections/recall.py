@@ -19,11 +19,31 @@ includes the event being folded.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from domain.errors import require
+from ledger.records import (
+    SHORT_NAMES,
+    BetPlaced,
+    BettingClosed,
+    CardDealt,
+    DecisionTaken,
+    FollowDecided,
+    Opened,
+    Paused,
+    Record,
+    Refund,
+    Resumed,
+    Settled,
+    SettlementLine,
+    SettlementReversed,
+    StakeMove,
+    Voided,
+    postings_of,
+)
 from projections.balances import PLAYER_PREFIX, account_row
-from projections.reader import RecordedEvent
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, iso, postings_delta
@@ -53,36 +73,53 @@ _RECALL_ROUNDS = RECALL_ROUNDS.name
 _RECALL = RECALL.name
 _ROUNDS = ROUNDS.name
 
-_STATUS = {"Round.Voided": "voided", "Round.Settled": "settled", "Round.SettlementReversed": "reversed"}
+_STATUS: dict[type, str] = {Voided: "voided", Settled: "settled", SettlementReversed: "reversed"}
 # Timeline entry per event: which fields to keep.
-_TIMELINE_FIELDS = {
-    "Round.Opened": ("table_id", "round_no", "game", "ruleset_id", "ruleset_version", "shoe_id", "dealer_id"),
-    "Round.BetPlaced": ("bet_id", "player_id", "bet_type", "spot", "stake_minor", "mode"),
-    "Round.BettingClosed": (),
-    "Round.CardDealt": ("seq_no", "card", "target"),
-    "Round.DecisionTaken": ("hand", "action", "source", "amount_minor", "stake_moves"),
-    "Round.FollowDecided": ("bet_id", "kind", "accept", "stake_moves"),
-    "Round.Paused": ("cause", "by", "note", "flag_code"),
-    "Round.Resumed": ("by", "note"),
-    "Round.Voided": ("cause", "by", "note"),
-    "Round.Settled": ("settlement_no", "ruleset_id", "ruleset_version"),
-    "Round.SettlementReversed": ("settlement_no", "by", "reason"),
+_TIMELINE_FIELDS: dict[type, tuple[str, ...]] = {
+    Opened: ("table_id", "round_no", "game", "ruleset_id", "ruleset_version", "shoe_id", "dealer_id"),
+    BetPlaced: ("bet_id", "player_id", "bet_type", "spot", "stake_minor", "mode"),
+    BettingClosed: (),
+    CardDealt: ("seq_no", "card", "target"),
+    DecisionTaken: ("hand", "action", "source", "amount_minor", "stake_moves"),
+    FollowDecided: ("bet_id", "kind", "accept", "stake_moves"),
+    Paused: ("cause", "by", "note", "flag_code"),
+    Resumed: ("by", "note"),
+    Voided: ("cause", "by", "note"),
+    Settled: ("settlement_no", "ruleset_id", "ruleset_version"),
+    SettlementReversed: ("settlement_no", "by", "reason"),
 }
+_FIELDS_BY_SHORT = {SHORT_NAMES[kind]: fields for kind, fields in _TIMELINE_FIELDS.items()}
+_MOVES_AT = {kind: fields.index("stake_moves") for kind, fields in _TIMELINE_FIELDS.items() if "stake_moves" in fields}
 
 
-# Events that touch a player's row (the others only extend the round's timeline).
-_PLAYER_EVENTS = frozenset({"Round.BetPlaced", "Round.DecisionTaken", "Round.FollowDecided", "Round.Settled",
-                            "Round.Voided", "Round.SettlementReversed"})
-_MOVE_EVENTS = frozenset({"Round.DecisionTaken", "Round.FollowDecided"})
-_EVENT_SHORT = {name: name.partition(".")[2] for name in _TIMELINE_FIELDS}  # "Round.Settled" -> "Settled"
-_FIELDS_BY_SHORT = {_EVENT_SHORT[name]: fields for name, fields in _TIMELINE_FIELDS.items()}
+def _values_getter(kind: type) -> Callable[[Record], list[Any]]:
+    """record -> its timeline values, in `_TIMELINE_FIELDS` order (stake moves as stored dicts)."""
+    fields = _TIMELINE_FIELDS[kind]
+    if not fields:
+        return lambda ev: []
+    get = attrgetter(*fields)
+    if len(fields) == 1:
+        return lambda ev: [get(ev)]
+    moves_at = _MOVES_AT.get(kind)
+    if moves_at is None:
+        return lambda ev: list(get(ev))
+
+    def values(ev: Record) -> list[Any]:
+        out = list(get(ev))
+        out[moves_at] = [m._asdict() for m in out[moves_at]]
+        return out
+
+    return values
 
 
-def timeline_entry(ev: RecordedEvent) -> list[Any]:
+_TIMELINE_VALUES = {kind: _values_getter(kind) for kind in _TIMELINE_FIELDS}
+
+
+def timeline_entry(ev: Record) -> list[Any]:
     """The compact fact stored per event: `[version, event, at, *values]`,
     values in `_TIMELINE_FIELDS` order (no repeated key names in the JSON)."""
-    return [ev.originator_version, _EVENT_SHORT[ev.name], iso(ev.timestamp),
-            *map(ev.fields.get, _TIMELINE_FIELDS[ev.name])]
+    kind = type(ev)
+    return [ev.version, SHORT_NAMES[kind], iso(ev.server_time), *_TIMELINE_VALUES[kind](ev)]
 
 
 def expand_timeline(compact: list[list[Any]]) -> list[dict[str, Any]]:
@@ -96,23 +133,34 @@ def expand_timeline(compact: list[list[Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _lines_by_player(ev: RecordedEvent) -> dict[str, list[dict[str, Any]]]:
+PlayerLine = StakeMove | SettlementLine | Refund
+
+
+def _lines_by_player(ev: Record) -> dict[str, list[PlayerLine]]:
     """The event's stake moves / results / refunds grouped by player (one pass)."""
-    f = ev.fields
-    lines = f.get("stake_moves") or f.get("results") or f.get("refunds") or []
-    out: dict[str, list[dict[str, Any]]] = {}
+    lines: tuple[PlayerLine, ...]
+    match ev:
+        case DecisionTaken() | FollowDecided():
+            lines = ev.stake_moves
+        case Settled():
+            lines = ev.results
+        case Voided():
+            lines = ev.refunds
+        case _:
+            lines = ()
+    out: dict[str, list[PlayerLine]] = {}
     for line in lines:
-        out.setdefault(line["player_id"], []).append(line)
+        out.setdefault(line.player_id, []).append(line)
     return out
 
 
-def _new_player_row(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str,
+def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str,
                     deltas: dict[str, int]) -> dict[str, Any]:
     balance = _balance(rows, player_id, info["currency"])
     return {
-        "player_id": player_id, "round_id": ev.originator_id, "seq": ev.position,
+        "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
-        "currency": info["currency"], "played_at": iso(ev.timestamp), "status": "open",
+        "currency": info["currency"], "played_at": iso(ev.server_time), "status": "open",
         "bets": [], "stake_moves": [], "results": [], "refunds": [],
         "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
         "balance_before_minor": balance - deltas.get(PLAYER_PREFIX + player_id, 0),
@@ -125,63 +173,63 @@ def _balance(rows: Rows, player_id: str, currency: str) -> int:
     return row["balance_minor"] if row else 0
 
 
-def _players_touched(ev: RecordedEvent) -> list[str]:
-    f = ev.fields
-    if ev.name == "Round.BetPlaced":
-        return [f["player_id"]]
-    if ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
-        return [m["player_id"] for m in f["stake_moves"]]
-    if ev.name == "Round.Settled":
-        return [r["player_id"] for r in f["results"]]
-    if ev.name == "Round.Voided":
-        return [r["player_id"] for r in f.get("refunds") or []]
-    if ev.name == "Round.SettlementReversed":
-        return [p["account"][len(PLAYER_PREFIX):] for p in f["postings"] if p["account"].startswith(PLAYER_PREFIX)]
+def _players_touched(ev: Record) -> list[str]:
+    match ev:
+        case BetPlaced():
+            return [ev.player_id]
+        case DecisionTaken() | FollowDecided():
+            return [m.player_id for m in ev.stake_moves]
+        case Settled():
+            return [r.player_id for r in ev.results]
+        case Voided():
+            return [r.player_id for r in ev.refunds]
+        case SettlementReversed():
+            return [p.account[len(PLAYER_PREFIX):] for p in ev.postings if p.account.startswith(PLAYER_PREFIX)]
     return []
 
 
-def fold_timelines(rows: Rows, events: list[RecordedEvent]) -> list[Change]:
+def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
     """View `timeline`, a page at a time: each round's compact facts, one
     appended per event, and one row written per round touched.
 
     A round's row exists from its Opened event on; without it the round
     never opened (a tombstone void): nothing to show."""
     touched: dict[str, dict[str, Any]] = {}  # round id -> its new row (lists are ours to extend)
+    values_of, short = _TIMELINE_VALUES, SHORT_NAMES
     for ev in events:
-        round_id, name = ev.originator_id, ev.name
+        round_id, kind = ev.aggregate_id, type(ev)
         row = touched.get(round_id)
         if row is None:
             old = rows.get(_RECALL_ROUNDS, (round_id,))
             if old is not None:
                 row = {"round_id": round_id, "status": old["status"], "timeline": list(old["timeline"])}
-            elif name == "Round.Opened":
+            elif kind is Opened:
                 row = {"round_id": round_id, "status": "open", "timeline": []}
             else:
                 continue
             touched[round_id] = row
-        row["timeline"].append([ev.originator_version, _EVENT_SHORT[name], iso(ev.timestamp),
-                                *map(ev.fields.get, _TIMELINE_FIELDS[name])])
-        status = _STATUS.get(name)
+        row["timeline"].append([ev.version, short[kind], iso(ev.server_time), *values_of[kind](ev)])
+        status = _STATUS.get(kind)
         if status is not None:
             row["status"] = status
     return [Put(_RECALL_ROUNDS, row) for row in touched.values()]
 
 
-def fold_timeline(rows: Rows, ev: RecordedEvent) -> list[Change]:
+def fold_timeline(rows: Rows, ev: Record) -> list[Change]:
     return fold_timelines(rows, [ev])
 
 
-def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
+def fold(rows: Rows, ev: Record) -> list[Change]:
     """View `recall`: the player rows of the events that touch players."""
-    round_id, name = ev.originator_id, ev.name
-    if name in _MOVE_EVENTS and not ev.fields["stake_moves"]:  # hit, stand, a declined follow
+    round_id = ev.aggregate_id
+    if isinstance(ev, (DecisionTaken, FollowDecided)) and not ev.stake_moves:  # hit, stand, a declined follow
         return []
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["table_id"] is None:  # tombstone void
         return []
-    if name == "Round.BetPlaced":
-        return [Put(_RECALL, _bet_placed(rows, ev, info, ev.fields["player_id"]))]
-    status = _STATUS.get(name)
+    if isinstance(ev, BetPlaced):
+        return [Put(_RECALL, _bet_placed(rows, ev, info))]
+    status = _STATUS.get(type(ev))
     changes: list[Change] = []
     players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
     if not players:
@@ -192,11 +240,11 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
         row = rows.get(_RECALL, (player_id, round_id))
         if row is None:
             if deltas is None:
-                deltas = postings_delta(ev.fields.get("postings") or [])
+                deltas = postings_delta(postings_of(ev))
             row = _new_player_row(rows, ev, info, player_id, deltas)
         else:
             row = dict(row)
-        _apply(row, ev, by_player.get(player_id, ()))
+        _apply(row, ev, by_player.get(player_id, []))
         if status is not None:
             row["status"] = status
             row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
@@ -204,40 +252,42 @@ def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
     return changes
 
 
-def _bet_placed(rows: Rows, ev: RecordedEvent, info: dict[str, Any], player_id: str) -> dict[str, Any]:
+def _bet_placed(rows: Rows, ev: BetPlaced, info: dict[str, Any]) -> dict[str, Any]:
     """The player's row after a bet (the most frequent player event)."""
-    f = ev.fields
-    row = rows.get(_RECALL, (player_id, ev.originator_id))
+    row = rows.get(_RECALL, (ev.player_id, ev.aggregate_id))
     if row is None:
-        row = _new_player_row(rows, ev, info, player_id, postings_delta(f.get("postings") or []))
+        row = _new_player_row(rows, ev, info, ev.player_id, postings_delta(ev.postings))
     else:
         row = row.copy()
-    row["bets"] = row["bets"] + [{"bet_id": f["bet_id"], "bet_type": f["bet_type"], "spot": f["spot"],
-                                  "stake_minor": f["stake_minor"]}]
-    row["staked_minor"] += f["stake_minor"]
+    row["bets"] = row["bets"] + [{"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot,
+                                  "stake_minor": ev.stake_minor}]
+    row["staked_minor"] += ev.stake_minor
     return row
 
 
-def _apply(row: dict[str, Any], ev: RecordedEvent, mine: Any) -> None:
+def _apply(row: dict[str, Any], ev: Record, mine: list[Any]) -> None:
     """Update a fresh copy of the player's row with the event's lines for this
     player (lists are rebuilt, never mutated). Bets: `_bet_placed`."""
-    if ev.name in ("Round.DecisionTaken", "Round.FollowDecided"):
-        moves = [{"bet_id": m["bet_id"], "amount_minor": m["amount_minor"], "reason": m["reason"]} for m in mine]
-        row["stake_moves"] = row["stake_moves"] + moves
-        row["staked_minor"] += sum(m["amount_minor"] for m in moves)
-    elif ev.name == "Round.Settled":
-        row["results"] = [{k: r[k] for k in _RESULT_FIELDS} for r in mine]  # a resettlement replaces reversed lines
-        row["returned_minor"] = sum(r["returned_minor"] for r in mine)
-    elif ev.name == "Round.SettlementReversed":
-        row["results"] = []
-        row["returned_minor"] = 0
-    elif ev.name == "Round.Voided":
-        refunds = [{"bet_id": r["bet_id"], "amount_minor": r["amount_minor"]} for r in mine]
-        row["refunds"] = row["refunds"] + refunds
-        row["refunded_minor"] += sum(r["amount_minor"] for r in refunds)
+    match ev:
+        case DecisionTaken() | FollowDecided():
+            moves = [{"bet_id": m.bet_id, "amount_minor": m.amount_minor, "reason": m.reason} for m in mine]
+            row["stake_moves"] = row["stake_moves"] + moves
+            row["staked_minor"] += sum(m["amount_minor"] for m in moves)
+        case Settled():
+            row["results"] = [_result_dict(r) for r in mine]  # a resettlement replaces reversed lines
+            row["returned_minor"] = sum(r.returned_minor for r in mine)
+        case SettlementReversed():
+            row["results"] = []
+            row["returned_minor"] = 0
+        case Voided():
+            refunds = [{"bet_id": r.bet_id, "amount_minor": r.amount_minor} for r in mine]
+            row["refunds"] = row["refunds"] + refunds
+            row["refunded_minor"] += sum(r["amount_minor"] for r in refunds)
 
 
-_RESULT_FIELDS = ("bet_id", "bet_type", "outcome", "staked_minor", "returned_minor", "explanation")
+def _result_dict(r: SettlementLine) -> dict[str, Any]:
+    return {"bet_id": r.bet_id, "bet_type": r.bet_type, "outcome": r.outcome, "staked_minor": r.staked_minor,
+            "returned_minor": r.returned_minor, "explanation": r.explanation}
 
 
 def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> list[dict[str, Any]]:
@@ -266,7 +316,7 @@ VIEW = View(
     name="recall",
     version=2,  # 2: the round timelines moved to view `timeline`
     tables=(RECALL,),
-    handles=_PLAYER_EVENTS,
+    handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,
     reads=("rounds", "balances"),
 )

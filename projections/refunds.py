@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.reader import RecordedEvent
+from ledger.records import Record, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, day_of, iso
@@ -28,19 +28,20 @@ REFUNDS = Table(
 )
 
 
-def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
-    f = ev.fields
-    info = round_row(rows, ev.originator_id) or {}
+def fold(rows: Rows, ev: Record) -> list[Change]:
+    if not isinstance(ev, Voided):
+        return []
+    info = round_row(rows, ev.aggregate_id) or {}
     common = {
-        "position": ev.position, "round_id": ev.originator_id, "table_id": info.get("table_id"),
+        "position": ev.position, "round_id": ev.aggregate_id, "table_id": info.get("table_id"),
         "round_no": info.get("round_no"), "game": info.get("game"), "currency": info.get("currency"),
-        "cause": f["cause"], "voided_by": f["by"], "note": f.get("note", ""),
-        "voided_at": iso(ev.timestamp), "day": day_of(ev.timestamp),
+        "cause": ev.cause, "voided_by": ev.by, "note": ev.note or "",
+        "voided_at": iso(ev.server_time), "day": day_of(ev.server_time),
     }
     return [
-        Put(REFUNDS.name, common | {"line_no": i, "bet_id": r["bet_id"], "player_id": r["player_id"],
-                                    "amount_minor": r["amount_minor"]})
-        for i, r in enumerate(f.get("refunds") or [])
+        Put(REFUNDS.name, common | {"line_no": i, "bet_id": r.bet_id, "player_id": r.player_id,
+                                    "amount_minor": r.amount_minor})
+        for i, r in enumerate(ev.refunds)
     ]
 
 
@@ -76,7 +77,7 @@ VIEW = View(
     name="refunds",
     version=1,
     tables=(REFUNDS,),
-    handles=frozenset({"Round.Voided"}),
+    handles=frozenset({Voided}),
     fold=fold,
     reads=("rounds",),
 )

@@ -5,17 +5,17 @@ before the range, a reversal after it) by `projections.replay.recompute` in bulk
 mode (the same checks as `ledger replay`, no timeline), so every bet of every
 Settled event is compared with what the recorded rule set gives.
 
-One read of the store, in global order, through the library's notification
-log (`select_notifications`, as `projections.reader` does). Events are grouped
-by round from the stored topic and originator id, BEFORE decoding; only the
-events of the rounds to replay are decoded, each exactly once, through the
-app's own mapper (`projections.reader.decode`: ciphers, compression and
-upcasters apply as everywhere else). Events of other aggregates (shoes) are
-not decoded: a replay has nothing to recompute from them.
+One read of the store, in global order, through the ledger's `EventLog`
+(`round_rows`). Events are grouped by round from the stored topic and
+originator id, BEFORE decoding; only the events of the rounds to replay are
+decoded, each exactly once, into typed records (`EventLog.decode_all`: the
+app's own mapper, so ciphers, compression and upcasters apply as everywhere
+else). Events of other aggregates (shoes) are not decoded: a replay has
+nothing to recompute from them.
 
 Workers: with `workers > 1` the rounds are cut into contiguous blocks of about
 equal event counts; this process replays the first block and forked worker
-processes the others (the read notifications and the mapper are inherited, no
+processes the others (the read rows and the log's decoder are inherited, no
 store connection is used in a worker). Outcomes are joined block by block, so
 rounds and findings come out in the same order as with one worker. Where the
 platform cannot fork, the replay runs in this process.
@@ -26,14 +26,16 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
 
-from domain.errors import require
+from eventsourcing.persistence import Notification
+
+from domain.errors import InvariantBroken, require
+from ledger.eventlog import EventLog
+from ledger.records import Opened, Record
 from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
-from projections.reader import decode, topic_name
 
-ROUND_PREFIX = "Round."
+Rows = list[Notification]  # one round's stored rows, undecoded
 PAGE_SIZE = 5000
 WORKERS_MAX = 32
 AUTO_WORKERS_MAX = 8
@@ -59,79 +61,54 @@ class RangeReplay:
         self.labels.update(other.labels)
 
 
-def replay_range(app: Any, start: int = 1, stop: int | None = None, progress: Callable[[int], Any] | None = None,
-                 workers: int | None = None) -> RangeReplay:
+def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
+                 progress: Callable[[int], Any] | None = None, workers: int | None = None) -> RangeReplay:
     """Replay every round with an event in positions [start, stop] (stop None: the head).
     `progress(n)` is called with the number of events read, page by page.
     `workers`: processes to use (None: one per available core, fewer for small ranges)."""
     require(workers is None or 1 <= workers <= WORKERS_MAX, f"workers {workers} outside 1..{WORKERS_MAX}")
-    rounds = rounds_to_replay(app, start, stop, progress)
+    rounds = rounds_to_replay(log, start, stop, progress)
     n = _worker_count(workers, rounds)
     if n == 1:
-        outcome = replay_rounds(app.mapper, rounds)
+        outcome = replay_rounds(log, rounds)
     else:
-        outcome = _replay_forked(app.mapper, _blocks(rounds, n))
+        outcome = _replay_forked(log, _blocks(rounds, n))
     outcome.workers = n
     return outcome
 
 
-def rounds_to_replay(app: Any, start: int = 1, stop: int | None = None,
-                     progress: Callable[[int], Any] | None = None) -> list[list[Any]]:
-    """The stored notifications (undecoded) of every round with an event in [start, stop],
-    each round's in global order, rounds in the order of their first event.
-
-    One pass from position 1 to the head: a round's first events may lie before
-    `start` and its reversal after `stop`, and all of them are replayed."""
-    by_round: dict[Any, list[Any]] = {}
-    wanted: set[Any] = set()
-    is_round: dict[str, bool] = {}
-    recorder, position = app.recorder, 1
-    while True:
-        page = recorder.select_notifications(position, PAGE_SIZE)
-        if not page:
-            break
-        for n in page:
-            topic = n.topic
-            flag = is_round.get(topic)
-            if flag is None:
-                flag = is_round[topic] = topic_name(topic).startswith(ROUND_PREFIX)
-            if not flag:
-                continue
-            key = n.originator_id
-            if type(key) is UUID:  # hash its int: UUID.__hash__ is a Python call per event
-                key = key.int
-            events = by_round.get(key)
-            if events is None:
-                events = by_round[key] = []
-            events.append(n)
-            if n.id >= start and (stop is None or n.id <= stop):
-                wanted.add(key)
-        if progress is not None:
-            progress(len(page))
-        if len(page) < PAGE_SIZE:
-            break
-        position = page[-1].id + 1
-    return [events for key, events in by_round.items() if key in wanted]
+def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
+                     progress: Callable[[int], Any] | None = None) -> list[Rows]:
+    """The stored rows (undecoded) of every round with an event in [start, stop],
+    each round's in global order, rounds in the order of their first event."""
+    return log.round_rows(start, stop, PAGE_SIZE, progress)
 
 
-def replay_rounds(mapper: Any, rounds: Sequence[list[Any]]) -> RangeReplay:
+def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
     """Decode and recompute each round (bulk mode); counts and findings, in round order."""
     from projections import replay  # looked up per call: tests may stand in for recompute
 
     out = RangeReplay()
-    for notifications in rounds:
-        events = [decode(mapper, n) for n in notifications]
+    for rows in rounds:
+        events = log.decode_all(rows)
         result = replay.recompute(events, views=False)
         out.rounds += 1
         out.events += len(events)
         out.bets_checked += len(result.results)
         if result.findings:
-            first = events[0].fields
-            label = f"{first.get('table_id', events[0].originator_id)}#{first.get('round_no', '?')}"
+            label = _label(events[0])
             for f in result.findings:
-                out.labels[f.position] = label
+                if f.position is not None:  # a replay finding always names its event
+                    out.labels[f.position] = label
             out.findings += result.findings
     return out
+
+
+def _label(first: Record) -> str:
+    """`TABLE#ROUND_NO` of a round from its first record (its id when it never opened)."""
+    if isinstance(first, Opened):
+        return f"{first.table_id}#{first.round_no}"
+    return f"{first.aggregate_id}#?"
 
 
 # --------------------------------------------------------------------------- workers
@@ -142,7 +119,7 @@ def default_workers() -> int:
     return min(available_cores(), AUTO_WORKERS_MAX)
 
 
-def _worker_count(workers: int | None, rounds: Sequence[list[Any]]) -> int:
+def _worker_count(workers: int | None, rounds: Sequence[Rows]) -> int:
     if not can_fork():
         return 1
     if workers is None:  # auto: enough events per worker to pay for the fork
@@ -151,10 +128,11 @@ def _worker_count(workers: int | None, rounds: Sequence[list[Any]]) -> int:
     return max(1, min(workers, len(rounds)))
 
 
-def _blocks(rounds: Sequence[list[Any]], n: int) -> list[Sequence[list[Any]]]:
+def _blocks(rounds: Sequence[Rows], n: int) -> list[Sequence[Rows]]:
     """`n` contiguous, non-empty blocks of rounds with about equal event counts."""
     total = sum(len(r) for r in rounds)
-    cuts, seen = [], 0
+    cuts: list[int] = []
+    seen = 0
     for i, r in enumerate(rounds):
         seen += len(r)
         if len(cuts) < n - 1 and seen * n >= total * (len(cuts) + 1) and len(rounds) - i - 1 >= n - 1 - len(cuts):
@@ -165,19 +143,20 @@ def _blocks(rounds: Sequence[list[Any]], n: int) -> list[Sequence[list[Any]]]:
     return [rounds[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-_JOB: tuple[Any, list[Sequence[list[Any]]]] | None = None  # (mapper, blocks), inherited by forked workers
+_JOB: tuple[EventLog, list[Sequence[Rows]]] | None = None  # (log, blocks), inherited by forked workers
 
 
 def _replay_block(index: int) -> RangeReplay:
-    require(_JOB is not None, "a replay worker started without its job")
-    mapper, blocks = _JOB
-    return replay_rounds(mapper, blocks[index])
+    if _JOB is None:
+        raise InvariantBroken("a replay worker started without its job")
+    log, blocks = _JOB
+    return replay_rounds(log, blocks[index])
 
 
-def _replay_forked(mapper: Any, blocks: list[Sequence[list[Any]]]) -> RangeReplay:
+def _replay_forked(log: EventLog, blocks: list[Sequence[Rows]]) -> RangeReplay:
     """Block 0 here, the others in forked workers; joined in block order."""
     global _JOB
-    _JOB = (mapper, blocks)
+    _JOB = (log, blocks)
     try:
         with multiprocessing.get_context("fork").Pool(len(blocks) - 1) as pool:
             others = pool.map_async(_replay_block, range(1, len(blocks)), chunksize=1)

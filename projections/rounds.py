@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.reader import RecordedEvent
+from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, Voided
 from projections.sql import Table
 from projections.state import Change, Put, Rows, View, iso
 
@@ -27,12 +27,12 @@ ROUNDS = Table(
     indexes=(("table_id", "round_no"),),
 )
 
-_STATUS_BY_EVENT = {
-    "Round.Paused": "paused",
-    "Round.Resumed": "open",
-    "Round.Voided": "voided",
-    "Round.Settled": "settled",
-    "Round.SettlementReversed": "reversed",
+_STATUS_BY_EVENT: dict[type, str] = {
+    Paused: "paused",
+    Resumed: "open",
+    Voided: "voided",
+    Settled: "settled",
+    SettlementReversed: "reversed",
 }
 
 
@@ -41,26 +41,27 @@ def round_row(rows: Rows, round_id: str) -> dict[str, Any] | None:
     return rows.get(ROUNDS.name, (round_id,))
 
 
-def fold(rows: Rows, ev: RecordedEvent) -> list[Change]:
-    f = ev.fields
-    if ev.name == "Round.Opened":
+def fold(rows: Rows, ev: Record) -> list[Change]:
+    if isinstance(ev, Opened):
         return [Put(ROUNDS.name, {
-            "round_id": ev.originator_id, "table_id": f["table_id"], "round_no": f["round_no"],
-            "game": f["game"], "ruleset_id": f["ruleset_id"], "ruleset_version": f["ruleset_version"],
-            "currency": f["currency"], "shoe_id": f["shoe_id"], "dealer_id": f["dealer_id"],
-            "status": "open", "settlement_no": 0, "opened_at": iso(ev.timestamp), "closed_at": None,
+            "round_id": ev.aggregate_id, "table_id": ev.table_id, "round_no": ev.round_no,
+            "game": ev.game, "ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
+            "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
+            "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
             "opened_position": ev.position,
         })]
-    row = round_row(rows, ev.originator_id)
+    row = round_row(rows, ev.aggregate_id)
     if row is None:  # tombstone void: the round never opened
-        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.originator_id, "settlement_no": 0}
-    row = dict(row, status=_STATUS_BY_EVENT[ev.name])
-    if ev.name in ("Round.Voided", "Round.Settled"):
-        row["closed_at"] = iso(ev.timestamp)
-    if ev.name == "Round.Settled":
-        row["settlement_no"] = f["settlement_no"]
-    if ev.name == "Round.SettlementReversed":
-        row["closed_at"] = None
+        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.aggregate_id, "settlement_no": 0}
+    row = dict(row, status=_STATUS_BY_EVENT[type(ev)])
+    match ev:
+        case Voided():
+            row["closed_at"] = iso(ev.server_time)
+        case Settled():
+            row["closed_at"] = iso(ev.server_time)
+            row["settlement_no"] = ev.settlement_no
+        case SettlementReversed():
+            row["closed_at"] = None
     return [Put(ROUNDS.name, row)]
 
 
@@ -68,6 +69,6 @@ VIEW = View(
     name="rounds",
     version=1,
     tables=(ROUNDS,),
-    handles=frozenset({"Round.Opened", *_STATUS_BY_EVENT}),
+    handles=frozenset({Opened, *_STATUS_BY_EVENT}),
     fold=fold,
 )

@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from ledger.eventlog import PAGE_SIZE_MAX, EventLog
+from ledger.records import Record, RecordType
 from projections import balances, ggr, recall, refunds, rounds
-from projections.reader import PAGE_SIZE_MAX, head_position, read_page_of
 from projections.sql import Db, Table
 from projections.state import CachedRows, View
 
@@ -57,9 +58,9 @@ ProgressFn = Callable[[int, int], None]  # (position, head)
 
 
 class Projector:
-    """Runs `views` over `app`'s events into tables of the same database."""
+    """Runs `views` over the store's events (`log`) into tables of the same database."""
 
-    def __init__(self, app: Any, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
+    def __init__(self, log: EventLog, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
                  page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool | None = None) -> None:
         require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
         names = [v.name for v in views]
@@ -70,23 +71,23 @@ class Projector:
         for view in views:
             require(not (set(view.reads) & paged) and not (view.name in paged and view.reads),
                     f"view {view.name}: a view folded a page at a time reads no other view and none reads it")
-        self.app = app
+        self.log = log
         self.views = tuple(views)
-        self.db = db or Db.for_app(app)
+        self.db = db or Db.for_store(log.backend)
         self.page_size = page_size
         # Fold the next page while this one is written (one writer thread). By default only on
         # PostgreSQL, where the write waits on the network; on SQLite the write is mostly
         # Python, and the two threads measured slower than one (they contend for the GIL).
         self.write_behind = self.db.dialect == "postgres" if write_behind is None else write_behind
         self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
-        self._dispatch: dict[str, list[View]] = {}  # event name -> views folded event by event
+        self._dispatch: dict[RecordType, list[View]] = {}  # record type -> views folded event by event
         for view in self.views:
             if view.fold_page is None:
-                for name in view.handles:
-                    self._dispatch.setdefault(name, []).append(view)
+                for kind in view.handles:
+                    self._dispatch.setdefault(kind, []).append(view)
         self._paged = tuple(v for v in self.views if v.fold_page is not None)  # folded after the others
-        self._names = frozenset(name for v in self.views for name in v.handles)
-        self._folds = {name: tuple(v.fold for v in views) for name, views in self._dispatch.items()}
+        self._kinds = frozenset(kind for v in self.views for kind in v.handles)
+        self._folds = {kind: tuple(v.fold for v in views) for kind, views in self._dispatch.items()}
         self.positions: dict[str, int] = {}
         self.setup()
 
@@ -137,7 +138,7 @@ class Projector:
                  after_commit: Callable[[int], None] | None = None) -> CatchUp:
         """Fold every recorded event the views have not seen yet."""
         result = CatchUp(position=min(self.positions.values(), default=0))
-        head = head_position(self.app)
+        head = self.log.head()
         try:
             self._catch_up(result, head, progress, max_pages, after_commit)
         finally:
@@ -156,8 +157,8 @@ class Projector:
         try:
             while max_pages is None or result.pages + (pending is not None) < max_pages:
                 start = min(folded.values()) + 1
-                # Events no view handles (Shoe.*) are read but never decoded.
-                page, read, last = read_page_of(self.app, start, self.page_size, self._names)
+                # Events no view handles (the shoes') are read but never decoded.
+                page, read, last = self.log.page(start, self.page_size, self._kinds)
                 if not read:
                     break
                 try:
@@ -200,26 +201,26 @@ class Projector:
             if writer is not None:
                 writer.shutdown(wait=True)
 
-    def _fold(self, page: list[Any], first: int, folded: dict[str, int]) -> None:
-        """Fold `page` (the decoded events from position `first` on) into the cache."""
+    def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
+        """Fold `page` (the decoded records from position `first` on) into the cache."""
         rows = self.rows
         apply = rows.apply
         fresh = max(folded.values()) < first  # the usual case: every view needs every event
         if fresh:
             folds = self._folds
             for ev in page:
-                for fold in folds.get(ev.name, ()):
+                for fold in folds.get(type(ev), ()):
                     apply(fold(rows, ev))
         else:
             for ev in page:
-                for view in self._dispatch.get(ev.name, ()):
+                for view in self._dispatch.get(type(ev), ()):
                     if ev.position > folded[view.name]:
                         apply(view.fold(rows, ev))
         for view in self._paged:
             handles, seen = view.handles, folded[view.name]
-            mine = [ev for ev in page if ev.name in handles and (fresh or ev.position > seen)]
-            if mine:
-                apply(view.fold_page(rows, mine))  # type: ignore[misc]
+            mine = [ev for ev in page if type(ev) in handles and (fresh or ev.position > seen)]
+            if mine and view.fold_page is not None:
+                apply(view.fold_page(rows, mine))
 
     def _write(self, last: int, expected: dict[str, int]) -> int:
         """ONE transaction: the sealed rows of every view and each view's

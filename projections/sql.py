@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import require
+from ledger.eventlog import SQLITE, Backend
 
 SQLITE_BUSY_TIMEOUT_S = 30
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -62,14 +63,11 @@ class Db:
 
     # ------------------------------------------------------------- opening
     @classmethod
-    def for_app(cls, app: Any) -> Db:
-        """Open a connection to the database the ledger `app` stores events in."""
-        datastore = app.recorder.datastore
-        pool = datastore.pool
-        if hasattr(pool, "db_name"):  # eventsourcing.sqlite
-            return cls.sqlite(pool.db_name)
-        kwargs = {k: v for k, v in pool.kwargs.items() if k in ("dbname", "host", "port", "user", "password")}
-        return cls.postgres(kwargs, schema=datastore.schema)
+    def for_store(cls, backend: Backend) -> Db:
+        """Open a connection to the database the ledger stores events in (`EventLog.backend`)."""
+        if backend.kind == SQLITE:
+            return cls.sqlite(backend.sqlite_path)
+        return cls.postgres(backend.pg_connect, schema=backend.schema)
 
     @classmethod
     def sqlite(cls, db_name: str) -> Db:
@@ -83,10 +81,11 @@ class Db:
         return cls(conn, "sqlite")
 
     @classmethod
-    def postgres(cls, kwargs: dict[str, Any], schema: str = "public") -> Db:
+    def postgres(cls, kwargs: dict[str, str], schema: str = "public") -> Db:
         import psycopg
+        from psycopg.conninfo import make_conninfo
 
-        conn = psycopg.connect(autocommit=True, **kwargs)
+        conn = psycopg.connect(make_conninfo(**kwargs), autocommit=True)
         require(_IDENT.match(schema) is not None, f"bad schema name {schema!r}")
         conn.execute(f"SET search_path TO {schema}")
         return cls(conn, "postgres", schema)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
 from domain.errors import require
+from ledger.records import Postings, Record, RecordType
 from projections.sql import Db, Table, delete_sql, select_sql
 
 CACHE_ROWS_MAX = 500_000  # beyond this the committed cache is dropped and refilled lazily
@@ -55,7 +56,7 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     if len(table.key) == 1:
         column = table.key[0]
         return lambda row: (row[column],)
-    return operator.itemgetter(*table.key)  # type: ignore[return-value]
+    return operator.itemgetter(*table.key)
 
 
 # ------------------------------------------------------------------ helpers
@@ -80,13 +81,12 @@ def parse_fraction(text: str) -> Fraction:
     return Fraction(int(num), int(den or 1))
 
 
-def postings_delta(postings: list[dict[str, Any]]) -> dict[str, int]:
+def postings_delta(postings: Postings) -> dict[str, int]:
     """Net change per account; checks again (second path) that the legs are
     integers and sum to zero."""
     delta: dict[str, int] = {}
-    for leg in postings:
-        account = leg["account"]
-        delta[account] = delta.get(account, 0) + leg["amount_minor"]
+    for account, amount_minor in postings:
+        delta[account] = delta.get(account, 0) + amount_minor
     total = sum(delta.values())
     if total != 0 or type(total) is not int:
         require(False, f"postings do not sum to zero in int minor units (sum {total!r}): {postings}")
@@ -142,7 +142,7 @@ class CachedRows:
         if row is _MISSING:
             row = None if self.complete else self._load(table, key)
             self.committed[table][key] = row
-        return row  # type: ignore[return-value]
+        return row
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         self.selects += 1
@@ -157,6 +157,7 @@ class CachedRows:
 
     def apply(self, changes: Iterable[Change]) -> None:
         overlay, keys = self.overlay, self._key
+        value: Any  # a Put's row or a Delete's key
         for change in changes:
             table, value = change
             if type(change) is Put:
@@ -236,7 +237,7 @@ def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     get = operator.itemgetter(*table.column_names)
     json_at = [i for i, (_, kind) in enumerate(table.columns) if kind == "json"]
     if not json_at:
-        return get  # type: ignore[return-value]
+        return get
 
     def values(row: dict[str, Any]) -> tuple[Any, ...]:
         out = list(get(row))
@@ -256,14 +257,14 @@ class View:
     name: str
     version: int  # bump when the fold's meaning changes: the runner then rebuilds
     tables: tuple[Table, ...]
-    handles: frozenset[str]
-    fold: Callable[[Rows, Any], list[Change]]
+    handles: frozenset[RecordType]
+    fold: Callable[[Rows, Record], list[Change]]  # called with the records in `handles` only
     reads: tuple[str, ...] = ()
     # Optional: the same fold over a page of events at once (same result as
     # folding them one by one). Only for a view no other view reads and that
     # reads no other view's rows: the runner folds it after the others.
-    fold_page: Callable[[Rows, list[Any]], list[Change]] | None = None
+    fold_page: Callable[[Rows, list[Record]], list[Change]] | None = None
 
     def fingerprint(self) -> str:
-        text = repr((self.name, self.version, self.tables))
+        text = repr((self.name, self.version, self.tables))  # not `handles`: its repr is not stable
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,213 @@
+"""`EventLog`: the one reader of the store for projections, audits and replays.
+
+Made once per store (from the ledger application opened on its URL), it pages
+over the application sequence in global order (`select_notifications`: SQLite
+rowid / PostgreSQL notification_id, gap-free in commit order) and decodes each
+stored event once, through the application's own mapper (ciphers, compression
+and `upcast_vN_vM` apply exactly as in the ledger), into a typed record of
+`ledger.records`. Nothing outside `ledger/` touches the recorder or the mapper.
+
+`Backend` says which database a store is (from the environment its URL gave,
+never guessed from the recorder's class) and how to connect to it: the views
+of `projections/` live in the same SQLite file or PostgreSQL schema.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import Notification
+from psycopg.sql import SQL, Identifier
+
+from domain.errors import require
+from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, type_of_topic
+from ledger.store import env_for, open_app
+
+PAGE_SIZE_DEFAULT = 1000
+PAGE_SIZE_MAX = 100_000
+SQLITE = "sqlite"
+POSTGRES = "postgres"
+_PG_KEYS = {"dbname": "POSTGRES_DBNAME", "host": "POSTGRES_HOST", "port": "POSTGRES_PORT",
+            "user": "POSTGRES_USER", "password": "POSTGRES_PASSWORD"}
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Which database a store is, and how to open another connection to it."""
+
+    kind: str  # SQLITE | POSTGRES
+    sqlite_path: str = ""
+    pg_connect: dict[str, str] = field(default_factory=dict)  # psycopg.connect keyword arguments
+    schema: str = "public"
+
+    @classmethod
+    def of_env(cls, env: Any) -> Backend:
+        """From the library environment a store URL maps to (`ledger.store.env_for`)."""
+        module = env.get("PERSISTENCE_MODULE")
+        if module == "eventsourcing.sqlite":
+            return cls(SQLITE, sqlite_path=env.get("SQLITE_DBNAME"))
+        require(module == "eventsourcing.postgres", f"unknown persistence module {module!r}")
+        connect = {k: env.get(v) for k, v in _PG_KEYS.items() if env.get(v)}
+        return cls(POSTGRES, pg_connect=connect, schema=env.get("POSTGRES_SCHEMA") or "public")
+
+    @classmethod
+    def of_url(cls, url: str) -> Backend:
+        return cls.of_env(env_for(url))
+
+
+class Page(NamedTuple):
+    records: list[Record]  # the decoded ones (only the kinds asked for)
+    read: int  # stored events read
+    last: int  # position of the last one read (start - 1 when none)
+
+
+class EventLog:
+    """Typed records of one store in global order (see the module doc)."""
+
+    def __init__(self, app: Application) -> None:
+        self.app = app
+        self.backend = Backend.of_env(app.env)
+        self._recorder: Any = app.recorder
+        self._to_event = app.mapper.to_domain_event
+        self._decoders: dict[str, Decoder] = {}
+        self._kinds: dict[str, RecordType] = {}
+
+    @classmethod
+    def open(cls, url: str) -> EventLog:
+        return cls(open_app(url))
+
+    def close(self) -> None:
+        self.app.close()
+
+    # ------------------------------------------------------------ decoding
+    def decode(self, n: Notification) -> Record:
+        """One stored event -> its record."""
+        decoder = self._decoders.get(n.topic)
+        if decoder is None:
+            decoder = self._decoders[n.topic] = decoder_for(n.topic)
+        state = self._to_event(n).__dict__
+        return decoder(n.id, str(state["originator_id"]), state)
+
+    def kind(self, topic: str) -> RecordType:
+        found = self._kinds.get(topic)
+        if found is None:
+            found = self._kinds[topic] = type_of_topic(topic)
+        return found
+
+    # ------------------------------------------------------------ reading
+    def notifications(self, start: int, limit: int) -> list[Notification]:
+        """Stored rows (undecoded) with position >= `start`, at most `limit`."""
+        require(start >= 1, f"positions start at 1, got {start}")
+        require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
+        rows: list[Notification] = self._recorder.select_notifications(start, limit)
+        return rows
+
+    def page(self, start: int, limit: int, kinds: frozenset[RecordType] | None = None) -> Page:
+        """Up to `limit` stored events from `start`; only those of `kinds` (None: all) are decoded."""
+        rows = self.notifications(start, limit)
+        if not rows:
+            return Page([], 0, start - 1)
+        decode = self.decode
+        if kinds is None:
+            return Page([decode(n) for n in rows], len(rows), rows[-1].id)
+        kind = self.kind
+        return Page([decode(n) for n in rows if kind(n.topic) in kinds], len(rows), rows[-1].id)
+
+    def records(self, start: int = 1, limit: int | None = None, *,
+                page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Record]:
+        """Records from position `start` in global order, at most `limit` (None: up to the head)."""
+        remaining, position = limit, start
+        while remaining is None or remaining > 0:
+            want = page_size if remaining is None else min(page_size, remaining)
+            page = self.page(position, want)
+            yield from page.records
+            if page.read < want:
+                return
+            position = page.last + 1
+            if remaining is not None:
+                remaining -= page.read
+
+    def head(self) -> int:
+        """The last recorded position (0 when the store is empty)."""
+        last: int | None = self._recorder.max_notification_id()
+        return last or 0
+
+    def raw_read(self, page_size: int = PAGE_SIZE_DEFAULT) -> int:
+        """Every stored event read and decoded by the library, no record built:
+        the physical limit the benchmarks compare readers with. Returns the count."""
+        count, position, to_event = 0, 1, self._to_event
+        while rows := self._recorder.select_notifications(position, page_size):
+            for n in rows:
+                to_event(n)
+            count += len(rows)
+            position = rows[-1].id + 1
+        return count
+
+    # ------------------------------------------------------------ rounds
+    def round_rows(self, start: int = 1, stop: int | None = None, page_size: int = 5000,
+                   progress: Callable[[int], Any] | None = None) -> list[list[Notification]]:
+        """The stored rows (undecoded) of every round with an event in [start, stop],
+        each round's in global order, rounds in the order of their first event.
+
+        One pass from position 1 to the head: a round's first events may lie before
+        `start` and its reversal after `stop`. Rows are grouped before decoding, so
+        a caller decodes only what it needs (`decode`), possibly in a forked worker."""
+        by_round: dict[Any, list[Notification]] = {}
+        wanted: set[Any] = set()
+        is_round: dict[str, bool] = {}
+        position = 1
+        while rows := self.notifications(position, page_size):
+            for n in rows:
+                flag = is_round.get(n.topic)
+                if flag is None:
+                    flag = is_round[n.topic] = is_round_topic(n.topic)
+                if not flag:
+                    continue
+                key: Any = n.originator_id
+                if type(key) is UUID:  # hash its int: UUID.__hash__ is a Python call per event
+                    key = key.int
+                events = by_round.get(key)
+                if events is None:
+                    events = by_round[key] = []
+                events.append(n)
+                if n.id >= start and (stop is None or n.id <= stop):
+                    wanted.add(key)
+            if progress is not None:
+                progress(len(rows))
+            if len(rows) < page_size:
+                break
+            position = rows[-1].id + 1
+        return [events for key, events in by_round.items() if key in wanted]
+
+    def round_records(self, round_id: UUID) -> list[Record]:
+        """Every event of one round, in round order, with global positions (one indexed query)."""
+        rows = self._sqlite_round(round_id) if self.backend.kind == SQLITE else self._postgres_round(round_id)
+        return [self.decode(n) for n in rows]
+
+    def _sqlite_round(self, round_id: UUID) -> list[Notification]:
+        recorder = self._recorder
+        statement = (f"SELECT rowid, * FROM {recorder.events_table_name} "
+                     "WHERE originator_id=? ORDER BY originator_version")
+        with recorder.datastore.transaction(commit=False) as c:
+            c.execute(statement, [round_id.hex])
+            return [Notification(id=r["rowid"], originator_id=recorder.convert_originator_id(r["originator_id"]),
+                                 originator_version=r["originator_version"], topic=r["topic"], state=r["state"])
+                    for r in c.fetchall()]
+
+    def _postgres_round(self, round_id: UUID) -> list[Notification]:
+        recorder = self._recorder
+        statement = SQL("SELECT * FROM {schema}.{table} WHERE originator_id = %s ORDER BY originator_version").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+        with recorder.datastore.transaction(commit=False) as curs:
+            curs.execute(statement, (round_id,))
+            return [Notification(id=r["notification_id"], originator_id=r["originator_id"],
+                                 originator_version=r["originator_version"], topic=r["topic"],
+                                 state=bytes(r["state"]))
+                    for r in curs.fetchall()]
+
+    def decode_all(self, rows: Sequence[Notification]) -> list[Record]:
+        decode = self.decode
+        return [decode(n) for n in rows]
