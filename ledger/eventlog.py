@@ -24,7 +24,7 @@ from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
 from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, type_of_topic
-from ledger.store import env_for, open_app
+from ledger.store import db_url_from, env_for, open_app
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
@@ -76,8 +76,9 @@ class EventLog:
         self._kinds: dict[str, RecordType] = {}
 
     @classmethod
-    def open(cls, url: str) -> EventLog:
-        return cls(open_app(url))
+    def open(cls, url: str | None = None) -> EventLog:
+        """The log of the store at `url` (None: LEDGER_DB or the default store)."""
+        return cls(open_app(db_url_from(url)))
 
     def close(self) -> None:
         self.app.close()

@@ -11,18 +11,17 @@ from pathlib import Path
 
 from domain.money import format_minor
 from ops.commands.audit import replay_all
-from ops.commands.balances import totals as balance_totals
 from ops.demo_report import DemoData, Section
 from projections.audit_export import export, verify_against_store, verify_files
+from projections.balances import balance_totals
 from projections.ggr import ggr_rows
-from projections.reader import head_position, read_events
 from projections.runner import Projector
 from projections.state import parse_fraction
 
 
 def projections_section(d: DemoData) -> Section:
     started = time.monotonic()
-    projector = Projector(d.app)
+    projector = Projector(d.log)
     try:
         caught = projector.catch_up()
         sums = balance_totals(projector.db)
@@ -60,12 +59,12 @@ def audit_section(d: DemoData, directory: str) -> Section:
     out = Path(directory)
     if out.exists():
         shutil.rmtree(out)
-    stop = head_position(d.app)
+    stop = d.log.head()
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    result = export(out, read_events(d.app, 1, stop, page_size=5000), exported_at=exported_at)
+    result = export(out, d.log.records(1, stop, page_size=5000), exported_at=exported_at)
     verified = verify_files(out)
     findings = list(verified.findings)
-    findings += verify_against_store(verified, read_events(d.app, 1, stop, page_size=5000))
+    findings += verify_against_store(verified, d.log.records(1, stop, page_size=5000))
     d.seconds["audit"] = time.monotonic() - started
     m = result.manifest
     lines = [
@@ -80,7 +79,7 @@ def audit_section(d: DemoData, directory: str) -> Section:
 
 def replay_section(d: DemoData) -> Section:
     started = time.monotonic()
-    summary = replay_all(d.app)
+    summary = replay_all(d.log)
     d.seconds["replay"] = time.monotonic() - started
     findings = summary["findings"]
     lines = [

@@ -3,8 +3,8 @@
 Every section is a function `(DemoData) -> Section`, registered in
 `SECTIONS`; another module adds its own with `add_section(fn)` (e.g. the
 projections' balances or GGR summaries) and it is printed after these.
-Everything is computed by reading the recorded events (read-only) through
-`projections.reader.read_events`; nothing here writes an event.
+Everything is computed by reading the recorded events (read-only) as typed
+records through the ledger's `EventLog`; nothing here writes an event.
 """
 from __future__ import annotations
 
@@ -14,7 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.money import format_minor
-from projections.reader import RecordedEvent, read_events
+from ledger.eventlog import EventLog
+from ledger.records import (
+    BetPlaced,
+    DecisionTaken,
+    FollowDecided,
+    Opened,
+    Record,
+    Settled,
+    SettlementReversed,
+    Voided,
+    event_name,
+    is_round,
+    postings_of,
+)
 
 
 @dataclass
@@ -33,13 +46,21 @@ class DemoData:
     feed: Any  # ops.simulator.SimStats
     results: list[Any]  # ledger.app.Result per feed line
     seconds: dict[str, float] = field(default_factory=dict)
-    _events: list[RecordedEvent] | None = None
+    _events: list[Record] | None = None
     _ledger: LedgerFacts | None = None
+    _log: EventLog | None = None
 
     @property
-    def events(self) -> list[RecordedEvent]:
+    def log(self) -> EventLog:
+        """The reader of the demo's store (made once)."""
+        if self._log is None:
+            self._log = EventLog(self.app)
+        return self._log
+
+    @property
+    def events(self) -> list[Record]:
         if self._events is None:
-            self._events = list(read_events(self.app, page_size=5_000))
+            self._events = list(self.log.records(page_size=5_000))
         return self._events
 
     @property
@@ -71,46 +92,45 @@ class LedgerFacts:
     refunded_minor: int
     reversed_minor: int
     remainders: int  # settlement lines whose payout was rounded down
-    event_counts: Counter[str]
+    event_counts: Counter[str]  # by stored event name
 
     @staticmethod
-    def of(events: list[RecordedEvent]) -> LedgerFacts:
+    def of(events: list[Record]) -> LedgerFacts:
         facts = LedgerFacts({}, Counter(), [], 0, 0, 0, 0, 0, Counter())
         for ev in events:
             facts._take(ev)
         return facts
 
-    def _take(self, ev: RecordedEvent) -> None:
-        self.event_counts[ev.name] += 1
-        postings = ev.fields.get("postings") or []
-        total = sum(p["amount_minor"] for p in postings)
+    def _take(self, ev: Record) -> None:
+        self.event_counts[event_name(ev)] += 1
+        postings = postings_of(ev)
+        total = sum(p.amount_minor for p in postings)
         if total != 0:
-            self.unbalanced.append(f"{ev.name} at position {ev.position} sums to {total}")
+            self.unbalanced.append(f"{event_name(ev)} at position {ev.position} sums to {total}")
         for p in postings:
-            self.balances[p["account"]] += p["amount_minor"]
-        if not ev.name.startswith("Round."):
+            self.balances[p.account] += p.amount_minor
+        if not is_round(ev):
             return
-        r = self.rounds.setdefault(ev.originator_id, RoundFacts())
-        kind = ev.name.split(".", 1)[1]
-        f = ev.fields
-        if kind == "Opened":
-            r.ruleset_id = f["ruleset_id"]
-        elif kind == "BetPlaced":
-            self.staked_minor += f["stake_minor"]
-        elif kind in ("DecisionTaken", "FollowDecided"):
-            self.staked_minor += sum(m["amount_minor"] for m in f["stake_moves"])
-        elif kind == "Settled":
-            r.phase, r.settled_once = "settled", True
-            self.returned_minor += sum(x["returned_minor"] for x in f["results"])
-            self.remainders += sum(1 for x in f["results"] if x["remainder_num"])
-        elif kind == "SettlementReversed":
-            r.phase, r.reversed = "reversed", True
-            self.reversed_minor += sum(p["amount_minor"] for p in f["postings"] if p["account"].startswith("player:"))
-        elif kind == "Voided":
-            r.phase, r.void_cause = "voided", f["cause"]
-            refund = sum(x["amount_minor"] for x in f["refunds"])
-            r.refunded_minor += refund
-            self.refunded_minor += refund
+        r = self.rounds.setdefault(ev.aggregate_id, RoundFacts())
+        match ev:
+            case Opened():
+                r.ruleset_id = ev.ruleset_id
+            case BetPlaced():
+                self.staked_minor += ev.stake_minor
+            case DecisionTaken() | FollowDecided():
+                self.staked_minor += sum(m.amount_minor for m in ev.stake_moves)
+            case Settled():
+                r.phase, r.settled_once = "settled", True
+                self.returned_minor += sum(x.returned_minor for x in ev.results)
+                self.remainders += sum(1 for x in ev.results if x.remainder_num)
+            case SettlementReversed():
+                r.phase, r.reversed = "reversed", True
+                self.reversed_minor += sum(p.amount_minor for p in ev.postings if p.account.startswith("player:"))
+            case Voided():
+                r.phase, r.void_cause = "voided", ev.cause
+                refund = sum(x.amount_minor for x in ev.refunds)
+                r.refunded_minor += refund
+                self.refunded_minor += refund
 
     def round_balance(self, round_id: str) -> int:
         return self.balances.get(f"round:{round_id}", 0)
@@ -212,7 +232,7 @@ def invariants_section(d: DemoData) -> Section:
     total = sum(f.balances.values())
     if total != 0:
         problems.append(f"all accounts sum to {format_minor(total)}, not zero")
-    postings_events = sum(1 for e in d.events if e.fields.get("postings"))
+    postings_events = sum(1 for e in d.events if postings_of(e))
     closed = sum(1 for r in f.rounds.values() if r.phase in ("settled", "voided"))
     lines = [
         f"  every event's postings sum to zero: {'OK' if not f.unbalanced else 'FAILED'} "

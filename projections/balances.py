@@ -25,7 +25,7 @@ from ledger.records import (
     postings_of,
 )
 from projections.rounds import ROUNDS
-from projections.sql import Table
+from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, postings_delta
 
 BALANCES = Table(
@@ -101,6 +101,30 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         changes.append(Put(_BALANCES, row))
     changes.append(Put(_HOLDS, {"round_id": round_id, "currency": currency, "holds": holds, "is_open": is_open}))
     return changes
+
+
+def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool) -> list[dict[str, Any]]:
+    """Accounts (all, or those named), of one kind (player | round | house) or all, in display order."""
+    cols = BALANCES.column_names
+    clauses: list[str] = []
+    params: list[str] = []
+    if accounts:
+        clauses.append(f"account IN ({', '.join(['?'] * len(accounts))})")
+        params += accounts
+    if kind:
+        clauses.append("kind = ?")
+        params.append(kind)
+    if nonzero:
+        clauses.append("(balance_minor <> 0 OR funds_on_game_minor <> 0)")
+    where = " WHERE " + " AND ".join(clauses) if clauses else ""
+    found = db.query(f"SELECT {', '.join(cols)} FROM {BALANCES.name}{where} ORDER BY kind, account, currency", params)
+    return [dict(zip(cols, r)) for r in found]
+
+
+def balance_totals(db: Db) -> dict[str, int]:
+    """The sum of every account per currency (zero when the books balance)."""
+    found = db.query(f"SELECT currency, SUM(balance_minor) FROM {BALANCES.name} GROUP BY currency")
+    return {c: int(t) for c, t in found}
 
 
 VIEW = View(

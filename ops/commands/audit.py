@@ -9,7 +9,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
+    from ledger.eventlog import EventLog
 
 WORKERS_MAX = 32  # projections.replay_range.WORKERS_MAX (not imported here: keeps --help fast)
 
@@ -101,19 +104,18 @@ def _bad_range(args: argparse.Namespace) -> str | None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from ledger.store import open_app
+    from ledger.eventlog import EventLog
     from projections.audit_export import export
-    from projections.reader import head_position, read_events
 
     if (problem := _bad_range(args)):
         print(problem)
         return 2
-    app = open_app(args.db)
-    head = head_position(app)
+    log = EventLog.open(args.db)
+    head = log.head()
     stop = min(head, args.to_position) if args.to_position else head
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     with progress_bar("exporting", stop, args.quiet) as advance:
-        result = export(args.directory, read_events(app, 1, stop, page_size=5000),
+        result = export(args.directory, log.records(1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,
                         previous_manifest=args.previous, exported_at=exported_at, progress=advance)
     m = result.manifest
@@ -131,12 +133,11 @@ def run_verify(args: argparse.Namespace) -> int:
     verified = verify_files(args.directory)
     findings = list(verified.findings)
     if args.db and verified.manifest:
-        from ledger.store import open_app
-        from projections.reader import read_events
+        from ledger.eventlog import EventLog
 
-        app = open_app(args.db)
+        log = EventLog.open(args.db)
         last = verified.manifest.get("last_position")
-        findings += verify_against_store(verified, read_events(app, 1, last, page_size=5000) if last else [])
+        findings += verify_against_store(verified, log.records(1, last, page_size=5000) if last else [])
     m = verified.manifest
     if args.json:
         print(json.dumps({"directory": args.directory, "count": m.get("count"), "head_hash": m.get("head_hash"),
@@ -152,16 +153,15 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from ledger.store import open_app
-    from projections.reader import head_position
+    from ledger.eventlog import EventLog
 
     if (problem := _bad_range(args)):
         print(problem)
         return 2
-    app = open_app(args.db)
+    log = EventLog.open(args.db)
     started = time.perf_counter()
-    with progress_bar("replaying", head_position(app), args.quiet) as advance:
-        summary = replay_all(app, args.from_position or 1, args.to_position, advance, workers=args.workers)
+    with progress_bar("replaying", log.head(), args.quiet) as advance:
+        summary = replay_all(log, args.from_position or 1, args.to_position, advance, workers=args.workers)
     elapsed = time.perf_counter() - started
     if args.json:
         print(json.dumps({**summary, "findings": [f.as_dict() for f in summary["findings"]],
@@ -176,12 +176,12 @@ def run_replay(args: argparse.Namespace) -> int:
     return 1 if summary["findings"] else 0
 
 
-def replay_all(app: Any, start: int = 1, stop: int | None = None, progress: Any = None,
+def replay_all(log: EventLog, start: int = 1, stop: int | None = None, progress: Any = None,
                workers: int | None = None) -> dict[str, Any]:
     """Recompute every round with an event in [start, stop]; counts and findings
     (projections/replay_range.py). `workers` None: one process per core, fewer for small ranges."""
     from projections.replay_range import replay_range
 
-    r = replay_range(app, start, stop, progress, workers)
+    r = replay_range(log, start, stop, progress, workers)
     return {"rounds": r.rounds, "events": r.events, "bets_checked": r.bets_checked, "findings": r.findings,
             "labels": r.labels, "workers": r.workers}

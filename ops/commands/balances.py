@@ -8,7 +8,7 @@ import sys
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, open_views
-from projections.balances import BALANCES
+from projections.balances import balance_rows, balance_totals
 
 EPILOG = """\
 Accounts: player:<id>, round:<round id> (stakes held while a round runs), house:<table>.
@@ -32,30 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def query(db, accounts: list[str], kind: str | None, nonzero: bool) -> list[dict]:
-    cols = BALANCES.column_names
-    clauses, params = [], []
-    if accounts:
-        clauses.append(f"account IN ({', '.join(['?'] * len(accounts))})")
-        params += accounts
-    if kind:
-        clauses.append("kind = ?")
-        params.append(kind)
-    if nonzero:
-        clauses.append("(balance_minor <> 0 OR funds_on_game_minor <> 0)")
-    where = " WHERE " + " AND ".join(clauses) if clauses else ""
-    found = db.query(f"SELECT {', '.join(cols)} FROM {BALANCES.name}{where} ORDER BY kind, account, currency", params)
-    return [dict(zip(cols, r)) for r in found]
-
-
-def totals(db) -> dict[str, int]:
-    return {c: int(t) for c, t in db.query(f"SELECT currency, SUM(balance_minor) FROM {BALANCES.name} GROUP BY currency")}
-
-
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rows = query(views.db, args.account, args.kind, args.nonzero)
-        sums = totals(views.db)
+        rows = balance_rows(views.db, args.account, args.kind, args.nonzero)
+        sums = balance_totals(views.db)
         position = max(views.positions.values(), default=0)
     if args.json:
         print(json.dumps({"position": position, "accounts": rows, "sum_by_currency": sums}, indent=2))

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ledger.store import db_url_from, open_app
+from ledger.eventlog import EventLog
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
 
 EPILOG = """\
@@ -46,15 +46,15 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
 @contextmanager
 def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Projector]:
     """A Projector on the store, caught up (quietly) unless told otherwise."""
-    app = open_app(db_url_from(db_url))
-    projector = Projector(app, page_size=page_size)
+    log = EventLog.open(db_url)
+    projector = Projector(log, page_size=page_size)
     try:
         if catch_up:
             projector.catch_up()
         yield projector
     finally:
         projector.close()
-        app.close()
+        log.close()
 
 
 def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:

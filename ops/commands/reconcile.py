@@ -9,10 +9,9 @@ import argparse
 import json
 import sys
 
-from ledger.store import db_url_from, open_app
+from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument
-from ops.wallet import CATEGORIES, WalletFormatError, expected_movements, read_wallet, reconcile
-from projections.reader import read_events
+from projections.reconcile import CATEGORIES, WalletFormatError, expected_movements, read_wallet, reconcile
 
 EPILOG = """\
 Wallet CSV columns: transaction_id,type,reference,player,amount_minor,currency,time
@@ -41,11 +40,11 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, WalletFormatError) as exc:
         print(f"ledger reconcile: {exc}", file=sys.stderr)
         return 2
-    app = open_app(db_url_from(args.db))
+    log = EventLog.open(args.db)
     try:
-        movements = expected_movements(read_events(app))
+        movements = expected_movements(log.records())
     finally:
-        app.close()
+        log.close()
     report = reconcile(wallet, movements)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
+from ledger.records import Opened, Record
+
+if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
+    from ledger.eventlog import EventLog
 
 EPILOG = """\
 ROUND is the round's UUID or TABLE#ROUND_NO (e.g. bacc-1#12).
@@ -44,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ledger.store import open_app
+    from ledger.eventlog import EventLog
     from projections.audit_store import parse_round_ref, round_events
     from projections.replay import recompute
 
@@ -53,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except Refusal as refusal:
         print(f"{refusal.code}: {refusal.message}")
         return 2
-    app = open_app(args.db)
-    events = round_events(app, round_id)
+    log = EventLog.open(args.db)
+    events = round_events(log, round_id)
     if not events:
         print(f"round_not_found: no events for {args.round} (id {round_id}) in this store")
         return 2
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         events = events[: args.at]
     replay = recompute(events)
-    proof = _proof(app, {e.position for e in events}) if args.proof else None
+    proof = _proof(log, {e.position for e in events}) if args.proof else None
     if args.json:
         print(json.dumps(_as_json(round_id, events, replay, proof, args.at), indent=2, default=str))
     else:
@@ -72,12 +76,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if replay.findings else 0
 
 
-def _proof(app: Any, positions: set[int]) -> dict[str, Any]:
+def _proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
     from projections.audit import chain
-    from projections.reader import read_events
 
     hashes, head = {}, None
-    for link in chain(read_events(app, 1, page_size=5000)):
+    for link in chain(log.records(1, page_size=5000)):
         if link.position in positions:
             hashes[link.position] = {"seq": link.seq, "hash": link.hash}
         head = link
@@ -85,12 +88,18 @@ def _proof(app: Any, positions: set[int]) -> dict[str, Any]:
             "head_hash": head.hash if head else None}
 
 
-def _as_json(round_id: Any, events: list, replay: Any, proof: Any, at: int | None) -> dict[str, Any]:
-    opened = events[0].fields if events[0].name == "Round.Opened" else {}
+def _opened(events: list[Record]) -> Opened | None:
+    return events[0] if isinstance(events[0], Opened) else None
+
+
+def _as_json(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> dict[str, Any]:
+    opened = _opened(events)
     return {
         "round_id": str(round_id),
-        "table_id": opened.get("table_id"), "round_no": opened.get("round_no"),
-        "ruleset": {k: opened.get(k) for k in ("ruleset_id", "ruleset_version", "ruleset_hash")},
+        "table_id": opened.table_id if opened else None, "round_no": opened.round_no if opened else None,
+        "ruleset": {"ruleset_id": opened.ruleset_id if opened else None,
+                    "ruleset_version": opened.ruleset_version if opened else None,
+                    "ruleset_hash": opened.ruleset_hash if opened else None},
         "at": at,
         "steps": [s.as_dict() for s in replay.steps],
         "results": [r.as_dict() for r in replay.results],
@@ -99,14 +108,14 @@ def _as_json(round_id: Any, events: list, replay: Any, proof: Any, at: int | Non
     }
 
 
-def _print_text(round_id: Any, events: list, replay: Any, proof: Any, at: int | None) -> None:
+def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> None:
     from projections.replay import describe_step
 
-    opened = events[0].fields if events[0].name == "Round.Opened" else {}
-    label = f"{opened.get('table_id')}#{opened.get('round_no')}" if opened else str(round_id)
+    opened = _opened(events)
+    label = f"{opened.table_id}#{opened.round_no}" if opened else str(round_id)
     print(f"Round {label}  id {round_id}" + (f"  (as of event {at})" if at else ""))
     if opened:
-        print(f"rule set {opened['ruleset_id']} v{opened['ruleset_version']}  recorded hash {opened['ruleset_hash']}")
+        print(f"rule set {opened.ruleset_id} v{opened.ruleset_version}  recorded hash {opened.ruleset_hash}")
     print(f"\nTimeline ({len(replay.steps)} events; times are server time, then studio time):")
     for step in replay.steps:
         print("  " + describe_step(step))
