@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.eventlog import EventLog
+from ledger.records import Opened
 from ledger.store import open_app
 from projections.runner import ALL_VIEWS, Projector
 from projections.sql import dump
@@ -44,7 +46,7 @@ def app(store_url):
 @pytest.mark.parametrize("write_behind", [True, False])
 def test_incremental_in_chunks_equals_rebuild_and_the_pure_fold(app, write_behind: bool) -> None:
     events = random_history(seed=11, rounds=60)
-    p = Projector(app, page_size=37, write_behind=write_behind)
+    p = Projector(EventLog(app), page_size=37, write_behind=write_behind)
     for i in range(0, len(events), 90):
         store(app, events[i:i + 90])
         p.catch_up()
@@ -65,7 +67,7 @@ class Crash(Exception):
 def test_crash_after_a_page_or_inside_one_counts_nothing_twice(app, write_behind: bool) -> None:
     events = random_history(seed=5, rounds=50)
     store(app, events)
-    p = Projector(app, page_size=25, write_behind=write_behind)
+    p = Projector(EventLog(app), page_size=25, write_behind=write_behind)
 
     def crash_after_second_page(position: int) -> None:
         if position >= 50:
@@ -76,7 +78,7 @@ def test_crash_after_a_page_or_inside_one_counts_nothing_twice(app, write_behind
     p.close()
 
     # Restart; this time crash inside a page's transaction (after the rows were written).
-    p2 = Projector(app, page_size=25, write_behind=write_behind)
+    p2 = Projector(EventLog(app), page_size=25, write_behind=write_behind)
     assert p2.positions == {v.name: 50 for v in ALL_VIEWS}
     real_flush = p2.rows.flush
 
@@ -88,7 +90,7 @@ def test_crash_after_a_page_or_inside_one_counts_nothing_twice(app, write_behind
     with pytest.raises(Crash):
         p2.catch_up()
     p2.rows.flush = real_flush  # type: ignore[method-assign]
-    assert Projector(app).positions["balances"] == 50  # rolled back: position unchanged
+    assert Projector(EventLog(app)).positions["balances"] == 50  # rolled back: position unchanged
     p2.catch_up()
     assert as_dicts(p2) == memory_snapshot(events)
     p2.close()
@@ -97,8 +99,8 @@ def test_crash_after_a_page_or_inside_one_counts_nothing_twice(app, write_behind
 def test_two_runners_at_once_never_double_count(app) -> None:
     events = random_history(seed=8, rounds=40)
     store(app, events)
-    a = Projector(app, page_size=20)
-    b = Projector(app, page_size=20)  # both start from position 0
+    a = Projector(EventLog(app), page_size=20)
+    b = Projector(EventLog(app), page_size=20)  # both start from position 0
     b.catch_up(max_pages=2)
     result = a.catch_up()  # its first page conflicts with b's: rolled back, re-read, continued
     assert result.conflicts >= 1
@@ -111,12 +113,12 @@ def test_two_runners_at_once_never_double_count(app) -> None:
 def test_a_changed_view_definition_rebuilds_every_view(app) -> None:
     events = random_history(seed=3, rounds=20)
     store(app, events)
-    p = Projector(app)
+    p = Projector(EventLog(app))
     p.catch_up()
     before = snapshot(p)
     p.close()
     bumped = [View(v.name, v.version + (v.name == "refunds"), v.tables, v.handles, v.fold, v.reads) for v in ALL_VIEWS]
-    p2 = Projector(app, bumped)
+    p2 = Projector(EventLog(app), bumped)
     assert set(p2.positions.values()) == {0}
     p2.catch_up()
     assert snapshot(p2) == before
@@ -128,7 +130,7 @@ def test_a_failed_write_stops_the_pages_folded_on_top_of_it(app) -> None:
     write fails, N+1 is never written and the cache is dropped."""
     events = random_history(seed=6, rounds=40)
     store(app, events)
-    p = Projector(app, page_size=30)
+    p = Projector(EventLog(app), page_size=30)
     real_flush = p.rows.flush
     writes = []
 
@@ -142,7 +144,7 @@ def test_a_failed_write_stops_the_pages_folded_on_top_of_it(app) -> None:
     with pytest.raises(Crash):
         p.catch_up()
     assert len(writes) == 2  # the third page (already folded) was never written
-    assert Projector(app).positions == {v.name: 30 for v in ALL_VIEWS}
+    assert Projector(EventLog(app)).positions == {v.name: 30 for v in ALL_VIEWS}
     assert p.rows.committed["proj_rounds"] == {} and not p.rows.complete
     p.rows.flush = real_flush  # type: ignore[method-assign]
     p.catch_up()
@@ -154,6 +156,6 @@ def test_a_page_fold_view_is_folded_after_the_others_and_read_by_none(app) -> No
     from domain.errors import InvariantBroken
     from projections.recall import TIMELINE_VIEW
 
-    reader = View("reader", 1, (), frozenset({"Round.Opened"}), lambda rows, ev: [], ("timeline",))
+    reader = View("reader", 1, (), frozenset({Opened}), lambda rows, ev: [], ("timeline",))
     with pytest.raises(InvariantBroken, match="page at a time"):
-        Projector(app, [TIMELINE_VIEW, reader])
+        Projector(EventLog(app), [TIMELINE_VIEW, reader])

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.simulator import simulate
 from projections.runner import Projector
@@ -55,7 +56,7 @@ def test_incremental_over_simulated_feed_equals_rebuild(store_url, seed: int, ch
 
 def run_chunks(url: str, feed: list[bytes], chunk: int) -> None:
     app = open_app(url)
-    p = Projector(app, page_size=64)
+    p = Projector(EventLog(app), page_size=64)
     for i in range(0, len(feed), chunk):
         app.ingest(feed[i:i + chunk])
         p.catch_up()
