@@ -23,7 +23,7 @@ from eventsourcing.persistence import Notification
 from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
-from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, type_of_topic
+from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, stored_fields, type_of_topic
 from ledger.store import db_url_from, env_for, open_app
 
 PAGE_SIZE_DEFAULT = 1000
@@ -92,6 +92,15 @@ class EventLog:
         state = self._to_event(n).__dict__
         return decoder(n.id, str(state["originator_id"]), state)
 
+    def decode_stored(self, n: Notification) -> tuple[Record, dict[str, Any]]:
+        """One stored event -> its record and its fields exactly as stored (for the audit chain,
+        which hashes what is stored, including any field outside the vocabulary)."""
+        decoder = self._decoders.get(n.topic)
+        if decoder is None:
+            decoder = self._decoders[n.topic] = decoder_for(n.topic)
+        state = self._to_event(n).__dict__
+        return decoder(n.id, str(state["originator_id"]), state), stored_fields(state)
+
     def kind(self, topic: str) -> RecordType:
         found = self._kinds.get(topic)
         if found is None:
@@ -130,6 +139,20 @@ class EventLog:
             position = page.last + 1
             if remaining is not None:
                 remaining -= page.read
+
+    def stored(self, start: int = 1, limit: int | None = None, *,
+               page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[tuple[Record, dict[str, Any]]]:
+        """As `records`, each beside its fields exactly as stored (`decode_stored`)."""
+        remaining, position = limit, start
+        while remaining is None or remaining > 0:
+            want = page_size if remaining is None else min(page_size, remaining)
+            rows = self.notifications(position, want)
+            yield from map(self.decode_stored, rows)
+            if len(rows) < want:
+                return
+            position = rows[-1].id + 1
+            if remaining is not None:
+                remaining -= len(rows)
 
     def head(self) -> int:
         """The last recorded position (0 when the store is empty)."""

@@ -24,7 +24,7 @@ from domain.errors import require
 ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
 ENVELOPE = ("position", "aggregate_id", "version", "server_time", "command_id", "studio_time")
-_LIBRARY_KEYS = ("originator_id", "originator_version", "timestamp")
+LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
 
 
 # ------------------------------------------------------------------ lines inside events
@@ -379,13 +379,18 @@ def _decoder(cls: type[Record]) -> Decoder:
 
 def _unknown(topic: str) -> Decoder:
     def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
-        fields = {k: v for k, v in d.items() if k not in _LIBRARY_KEYS}
+        fields = stored_fields(d)
         return Unknown(position, aggregate_id, d["originator_version"], d["timestamp"], fields.get("command_id"),
                        fields.get("studio_time"), topic, fields)
     return decode
 
 
 _DECODERS: dict[type, Decoder] = {t: _decoder(t) for t in (*ROUND_TYPES, *SHOE_TYPES)}
+
+
+def stored_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded event state without the library's envelope: the fields exactly as stored."""
+    return {k: v for k, v in state.items() if k not in LIBRARY_KEYS}
 
 
 def decoder_for(topic: str) -> Decoder:

@@ -61,10 +61,10 @@ def audit_section(d: DemoData, directory: str) -> Section:
         shutil.rmtree(out)
     stop = d.log.head()
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    result = export(out, d.log.records(1, stop, page_size=5000), exported_at=exported_at)
+    result = export(out, d.log.stored(1, stop, page_size=5000), exported_at=exported_at)
     verified = verify_files(out)
     findings = list(verified.findings)
-    findings += verify_against_store(verified, d.log.records(1, stop, page_size=5000))
+    findings += verify_against_store(verified, d.log.stored(1, stop, page_size=5000))
     d.seconds["audit"] = time.monotonic() - started
     m = result.manifest
     lines = [

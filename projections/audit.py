@@ -91,11 +91,20 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def canonical_record(event: Record, seq: int) -> dict[str, Any]:
-    """The record the chain hashes: the stored event name and fields, exactly as stored."""
+Stored = tuple[Record, dict[str, Any]]  # a record beside its fields exactly as stored (`EventLog.stored`)
+
+
+def as_stored(records: Iterable[Record]) -> Iterator[Stored]:
+    """Records beside the fields they were decoded from (`fields_of`: the same unless a
+    stored event carries a field outside the vocabulary, which only `EventLog.stored` keeps)."""
+    return ((r, fields_of(r)) for r in records)
+
+
+def canonical_record(event: Record, fields: dict[str, Any], seq: int) -> dict[str, Any]:
+    """The record the chain hashes: the stored event name and its fields, exactly as stored."""
     return {
         "event": event_name(event),
-        "fields": fields_of(event),
+        "fields": fields,
         "originator_id": event.aggregate_id,
         "originator_version": event.version,
         "position": event.position,
@@ -133,14 +142,14 @@ class Link:
         return canonical_json({"hash": self.hash, "prev": self.prev, "record": self.record})
 
 
-def chain(events: Iterable[Record], prev_hex: str = GENESIS_HEX, seq_start: int = 1) -> Iterator[Link]:
+def chain(events: Iterable[Stored], prev_hex: str = GENESIS_HEX, seq_start: int = 1) -> Iterator[Link]:
     """Hash events (in global order) into links, continuing from `prev_hex`."""
     seq = seq_start
     last_position = None
-    for event in events:
+    for event, fields in events:
         require(last_position is None or event.position > last_position,
                 f"events out of order: {event.position} after {last_position}")
-        record = canonical_record(event, seq)
+        record = canonical_record(event, fields, seq)
         link_hash = chain_hash(prev_hex, record_bytes(record))
         yield Link(record, prev_hex, link_hash)
         prev_hex, seq, last_position = link_hash, seq + 1, event.position

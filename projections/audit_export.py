@@ -2,8 +2,8 @@
 
 The chain and the canonical form are in projections/audit.py; the file
 formats and verify semantics are specified in docs/audit.md. Events come in
-as typed records in global order (`ledger.eventlog.EventLog.records`), so this
-module knows nothing about the store.
+as typed records beside their stored fields, in global order
+(`ledger.eventlog.EventLog.stored`), so this module knows nothing about the store.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from projections.audit import (
     LINE_BYTES_MAX,
     Finding,
     Link,
+    Stored,
     canonical_json,
     chain,
     compare_with_store,
@@ -48,7 +49,7 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def export(directory: str | Path, events: Iterable[Record], *, from_position: int | None = None,
+def export(directory: str | Path, events: Iterable[Stored], *, from_position: int | None = None,
            to_position: int | None = None, previous_manifest: str | Path | None = None,
            exported_at: str, progress: Callable[[int], Any] | None = None) -> ExportResult:
     """Chain every event from the first (the chain always starts at genesis) and
@@ -95,14 +96,14 @@ class RuleSetsSeen:
         return [self.entries[k] for k in sorted(self.entries)]
 
 
-def zip_chain(events: Iterable[Record]) -> Iterator[tuple[Record, Link]]:
+def zip_chain(events: Iterable[Stored]) -> Iterator[tuple[Record, Link]]:
     """Each event beside its link (the chain consumes the same iterator, in step)."""
     pending: list[Record] = []
 
-    def noted() -> Iterator[Record]:
-        for event in events:
-            pending.append(event)
-            yield event
+    def noted() -> Iterator[Stored]:
+        for item in events:
+            pending.append(item[0])
+            yield item
 
     for link in chain(noted()):
         yield pending.pop(), link
@@ -287,7 +288,7 @@ def _previous_findings(out: Path, manifest: dict[str, Any]) -> list[Finding]:
     return findings
 
 
-def verify_against_store(verified: Verified, store_events: Iterable[Record]) -> list[Finding]:
+def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> list[Finding]:
     """Chain the live store's events (from genesis) and compare them by position with the export."""
     last = verified.manifest.get("last_position")
     if last is None and verified.links:

@@ -59,7 +59,7 @@ def measure(log: EventLog, repeat: int, workers: int | None) -> dict[str, Any]:
         return run
 
     def hashed() -> int:
-        return sum(1 for _ in chain(log.records(1, page_size=5000)))
+        return sum(1 for _ in chain(log.stored(1, page_size=5000)))
 
     used: list[int] = []
     best = best_of(repeat, {"raw": raw, "typed": typed, "replay": replay(workers), "one": replay(1),

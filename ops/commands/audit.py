@@ -115,7 +115,7 @@ def run_export(args: argparse.Namespace) -> int:
     stop = min(head, args.to_position) if args.to_position else head
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     with progress_bar("exporting", stop, args.quiet) as advance:
-        result = export(args.directory, log.records(1, stop, page_size=5000),
+        result = export(args.directory, log.stored(1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,
                         previous_manifest=args.previous, exported_at=exported_at, progress=advance)
     m = result.manifest
@@ -137,7 +137,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
         log = EventLog.open(args.db)
         last = verified.manifest.get("last_position")
-        findings += verify_against_store(verified, log.records(1, last, page_size=5000) if last else [])
+        findings += verify_against_store(verified, log.stored(1, last, page_size=5000) if last else [])
     m = verified.manifest
     if args.json:
         print(json.dumps({"directory": args.directory, "count": m.get("count"), "head_hash": m.get("head_hash"),

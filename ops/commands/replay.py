@@ -80,7 +80,7 @@ def _proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
     from projections.audit import chain
 
     hashes, head = {}, None
-    for link in chain(log.records(1, page_size=5000)):
+    for link in chain(log.stored(1, page_size=5000)):
         if link.position in positions:
             hashes[link.position] = {"seq": link.seq, "hash": link.hash}
         head = link

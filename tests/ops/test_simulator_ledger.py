@@ -11,11 +11,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from projections.reader import read_events
 
 from ledger.store import open_app
 from ops.commands.demo import run_demo
 from ops.simulator import Studio, simulate
-from projections.reader import read_events
 
 # Every refusal a faulty feed may cause, each on purpose (see ops/sim_table.py FAULT_KINDS).
 EXPECTED_FAULT_CODES = {

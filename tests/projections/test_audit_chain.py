@@ -16,13 +16,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import InvariantBroken
-from projections.audit import GENESIS_HEX, Recorded, canonical_json, chain, chain_hash, compare_with_store
+from ledger.records import Opened, Unknown, record_of
+from projections.audit import GENESIS_HEX, Stored, canonical_json, chain, chain_hash, compare_with_store, iso_utc
 from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, export, verify_files
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
-def synthetic(count: int = 12, gap_at: int | None = None) -> list[Recorded]:
+def stored(position: int, name: str, round_id: str, version: int, at: str | datetime, fields: dict) -> Stored:
+    """A stored event with exactly these fields, as the chain sees it (record, stored fields)."""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    return (Unknown(position, round_id, version, at, fields.get("command_id"), fields.get("studio_time"),
+                    f"ledger.round:{name}", fields), fields)
+
+
+def synthetic(count: int = 12, gap_at: int | None = None) -> list[Stored]:
     """`count` events of rounds of 4 events each; positions skip one after `gap_at` (PostgreSQL-like)."""
     events, position = [], 0
     for i in range(count):
@@ -35,8 +44,11 @@ def synthetic(count: int = 12, gap_at: int | None = None) -> list[Recorded]:
                 {"account": "player:p1", "amount_minor": -1000}, {"account": f"round:{round_id}", "amount_minor": 1000}]}
         if name == "Round.Opened":
             fields |= {"ruleset_id": "baccarat/live-8d", "ruleset_version": 1, "ruleset_hash": "ab" * 32}
-        events.append(Recorded(position, name, round_id, i % 4 + 1, (T0 + timedelta(seconds=i)).strftime(
-            "%Y-%m-%dT%H:%M:%S.%fZ"), fields))
+        at = T0 + timedelta(seconds=i)
+        if name == "Round.Opened":  # a typed Opened: the export lists its rule set
+            events.append((record_of(Opened, position, round_id, 1, at, fields), fields))
+        else:
+            events.append(stored(position, name, round_id, i % 4 + 1, at, fields))
     return events
 
 
@@ -67,8 +79,8 @@ def test_canonical_bytes_are_sorted_compact_utf8() -> None:
 
 def test_worked_example_in_docs_matches_the_code() -> None:
     """docs/audit.md shows this record and its hash; keep them in step."""
-    record = Recorded(1, "Round.Opened", "5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11", 1, "2024-05-01T12:00:00.000000Z",
-                      {"command_id": "c1", "table_id": "bac-1", "round_no": 7})
+    record = stored(1, "Round.Opened", "5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11", 1, "2024-05-01T12:00:00.000000Z",
+                    {"command_id": "c1", "table_id": "bac-1", "round_no": 7})
     link = next(chain([record]))
     expected = ('{"event":"Round.Opened","fields":{"command_id":"c1","round_no":7,"table_id":"bac-1"},'
                 '"originator_id":"5b7c3f0e-2a41-5c39-9d7e-2f1c6c0a9b11","originator_version":1,'
@@ -83,15 +95,16 @@ def test_worked_example_in_docs_matches_the_code() -> None:
 
 @pytest.mark.parametrize("bad", [1.5, float("nan"), 2**53, {1: "x"}, b"x", datetime(2024, 1, 1)])
 def test_non_plain_fields_are_refused(bad) -> None:
-    event = Recorded(1, "Opened", str(uuid5(NAMESPACE_URL, "r")), 1, "2024-05-01T12:00:00.000000Z", {"x": bad})
+    event = stored(1, "Opened", str(uuid5(NAMESPACE_URL, "r")), 1, "2024-05-01T12:00:00.000000Z", {"x": bad})
     with pytest.raises(InvariantBroken):
         next(chain([event]))
 
 
 def test_timestamps_normalise_to_utc_microseconds() -> None:
     local = datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
-    event = Recorded.of((3, "Opened", uuid5(NAMESPACE_URL, "r"), 1, local, {}))
-    assert event.timestamp == "2024-05-01T12:00:00.000000Z"
+    assert iso_utc(local) == "2024-05-01T12:00:00.000000Z"
+    link = next(chain([stored(3, "Opened", str(uuid5(NAMESPACE_URL, "r")), 1, local, {})]))
+    assert link.record["timestamp"] == "2024-05-01T12:00:00.000000Z"
 
 
 @settings(max_examples=40, deadline=None)
@@ -101,7 +114,7 @@ def test_timestamps_normalise_to_utc_microseconds() -> None:
     max_size=4))
 def test_canonical_form_round_trips_through_json(fields) -> None:
     """What a verifier parses and re-serialises hashes the same (the property docs/audit.md relies on)."""
-    link = next(chain([Recorded(1, "X", str(uuid5(NAMESPACE_URL, "r")), 1, "2024-05-01T12:00:00.000000Z", fields)]))
+    link = next(chain([stored(1, "X", str(uuid5(NAMESPACE_URL, "r")), 1, "2024-05-01T12:00:00.000000Z", fields)]))
     reparsed = json.loads(link.line())["record"]
     assert chain_hash(GENESIS_HEX, canonical_json(reparsed).encode()) == link.hash
 
@@ -206,19 +219,15 @@ def test_store_comparison_names_every_kind(tmp_path: Path) -> None:
     events = synthetic(12)
     links = store_links(events)
     edited = events.copy()
-    edited[4] = Recorded(**{**_as_kw(events[4]), "fields": {**events[4].fields, "stake_minor": 1}})
+    edited[4] = (events[4][0], {**events[4][1], "stake_minor": 1})
     assert [(f.kind, f.position) for f in compare_with_store(links, store_links(edited))] == [("edited", 5)]
     deleted = events[:3] + events[4:]
     assert [(f.kind, f.position) for f in compare_with_store(links, store_links(deleted))] == [("deleted", 4)]
     a, b = events[2], events[3]
-    swapped = events[:2] + [Recorded(**{**_as_kw(b), "position": 3}), Recorded(**{**_as_kw(a), "position": 4})] + events[4:]
+    swapped = events[:2] + [(b[0]._replace(position=3), b[1]), (a[0]._replace(position=4), a[1])] + events[4:]
     assert [(f.kind, f.position) for f in compare_with_store(links, store_links(swapped))] == [("reordered", 3)]
     part = links[:5] + links[6:]
     assert [(f.kind, f.position) for f in compare_with_store(part, store_links(events))] == [("inserted", 6)]
-
-
-def _as_kw(e: Recorded) -> dict:
-    return {k: getattr(e, k) for k in Recorded.__slots__}
 
 
 def test_reference_verifier_in_docs_runs(tmp_path: Path) -> None:

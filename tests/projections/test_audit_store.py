@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ledger.eventlog import EventLog
+from ledger.records import BetPlaced, CardDealt, DecisionTaken, Settled
 
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.simulator import simulate
 from projections.audit_export import EVENTS_JSONL, export, verify_against_store, verify_files
-from projections.reader import read_events
 
 TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 5, 3, 11, 150
 
@@ -76,17 +77,17 @@ def ingested(store_url: str) -> tuple[str, Any]:
     return store_url, app
 
 
-def positions_of(app: Any, name: str) -> list[int]:
-    return [e.position for e in read_events(app) if e.name == name]
+def positions_of(app: Any, kind: type) -> list[int]:
+    return [e.position for e in EventLog(app).records() if isinstance(e, kind)]
 
 
 def export_and_verify(tmp_path: Path, app: Any, tamper: Any = None, name: str = "x") -> list[tuple[str, int | None]]:
     out = tmp_path / name
-    export(out, read_events(app), exported_at="2024-05-02T00:00:00Z")
+    export(out, EventLog(app).stored(), exported_at="2024-05-02T00:00:00Z")
     if tamper:
         tamper()
     verified = verify_files(out)
-    return [(f.kind, f.position) for f in verified.findings + verify_against_store(verified, read_events(app))]
+    return [(f.kind, f.position) for f in verified.findings + verify_against_store(verified, EventLog(app).stored())]
 
 
 def test_untampered_export_verifies_clean_against_the_store(ingested, tmp_path: Path) -> None:
@@ -97,7 +98,7 @@ def test_untampered_export_verifies_clean_against_the_store(ingested, tmp_path: 
 
 def test_edited_event_in_store_is_named(ingested, tmp_path: Path, capsys) -> None:
     url, app = ingested
-    p = positions_of(app, "Round.BetPlaced")[3]
+    p = positions_of(app, BetPlaced)[3]
     store = Store(app)
     found = export_and_verify(tmp_path, app, lambda: store.edit_state(p, lambda s: s.update(stake_minor=1)))
     assert found == [("edited", p)]
@@ -108,14 +109,14 @@ def test_edited_event_in_store_is_named(ingested, tmp_path: Path, capsys) -> Non
 
 def test_deleted_event_in_store_is_named(ingested, tmp_path: Path) -> None:
     _, app = ingested
-    p = positions_of(app, "Round.CardDealt")[5]
+    p = positions_of(app, CardDealt)[5]
     store = Store(app)
     assert export_and_verify(tmp_path, app, lambda: store.delete(p)) == [("deleted", p)]
 
 
 def test_inserted_event_in_store_is_named(ingested, tmp_path: Path) -> None:
     _, app = ingested
-    p = positions_of(app, "Round.DecisionTaken")[2]
+    p = positions_of(app, DecisionTaken)[2]
     store = Store(app)
     row = store.delete(p)  # the export is taken without it ...
     assert export_and_verify(tmp_path, app, lambda: store.insert(row)) == [("inserted", p)]  # ... then it appears
@@ -123,7 +124,7 @@ def test_inserted_event_in_store_is_named(ingested, tmp_path: Path) -> None:
 
 def test_swapped_events_in_store_are_named(ingested, tmp_path: Path) -> None:
     _, app = ingested
-    p, q = positions_of(app, "Round.CardDealt")[7:9]
+    p, q = positions_of(app, CardDealt)[7:9]
     store = Store(app)
     assert export_and_verify(tmp_path, app, lambda: store.swap(p, q)) == [("reordered", p)]
 
@@ -131,7 +132,7 @@ def test_swapped_events_in_store_are_named(ingested, tmp_path: Path) -> None:
 def test_edited_export_line_of_a_real_store_is_named(ingested, tmp_path: Path) -> None:
     _, app = ingested
     out = tmp_path / "x"
-    export(out, read_events(app), exported_at="2024-05-02T00:00:00Z")
+    export(out, EventLog(app).stored(), exported_at="2024-05-02T00:00:00Z")
     lines = (out / EVENTS_JSONL).read_text(encoding="utf-8").splitlines()
     settled = next(i for i, line in enumerate(lines) if '"event":"Round.Settled"' in line and '"returned_minor":0' in line)
     lines[settled] = lines[settled].replace('"returned_minor":0', '"returned_minor":100000', 1)
@@ -141,14 +142,14 @@ def test_edited_export_line_of_a_real_store_is_named(ingested, tmp_path: Path) -
     # The CSV still holds the original: it no longer matches the edited line either.
     assert [(f.kind, f.position) for f in verified.findings] == [("edited", position), ("csv", position)]
     # Against the store, the same event differs in one field.
-    store_findings = verify_against_store(verified, read_events(app))
+    store_findings = verify_against_store(verified, EventLog(app).stored())
     assert [(f.kind, f.position) for f in store_findings] == [("edited", position)]
     assert "fields.results" in store_findings[0].message
 
 
 def test_cli_export_links_consecutive_exports(ingested, tmp_path: Path, capsys) -> None:
     url, app = ingested
-    mid = positions_of(app, "Round.Settled")[4]
+    mid = positions_of(app, Settled)[4]
     assert cli(["audit", "export", str(tmp_path / "d1"), "--to", str(mid), "--db", url, "--quiet"]) == 0
     assert cli(["audit", "export", str(tmp_path / "d2"), "--from", str(mid + 1), "--db", url, "--quiet"]) == 0
     second = json.loads((tmp_path / "d2" / "manifest.json").read_text())
@@ -158,7 +159,16 @@ def test_cli_export_links_consecutive_exports(ingested, tmp_path: Path, capsys) 
     assert {r["id"] for r in first["rule_sets"] + second["rule_sets"]} >= {"baccarat/live-8d", "teen-patti/20-20"}
     assert cli(["audit", "verify", str(tmp_path / "d2"), "--db", url]) == 0
     # Changing an event the first export covers shows in the second export's verify against the store.
-    Store(app).edit_state(positions_of(app, "Round.BetPlaced")[0], lambda s: s.update(stake_minor=7))
+    Store(app).edit_state(positions_of(app, BetPlaced)[0], lambda s: s.update(stake_minor=7))
     capsys.readouterr()
     assert cli(["audit", "verify", str(tmp_path / "d2"), "--db", url]) == 1
     assert "before position" in capsys.readouterr().out
+
+
+def test_a_field_added_outside_the_vocabulary_is_named(ingested, tmp_path: Path) -> None:
+    """The chain hashes the fields as stored, not only those the typed records know."""
+    _, app = ingested
+    p = positions_of(app, BetPlaced)[1]
+    store = Store(app)
+    found = export_and_verify(tmp_path, app, lambda: store.edit_state(p, lambda s: s.update(smuggled="x")))
+    assert found == [("edited", p)]

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from projections.reader import read_events
 
 from ledger.store import open_app
 from ops.cli import main as cli
@@ -14,7 +15,6 @@ from ops.commands.audit import replay_all
 from ops.simulator import simulate
 from projections.audit import Recorded
 from projections.audit_store import parse_round_ref, round_events
-from projections.reader import read_events
 from projections.replay import recompute
 from tests.projections.test_audit_store import Store
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from projections.reader import read_events
 
 from ledger.store import open_app
 from ops.cli import main as cli
@@ -16,7 +17,6 @@ from ops.commands.audit import replay_all
 from ops.simulator import simulate
 from projections import replay_range as rr
 from projections.audit_store import rounds_in_range
-from projections.reader import read_events
 from projections.replay import recompute
 from tests.projections.test_audit_store import Store
 

@@ -9,11 +9,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from projections.reader import read_events
 
 from ledger.store import open_app
 from ops.simulator import simulate
 from ops.wallet import expected_movements, findings_as_injected, read_wallet, reconcile, write_wallet
-from projections.reader import read_events
 from tests.projections.synthetic import RoundScript, number
 
 
