@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from projections.reader import read_events
 
+from ledger.eventlog import EventLog
+from ledger.records import CardDealt, FollowDecided, Opened, Paused, Record, Settled, SettlementReversed, Voided
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.commands.audit import replay_all
 from ops.simulator import simulate
-from projections.audit import Recorded
 from projections.audit_store import parse_round_ref, round_events
 from projections.replay import recompute
 from tests.projections.test_audit_store import Store
@@ -28,34 +28,33 @@ def day(store_url: str) -> tuple[str, Any]:
     return store_url, app
 
 
-def first_event(app: Any, name: str, where: Any = lambda e: True) -> Any:
-    return next(e for e in read_events(app) if e.name == name and where(e))
+def first_event(app: Any, kind: type, where: Any = lambda e: True) -> Any:
+    return next(e for e in EventLog(app).records() if isinstance(e, kind) and where(e))
 
 
 def test_every_round_of_a_simulated_day_replays_without_findings(day) -> None:
     _, app = day
-    summary = replay_all(app)
+    summary = replay_all(EventLog(app))
     assert summary["rounds"] == TABLES * ROUNDS
     assert summary["findings"] == []
-    names = {e.name for e in read_events(app)}
-    assert {"Round.Voided", "Round.Paused", "Round.SettlementReversed", "Round.FollowDecided"} <= names  # the day had faults worth checking
+    kinds = {type(e) for e in EventLog(app).records()}
+    assert {Voided, Paused, SettlementReversed, FollowDecided} <= kinds  # the day had faults worth checking
 
 
 def test_altered_payout_in_the_store_is_a_finding(day, capsys) -> None:
     url, app = day
-    settled = first_event(app, "Round.Settled", lambda e: any(r["returned_minor"] > 0 for r in e.fields["results"]))
-    table, number = settled.fields.get("table_id"), None
-    opened = round_events(app, parse_round_ref(settled.originator_id))[0].fields
-    table, number = opened["table_id"], opened["round_no"]
-    paid = next(i for i, r in enumerate(settled.fields["results"]) if r["returned_minor"] > 0)
+    settled = first_event(app, Settled, lambda e: any(r.returned_minor > 0 for r in e.results))
+    opened = round_events(EventLog(app), parse_round_ref(settled.aggregate_id))[0]
+    table, number = opened.table_id, opened.round_no
+    paid = next(i for i, r in enumerate(settled.results) if r.returned_minor > 0)
 
     def pay_more(state: dict) -> None:
         state["results"][paid]["returned_minor"] += 1000
 
     Store(app).edit_state(settled.position, pay_more)
-    summary = replay_all(open_app(url))
+    summary = replay_all(EventLog.open(url))
     assert [(f.kind, f.position) for f in summary["findings"]] == [("payout_differs", settled.position)]
-    bet_id = settled.fields["results"][paid]["bet_id"]
+    bet_id = settled.results[paid].bet_id
     assert f"bet {bet_id}" in summary["findings"][0].message
 
     capsys.readouterr()
@@ -68,20 +67,20 @@ def test_altered_payout_in_the_store_is_a_finding(day, capsys) -> None:
 
 def test_changed_rule_set_hash_is_a_finding(day) -> None:
     _, app = day
-    opened = first_event(app, "Round.Opened")
+    opened = first_event(app, Opened)
     Store(app).edit_state(opened.position, lambda s: s.update(ruleset_hash="0" * 64))
-    events = round_events(app, parse_round_ref(opened.originator_id))
+    events = round_events(EventLog(app), parse_round_ref(opened.aggregate_id))
     kinds = [(f.kind, f.position) for f in recompute(events).findings]
     assert ("ruleset_hash_mismatch", opened.position) in kinds
 
 
 def test_replay_json_and_as_of_an_event(day, capsys) -> None:
     url, app = day
-    opened = first_event(app, "Round.Opened", lambda e: e.fields["game"] == "blackjack")
-    ref = f"{opened.fields['table_id']}#{opened.fields['round_no']}"
+    opened = first_event(app, Opened, lambda e: e.game == "blackjack")
+    ref = f"{opened.table_id}#{opened.round_no}"
     assert cli(["replay", ref, "--db", url, "--json"]) == 0
     full = json.loads(capsys.readouterr().out)
-    assert full["round_id"] == opened.originator_id and full["findings"] == []
+    assert full["round_id"] == opened.aggregate_id and full["findings"] == []
     assert [s["n"] for s in full["steps"]] == list(range(1, len(full["steps"]) + 1))
     assert full["results"] and all(r["agrees"] for r in full["results"])
     assert all(r["recomputed"]["explanation"] for r in full["results"])
@@ -95,16 +94,16 @@ def test_replay_json_and_as_of_an_event(day, capsys) -> None:
 # ------------------------------------------------------------------ pure recompute, no store
 
 
-def _round(app: Any, name: str = "Round.Settled") -> list[Recorded]:
-    settled = first_event(app, name)
-    return [Recorded.of(e) for e in round_events(app, parse_round_ref(settled.originator_id))]
+def _round(app: Any, kind: type = Settled) -> list[Record]:
+    settled = first_event(app, kind)
+    return round_events(EventLog(app), parse_round_ref(settled.aggregate_id))
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_missing_event_and_refused_fact_are_findings(day) -> None:
     _, app = day
     events = _round(app)
-    cards = [i for i, e in enumerate(events) if e.name == "Round.CardDealt"]
+    cards = [i for i, e in enumerate(events) if isinstance(e, CardDealt)]
     gap = events[: cards[0]] + events[cards[0] + 1:]  # a card vanished from the middle of the round
     kinds = {f.kind for f in recompute(gap).findings}
     assert "missing_event" in kinds and ("refused" in kinds or "payout_differs" in kinds or "settled_incomplete" in kinds)
@@ -113,10 +112,9 @@ def test_missing_event_and_refused_fact_are_findings(day) -> None:
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_void_refunds_are_checked(day) -> None:
     _, app = day
-    events = _round(app, "Round.Voided")
-    voided = events[-1] if events[-1].name == "Round.Voided" else next(e for e in events if e.name == "Round.Voided")
-    if not voided.fields["refunds"]:
+    events = _round(app, Voided)
+    voided = next(e for e in events if isinstance(e, Voided))
+    if not voided.refunds:
         pytest.skip("tombstone void: nothing to refund")
-    altered = [e if e is not voided else Recorded(**{**{k: getattr(e, k) for k in Recorded.__slots__},
-               "fields": {**e.fields, "refunds": e.fields["refunds"][1:]}}) for e in events]
+    altered = [e if e is not voided else voided._replace(refunds=voided.refunds[1:]) for e in events]
     assert "refunds_differ" in {f.kind for f in recompute(altered).findings}

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from projections.reader import read_events
 
+from ledger.eventlog import EventLog
+from ledger.records import BetPlaced, Opened, Settled, is_round
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.commands.audit import replay_all
@@ -36,8 +37,8 @@ def outcome(summary: dict[str, Any]) -> tuple:
 
 
 def paying_settlements(app: Any) -> list[Any]:
-    return [e for e in read_events(app) if e.name == "Round.Settled"
-            and any(r["returned_minor"] > 0 for r in e.fields["results"])]
+    return [e for e in EventLog(app).records() if isinstance(e, Settled)
+            and any(r.returned_minor > 0 for r in e.results)]
 
 
 def pay_more(state: dict) -> None:
@@ -47,11 +48,11 @@ def pay_more(state: dict) -> None:
 
 def test_workers_give_the_same_outcome_as_one_process(day) -> None:
     _, app = day
-    one = replay_all(app, workers=1)
-    round_ids = {e.originator_id for e in read_events(app) if e.name.startswith("Round.")}
+    one = replay_all(EventLog(app), workers=1)
+    round_ids = {e.aggregate_id for e in EventLog(app).records() if is_round(e)}
     assert one["workers"] == 1 and one["rounds"] == len(round_ids) >= TABLES * ROUNDS and one["findings"] == []
     for workers in (2, 3):
-        many = replay_all(app, workers=workers)
+        many = replay_all(EventLog(app), workers=workers)
         assert many["workers"] == workers
         assert outcome(many) == outcome(one)
 
@@ -68,13 +69,13 @@ def test_altered_payouts_are_found_in_every_block_with_workers(day, capsys) -> N
     expected = [("payout_differs", first.position), ("payout_differs", last.position)]
     results = {}
     for workers in (1, 2, 3):
-        summary = replay_all(open_app(url), workers=workers)
+        summary = replay_all(EventLog.open(url), workers=workers)
         assert summary["workers"] == workers
         assert [(f.kind, f.position) for f in summary["findings"]] == expected
         results[workers] = outcome(summary)
     assert results[1] == results[2] == results[3]
-    opened = next(e for e in read_events(app) if e.name == "Round.Opened" and e.originator_id == last.originator_id)
-    assert results[2][4][last.position] == f"{opened.fields['table_id']}#{opened.fields['round_no']}"
+    opened = next(e for e in EventLog(app).records() if isinstance(e, Opened) and e.aggregate_id == last.aggregate_id)
+    assert results[2][4][last.position] == f"{opened.table_id}#{opened.round_no}"
 
     capsys.readouterr()
     assert cli(["audit", "replay", "--db", url, "--quiet", "--workers", "2"]) == 1
@@ -86,29 +87,29 @@ def test_altered_payouts_are_found_in_every_block_with_workers(day, capsys) -> N
 def test_a_failure_inside_a_worker_is_not_swallowed(day, monkeypatch) -> None:
     """Forked workers inherit the process: a recompute that breaks on the last round breaks the audit."""
     _, app = day
-    last_round = list(rounds_in_range(app))[-1][0]
+    last_round = list(rounds_in_range(EventLog(app)))[-1][0]
     real = recompute
 
     def breaks_on_last(events, **kw):  # type: ignore[no-untyped-def]
-        if events[0].originator_id == last_round:
+        if events[0].aggregate_id == last_round:
             raise RuntimeError("model broke on the last round")
         return real(events, **kw)
 
     monkeypatch.setattr("projections.replay.recompute", breaks_on_last)
     with pytest.raises(RuntimeError, match="last round"):
-        replay_all(app, workers=2)
+        replay_all(EventLog(app), workers=2)
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_a_range_replays_every_round_touching_it_with_all_its_events(day) -> None:
     _, app = day
-    head = max(e.position for e in read_events(app))
+    head = max(e.position for e in EventLog(app).records())
     for start, stop in ((1, None), (head // 3, head // 2), (head, head), (head // 2, None), (1, 5)):
-        oracle = list(rounds_in_range(app, start, stop))  # the reference grouping (decodes everything)
-        rounds = rr.rounds_to_replay(app, start, stop)
+        oracle = list(rounds_in_range(EventLog(app), start, stop))  # the reference grouping (decodes everything)
+        rounds = rr.rounds_to_replay(EventLog(app), start, stop)
         assert [str(r[0].originator_id) for r in rounds] == [round_id for round_id, _ in oracle]
         assert [[n.id for n in r] for r in rounds] == [[e.position for e in events] for _, events in oracle]
-        summary = replay_all(app, start, stop, workers=2)
+        summary = replay_all(EventLog(app), start, stop, workers=2)
         assert summary["rounds"] == len(oracle)
         assert summary["events"] == sum(len(events) for _, events in oracle)
 
@@ -119,10 +120,10 @@ def test_bulk_recompute_checks_what_the_full_replay_checks(day) -> None:
     store = Store(app)
     settled = paying_settlements(app)[1]
     store.edit_state(settled.position, pay_more)
-    bets = [e for e in read_events(app) if e.name == "Round.BetPlaced"]
+    bets = [e for e in EventLog(app).records() if isinstance(e, BetPlaced)]
     store.edit_state(bets[4].position, lambda s: s.update(stake_minor=s["stake_minor"] + 1))
     kinds = set()
-    for _, events in rounds_in_range(app):
+    for _, events in rounds_in_range(EventLog(app)):
         full, bulk = recompute(events), recompute(events, views=False)
         assert bulk.steps == [] and len(full.steps) == len(events)
         assert [c.as_dict() for c in bulk.results] == [c.as_dict() for c in full.results]
@@ -134,11 +135,11 @@ def test_bulk_recompute_checks_what_the_full_replay_checks(day) -> None:
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_default_workers_follow_the_cores_for_a_large_range(day, monkeypatch) -> None:
     _, app = day
-    assert replay_all(app)["workers"] == 1  # a small store: not worth a fork
+    assert replay_all(EventLog(app))["workers"] == 1  # a small store: not worth a fork
     monkeypatch.setattr(rr, "EVENTS_PER_WORKER_MIN", 10)
     monkeypatch.setattr(rr, "default_workers", lambda: 2)
-    assert replay_all(app)["workers"] == 2
-    assert outcome(replay_all(app)) == outcome(replay_all(app, workers=1))
+    assert replay_all(EventLog(app))["workers"] == 2
+    assert outcome(replay_all(EventLog(app))) == outcome(replay_all(EventLog(app), workers=1))
 
 
 def test_workers_option_is_checked(capsys) -> None:
