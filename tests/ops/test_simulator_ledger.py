@@ -11,8 +11,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projections.reader import read_events
 
+from ledger.eventlog import EventLog
+from ledger.records import Settled, SettlementReversed, Voided, event_name, postings_of
 from ledger.store import open_app
 from ops.commands.demo import run_demo
 from ops.simulator import Studio, simulate
@@ -34,17 +35,17 @@ def check_money(app) -> tuple[int, int]:
     """Every event's postings sum to zero; every closed round's account is zero;
     all accounts sum to zero. Returns (events with postings, closed rounds)."""
     balances: Counter[str] = Counter()
-    phase: dict[str, str] = {}
+    phase: dict[str, type] = {}
     with_postings = 0
-    for ev in read_events(app):
-        postings = ev.fields.get("postings") or []
-        assert sum(p["amount_minor"] for p in postings) == 0, (ev.name, ev.position, postings)
+    for ev in EventLog(app).records():
+        postings = postings_of(ev)
+        assert sum(p.amount_minor for p in postings) == 0, (event_name(ev), ev.position, postings)
         with_postings += bool(postings)
         for p in postings:
-            balances[p["account"]] += p["amount_minor"]
-        if ev.name in ("Round.Settled", "Round.Voided", "Round.SettlementReversed"):
-            phase[ev.originator_id] = ev.name
-    closed = [rid for rid, name in phase.items() if name != "Round.SettlementReversed"]
+            balances[p.account] += p.amount_minor
+        if isinstance(ev, (Settled, Voided, SettlementReversed)):
+            phase[ev.aggregate_id] = type(ev)
+    closed = [rid for rid, kind in phase.items() if kind is not SettlementReversed]
     for rid in closed:
         assert balances[f"round:{rid}"] == 0, rid
     assert sum(balances.values()) == 0
@@ -73,7 +74,7 @@ def test_clean_feed_settles_every_round_in_the_ledger() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         app, results = ingest(lines, tmp)
         assert all(r.status == "accepted" for r in results)
-        settled = [ev for ev in read_events(app) if ev.name == "Round.Settled"]
+        settled = [ev for ev in EventLog(app).records() if isinstance(ev, Settled)]
         assert len(settled) == studio.stats.rounds_total == 30
 
 
@@ -117,9 +118,11 @@ def test_demo_fails_when_a_recorded_payout_was_altered(tmp_path, capsys, monkeyp
     from projections.replay import recompute as real_recompute
 
     def tampering_recompute(events, **kw):  # type: ignore[no-untyped-def]
-        for e in events:
-            if e.name == "Round.Settled" and e.fields["results"]:
-                e.fields["results"][0]["returned_minor"] += 1
+        events = list(events)
+        for i, e in enumerate(events):
+            if isinstance(e, Settled) and e.results:
+                first = e.results[0]._replace(returned_minor=e.results[0].returned_minor + 1)
+                events[i] = e._replace(results=(first, *e.results[1:]))
                 break
         return real_recompute(events, **kw)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, CardDealt, DecisionTaken, Settled
-
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.simulator import simulate

@@ -9,11 +9,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projections.reader import read_events
 
+from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.simulator import simulate
-from ops.wallet import expected_movements, findings_as_injected, read_wallet, reconcile, write_wallet
+from ops.wallet import findings_as_injected, write_wallet
+from projections.reconcile import expected_movements, read_wallet, reconcile
 from tests.projections.synthetic import RoundScript, number
 
 
@@ -39,7 +40,7 @@ def feed() -> list[bytes]:
 def ledger_events(store_url, feed):
     app = open_app(store_url)
     app.ingest(feed)
-    events = list(read_events(app))
+    events = list(EventLog(app).records())
     app.close()
     return events
 
