@@ -170,3 +170,31 @@ def test_no_import_cycles() -> None:
     stale = [sorted(c) for c in KNOWN_CYCLES if c not in found]
     assert not stale, f"these known cycles are gone: delete them from KNOWN_CYCLES: {stale}"
 
+
+# The event vocabulary is known in one place (ledger/records.py) and the store is read
+# through one reader (ledger/eventlog.py): outside ledger/, no stored field is read by
+# name, no event is named by string, and nothing reaches for the library's recorder or
+# mapper (which also keeps every reader off the backend's own tables and guesses).
+VOCABULARY_LEAKS = ('fields["', "fields['", '"Round.', "'Round.", '"Shoe.', "'Shoe.", ".recorder", ".mapper")
+# A benchmark of the write path itself compares the ledger with the library's own writes.
+LEAKS_ALLOWED = {"ops/bench/ingest_bench.py": {".recorder", ".mapper"}}
+
+
+@pytest.mark.parametrize("layer", ["domain", "projections", "ops"])
+def test_event_names_fields_and_the_store_stay_inside_ledger(layer: str) -> None:
+    hits = []
+    for path in sources(layer):
+        name = str(path.relative_to(ROOT))
+        allowed = LEAKS_ALLOWED.get(name, set())
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            hits += [f"{name}:{lineno}: {leak} in {line.strip()}" for leak in VOCABULARY_LEAKS
+                     if leak in line and leak not in allowed]
+    assert not hits, "outside ledger/ (use ledger.records / ledger.eventlog):\n" + "\n".join(hits)
+
+
+def test_the_leak_check_catches_what_it_names() -> None:
+    """The check above is a substring scan: each pattern must match the code it forbids."""
+    samples = ['x = ev.fields["stake_minor"]', 'if ev.name == "Round.Settled":', "n = 'Shoe.Started'",
+               "rows = app.recorder.select_notifications(1, 10)", "event = app.mapper.to_domain_event(n)"]
+    for sample in samples:
+        assert any(leak in sample for leak in VOCABULARY_LEAKS), sample
