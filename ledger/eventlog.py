@@ -28,6 +28,7 @@ from ledger.store import db_url_from, env_for, open_app
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
+ID_CACHE_MAX = 100_000  # aggregate ids remembered as text (rounds in flight are far fewer)
 SQLITE = "sqlite"
 POSTGRES = "postgres"
 _PG_KEYS = {"dbname": "POSTGRES_DBNAME", "host": "POSTGRES_HOST", "port": "POSTGRES_PORT",
@@ -74,6 +75,7 @@ class EventLog:
         self._to_event = app.mapper.to_domain_event
         self._decoders: dict[str, Decoder] = {}
         self._kinds: dict[str, RecordType] = {}
+        self._ids: dict[Any, str] = {}
 
     @classmethod
     def open(cls, url: str | None = None) -> EventLog:
@@ -86,20 +88,29 @@ class EventLog:
     # ------------------------------------------------------------ decoding
     def decode(self, n: Notification) -> Record:
         """One stored event -> its record."""
-        decoder = self._decoders.get(n.topic)
-        if decoder is None:
-            decoder = self._decoders[n.topic] = decoder_for(n.topic)
+        decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
         state = self._to_event(n).__dict__
-        return decoder(n.id, str(state["originator_id"]), state)
+        return decoder(n.id, self._id_text(state["originator_id"]), state)
+
+    def _id_text(self, aggregate_id: Any) -> str:
+        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow Python."""
+        text = self._ids.get(aggregate_id)
+        if text is None:
+            if len(self._ids) >= ID_CACHE_MAX:
+                self._ids.clear()
+            text = self._ids[aggregate_id] = str(aggregate_id)
+        return text
+
+    def _decoder(self, topic: str) -> Decoder:
+        decoder = self._decoders[topic] = decoder_for(topic)
+        return decoder
 
     def decode_stored(self, n: Notification) -> tuple[Record, dict[str, Any]]:
         """One stored event -> its record and its fields exactly as stored (for the audit chain,
         which hashes what is stored, including any field outside the vocabulary)."""
-        decoder = self._decoders.get(n.topic)
-        if decoder is None:
-            decoder = self._decoders[n.topic] = decoder_for(n.topic)
+        decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
         state = self._to_event(n).__dict__
-        return decoder(n.id, str(state["originator_id"]), state), stored_fields(state)
+        return decoder(n.id, self._id_text(state["originator_id"]), state), stored_fields(state)
 
     def kind(self, topic: str) -> RecordType:
         found = self._kinds.get(topic)
@@ -129,25 +140,23 @@ class EventLog:
     def records(self, start: int = 1, limit: int | None = None, *,
                 page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Record]:
         """Records from position `start` in global order, at most `limit` (None: up to the head)."""
-        remaining, position = limit, start
-        while remaining is None or remaining > 0:
-            want = page_size if remaining is None else min(page_size, remaining)
-            page = self.page(position, want)
-            yield from page.records
-            if page.read < want:
-                return
-            position = page.last + 1
-            if remaining is not None:
-                remaining -= page.read
+        for rows in self._pages(start, limit, page_size):
+            yield from map(self.decode, rows)
 
     def stored(self, start: int = 1, limit: int | None = None, *,
                page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[tuple[Record, dict[str, Any]]]:
         """As `records`, each beside its fields exactly as stored (`decode_stored`)."""
+        for rows in self._pages(start, limit, page_size):
+            yield from map(self.decode_stored, rows)
+
+    def _pages(self, start: int, limit: int | None, page_size: int) -> Iterator[list[Notification]]:
+        """Stored rows from `start`, a page at a time, at most `limit` in all (None: up to the head)."""
         remaining, position = limit, start
         while remaining is None or remaining > 0:
             want = page_size if remaining is None else min(page_size, remaining)
             rows = self.notifications(position, want)
-            yield from map(self.decode_stored, rows)
+            if rows:
+                yield rows
             if len(rows) < want:
                 return
             position = rows[-1].id + 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 from domain.errors import require
@@ -330,26 +331,34 @@ def is_round_topic(topic: str) -> bool:
 
 
 # ------------------------------------------------------------------ decode
+# Decoding is on every reader's hot path: values are picked by C-level itemgetters
+# and tuples built with tuple.__new__ (no per-field Python call). Every stored field
+# must be present: a change of an event's shape is upcast by the ledger
+# (`class_version` + `upcast_vN_vM`) before it reaches here.
 L = TypeVar("L", bound=tuple[Any, ...])
+_new = tuple.__new__
+
+
+def _picker(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """mapping -> the values of `names`, as a tuple (itemgetter returns a bare value for one name)."""
+    if not names:
+        return lambda d: ()
+    if len(names) == 1:
+        name = names[0]
+        return lambda d: (d[name],)
+    return itemgetter(*names)
 
 
 def _lines(cls: type[L]) -> Callable[[Any], tuple[L, ...]]:
     """A stored list of line dicts -> a tuple of `cls` (fields in `cls` order)."""
-    names = cls._fields  # type: ignore[attr-defined]
-    make = cls._make  # type: ignore[attr-defined]
+    pick = _picker(cls._fields)  # type: ignore[attr-defined]
 
     def convert(items: Any) -> tuple[L, ...]:
         if not items:
             return ()
-        return tuple([make([item[n] for n in names]) for item in items])
+        return tuple([_new(cls, pick(item)) for item in items])
 
     return convert
-
-
-def _postings(items: Any) -> Postings:
-    if not items:
-        return ()
-    return tuple([Posting(p["account"], p["amount_minor"]) for p in items])
 
 
 def _cards(items: Any) -> tuple[str, ...]:
@@ -357,24 +366,32 @@ def _cards(items: Any) -> tuple[str, ...]:
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {
-    "postings": _postings, "stake_moves": _lines(StakeMove), "results": _lines(SettlementLine),
+    "postings": _lines(Posting), "stake_moves": _lines(StakeMove), "results": _lines(SettlementLine),
     "refunds": _lines(Refund), "cards": _cards,
 }
 Decoder = Callable[[int, str, Mapping[str, Any]], Record]
+_ENVELOPE_KEYS = _picker(("originator_version", "timestamp", "command_id", "studio_time"))
 
 
 def _decoder(cls: type[Record]) -> Decoder:
-    """A fast decoder for one record type: stored fields read by name, in order."""
+    """The decoder of one record type: its stored fields picked by name, nested lines typed."""
     own = cls._fields[len(ENVELOPE):]
-    make = cls._make
-    steps = [(name, _CONVERT.get(name)) for name in own]
+    pick = _picker(own)
+    nested = [(i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
+    envelope = _ENVELOPE_KEYS
 
-    def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
-        get = d.get  # an old event without a later optional field reads as None
-        return make([position, aggregate_id, d["originator_version"], d["timestamp"], get("command_id"),
-                     get("studio_time"), *[get(n) if c is None else c(get(n)) for n, c in steps]])
+    if not nested:
+        def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
+            return _new(cls, (position, aggregate_id, *envelope(d), *pick(d)))
+        return decode
 
-    return decode
+    def decode_nested(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
+        values = list(pick(d))
+        for i, convert in nested:
+            values[i] = convert(values[i])
+        return _new(cls, (position, aggregate_id, *envelope(d), *values))
+
+    return decode_nested
 
 
 def _unknown(topic: str) -> Decoder:
@@ -433,7 +450,9 @@ def postings_of(record: Record) -> Postings:
 
 def record_of(kind: type[Record], position: int, aggregate_id: str, version: int, server_time: datetime,
               fields: Mapping[str, Any]) -> Record:
-    """A record built from stored-form fields (tests and tools that make events by hand)."""
+    """A record built from stored-form fields (tests and tools that make events by hand);
+    a field not given reads as None."""
     require(kind is not Unknown, "an unknown event has no fields to build from")
-    state = {"originator_version": version, "timestamp": server_time, **fields}
+    blank = dict.fromkeys(("command_id", "studio_time", *kind._fields[len(ENVELOPE):]))
+    state = {**blank, "originator_version": version, "timestamp": server_time, **fields}
     return _DECODERS[kind](position, aggregate_id, state)
