@@ -131,17 +131,17 @@ class EventLog:
         rows = self.notifications(start, limit)
         if not rows:
             return Page([], 0, start - 1)
-        decode = self.decode
-        if kinds is None:
-            return Page([decode(n) for n in rows], len(rows), rows[-1].id)
-        kind = self.kind
-        return Page([decode(n) for n in rows if kind(n.topic) in kinds], len(rows), rows[-1].id)
+        if kinds is not None:
+            known, kind = self._kinds.get, self.kind
+            wanted = [n for n in rows if (known(n.topic) or kind(n.topic)) in kinds]
+            return Page(self.decode_all(wanted), len(rows), rows[-1].id)
+        return Page(self.decode_all(rows), len(rows), rows[-1].id)
 
     def records(self, start: int = 1, limit: int | None = None, *,
                 page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Record]:
         """Records from position `start` in global order, at most `limit` (None: up to the head)."""
         for rows in self._pages(start, limit, page_size):
-            yield from map(self.decode, rows)
+            yield from self.decode_all(rows)
 
     def stored(self, start: int = 1, limit: int | None = None, *,
                page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[tuple[Record, dict[str, Any]]]:
@@ -242,5 +242,12 @@ class EventLog:
                     for r in curs.fetchall()]
 
     def decode_all(self, rows: Sequence[Notification]) -> list[Record]:
-        decode = self.decode
-        return [decode(n) for n in rows]
+        """`decode` of every row, in order (the loop every reader runs: kept tight)."""
+        decoders, to_event, ids = self._decoders, self._to_event, self._ids
+        out = []
+        for n in rows:
+            decoder = decoders.get(n.topic) or self._decoder(n.topic)
+            state = to_event(n).__dict__
+            aggregate_id = state["originator_id"]
+            out.append(decoder(n.id, ids.get(aggregate_id) or self._id_text(aggregate_id), state))
+        return out
