@@ -13,16 +13,16 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
+from ledger.app import LedgerApp
 from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, stored_fields, type_of_topic
 from ledger.store import db_url_from, env_for, open_app
 
@@ -45,13 +45,14 @@ class Backend:
     schema: str = "public"
 
     @classmethod
-    def of_env(cls, env: Any) -> Backend:
-        """From the library environment a store URL maps to (`ledger.store.env_for`)."""
+    def of_env(cls, env: Mapping[str, str]) -> Backend:
+        """From the library environment a store URL maps to (`ledger.store.env_for`; an
+        application's `env`, which the library built from it)."""
         module = env.get("PERSISTENCE_MODULE")
         if module == "eventsourcing.sqlite":
-            return cls(SQLITE, sqlite_path=env.get("SQLITE_DBNAME"))
+            return cls(SQLITE, sqlite_path=env.get("SQLITE_DBNAME") or "")
         require(module == "eventsourcing.postgres", f"unknown persistence module {module!r}")
-        connect = {k: env.get(v) for k, v in _PG_KEYS.items() if env.get(v)}
+        connect = {k: value for k, key in _PG_KEYS.items() if (value := env.get(key))}
         return cls(POSTGRES, pg_connect=connect, schema=env.get("POSTGRES_SCHEMA") or "public")
 
     @classmethod
@@ -68,10 +69,10 @@ class Page(NamedTuple):
 class EventLog:
     """Typed records of one store in global order (see the module doc)."""
 
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: LedgerApp) -> None:
         self.app = app
         self.backend = Backend.of_env(app.env)
-        self._recorder: Any = app.recorder
+        self._recorder: Any = app.recorder  # its backend's class: tables and datastore differ
         self._to_event = app.mapper.to_domain_event
         self._decoders: dict[str, Decoder] = {}
         self._kinds: dict[str, RecordType] = {}
@@ -162,6 +163,11 @@ class EventLog:
             position = rows[-1].id + 1
             if remaining is not None:
                 remaining -= len(rows)
+
+    def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        """Refused commands (the rejections log, not events), in the order they were refused."""
+        rows: list[dict[str, Any]] = self.app.rejections(after_id, limit)
+        return rows
 
     def head(self) -> int:
         """The last recorded position (0 when the store is empty)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ledger.store import open_app
+from ledger.eventlog import EventLog
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,18 +18,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    app = open_app(args.db)
+    log = EventLog.open(args.db)
     try:
         rows, after = [], 0
         while len(rows) < args.limit:
-            page = app.rejections(after_id=after, limit=min(1000, args.limit))
+            page = log.rejections(after_id=after, limit=min(1000, args.limit))
             if not page:
                 break
             rows.extend(r for r in page if not args.code or r["code"] == args.code)
             after = page[-1]["id"]
         rows = rows[: args.limit]
     finally:
-        app.close()
+        log.close()
     for r in rows:
         if args.json:
             print(json.dumps(r))
