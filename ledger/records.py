@@ -283,7 +283,6 @@ RoundRecord: TypeAlias = (Opened | BetPlaced | BettingClosed | CardDealt | Decis
                           | Resumed | Voided | Settled | SettlementReversed)
 ShoeRecord: TypeAlias = ShoeStarted | ShoeRoundStarted | ShoeCardsRecorded | ShoeRetired
 Record: TypeAlias = RoundRecord | ShoeRecord | Unknown
-MoneyRecord: TypeAlias = BetPlaced | DecisionTaken | FollowDecided | Voided | Settled | SettlementReversed
 RecordType: TypeAlias = type[Record]
 
 ROUND_TYPES: tuple[type[RoundRecord], ...] = (

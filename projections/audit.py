@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.errors import require
-from ledger.records import Record, event_name, fields_of
+from ledger.records import Record, event_name
 
 FORMAT = "casino-ledger-audit/1"
 GENESIS_HEX = "00" * 32
@@ -92,12 +92,6 @@ def canonical_json(value: Any) -> str:
 
 
 Stored = tuple[Record, dict[str, Any]]  # a record beside its fields exactly as stored (`EventLog.stored`)
-
-
-def as_stored(records: Iterable[Record]) -> Iterator[Stored]:
-    """Records beside the fields they were decoded from (`fields_of`: the same unless a
-    stored event carries a field outside the vocabulary, which only `EventLog.stored` keeps)."""
-    return ((r, fields_of(r)) for r in records)
 
 
 def canonical_record(event: Record, fields: dict[str, Any], seq: int) -> dict[str, Any]:

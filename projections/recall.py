@@ -115,13 +115,6 @@ def _values_getter(kind: type) -> Callable[[Record], list[Any]]:
 _TIMELINE_VALUES = {kind: _values_getter(kind) for kind in _TIMELINE_FIELDS}
 
 
-def timeline_entry(ev: Record) -> list[Any]:
-    """The compact fact stored per event: `[version, event, at, *values]`,
-    values in `_TIMELINE_FIELDS` order (no repeated key names in the JSON)."""
-    kind = type(ev)
-    return [ev.version, SHORT_NAMES[kind], iso(ev.server_time), *_TIMELINE_VALUES[kind](ev)]
-
-
 def expand_timeline(compact: list[list[Any]]) -> list[dict[str, Any]]:
     """Stored compact facts -> the timeline entries `ledger recall` shows:
     `{"version", "event", "at", <the event's fields>}` in the original order."""
