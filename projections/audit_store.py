@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import Refusal
+from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
 from ledger.records import Record, is_round
 from ledger.round import round_id_for
@@ -23,12 +24,12 @@ def parse_round_ref(ref: str) -> UUID:
     if "#" in ref:
         table_id, _, number = ref.rpartition("#")
         if not (table_id and number.isdigit() and len(ref) <= ROUND_REF_MAX):
-            raise Refusal("bad_round_ref", f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12")
+            raise Refusal(RefusalCode.BAD_ROUND_REF, f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12")
         return round_id_for(table_id, int(number))
     try:
         return UUID(ref)
     except ValueError:
-        raise Refusal("bad_round_ref", f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12") from None
+        raise Refusal(RefusalCode.BAD_ROUND_REF, f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12") from None
 
 
 def round_events(log: EventLog, round_id: UUID) -> list[Record]:

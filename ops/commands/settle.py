@@ -8,6 +8,7 @@ from fractions import Fraction
 
 from domain.errors import Refusal
 from domain.money import format_minor
+from domain.refusals import RefusalCode
 from domain.roundfile import play
 
 EPILOG = """\
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         played = play(json.loads(raw))
     except json.JSONDecodeError as exc:
-        return _report_refusal(args, Refusal("bad_round_file", f"not valid JSON: {exc}"), "file")
+        return _report_refusal(args, Refusal(RefusalCode.BAD_ROUND_FILE, f"not valid JSON: {exc}"), "file")
     except Refusal as refusal:
         return _report_refusal(args, refusal, "file")
     if played.refusal is not None:
