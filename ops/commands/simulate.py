@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of rounds with an injected fault, per mille 0..1000 (default 0: a clean feed)")
     p.add_argument("--out", default="-", metavar="FILE", help="output file, '-' for standard output (default)")
     p.add_argument("--wallet-out", metavar="FILE",
-                   help="also write the operator's wallet transactions for this feed (needs ops/wallet.py)")
+                   help="also write the operator's wallet transactions for this feed (ops/wallet.py)")
     p.add_argument("--wallet-discrepancies", type=int, default=0, metavar="N",
                    help="plant N discrepancies in the wallet file (missing, duplicated, amount differs)")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
