@@ -1,0 +1,44 @@
+"""What a batch of feed commands gives back (`Result`), and how a feed is cut into batches.
+
+Shared by the application (ledger/app.py) and the ingest workers (ledger/shards.py),
+which therefore do not import each other.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+Raw = BaseModel | bytes | str  # a feed command: parsed already, or its JSON text
+STATUSES = ("accepted", "duplicate", "refused", "conflict")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    status: str  # accepted | duplicate | refused | conflict
+    command_id: str | None
+    code: str | None = None
+    message: str = ""
+    round_id: str | None = None
+    events: tuple[str, ...] = ()  # names of the events this command recorded
+    original_status: str | None = None  # for a duplicate: the status of the first delivery
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "command_id": self.command_id, "code": self.code, "message": self.message,
+            "round_id": self.round_id, "events": list(self.events), "original_status": self.original_status,
+        }
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
