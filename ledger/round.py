@@ -343,7 +343,7 @@ class Round(LedgerAggregate):
             raise InvariantBroken(f"round {self._label()} has no rule set")
         return rules
 
-    def _record(self, event_class: type[Round.Event], stamp: Stamp, **fields: object) -> None:
+    def _emit(self, event_class: type[Round.Event], stamp: Stamp, **fields: object) -> None:
         """Record an event; the model stays current when it was current before (it
         moved with the checked call this event records, or it does not move)."""
         current = self._model_at == self.version
@@ -368,7 +368,7 @@ class Round(LedgerAggregate):
     def open(self, stamp: Stamp, rules: RuleSet, *, table_id: str, round_no: int, currency: str,
              shoe_id: str, dealer_id: str, round_in_shoe: int) -> None:
         self.refuse_if_exists()
-        self._record(
+        self._emit(
             Round.Opened, stamp,
             table_id=table_id, round_no=round_no, game=rules.game, ruleset_id=rules.id,
             ruleset_version=rules.version, ruleset_hash=ruleset_hash(rules.key), currency=currency,
@@ -381,7 +381,7 @@ class Round(LedgerAggregate):
             raise Refusal("duplicate_bet_id", f"bet {bet.bet_id} is already placed in round {self._label()}")
         self._game().place_bet(bet)
         legs = list(transfer(player_account(bet.player_id), self.account, bet.stake_minor))
-        self._record(
+        self._emit(
             Round.BetPlaced, stamp, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
             bet_type=bet.bet_type, stake_minor=bet.stake_minor, mode=bet.mode, seat_no=bet.seat_no,
             postings=legs_to_dicts(legs),
@@ -390,7 +390,7 @@ class Round(LedgerAggregate):
     def close_betting(self, stamp: Stamp) -> None:
         self.refuse_unless_running()
         self._game().close_betting()
-        self._record(Round.BettingClosed, stamp)
+        self._emit(Round.BettingClosed, stamp)
         self._settle_if_complete(stamp)
 
     def deal_card(self, card: Card, target: str, seq_no: int, shoe_seen: Counter[str], stamp: Stamp) -> Refusal | None:
@@ -413,8 +413,8 @@ class Round(LedgerAggregate):
             self._human_error(stamp, refusal)
             return refusal
         if self.paused is not None:
-            self._record(Round.Resumed, stamp, by=LEDGER_ACTOR, note=f"the correct card {card} resumes the round")
-        self._record(Round.CardDealt, stamp, card=text, target=target, seq_no=seq_no)
+            self._emit(Round.Resumed, stamp, by=LEDGER_ACTOR, note=f"the correct card {card} resumes the round")
+        self._emit(Round.CardDealt, stamp, card=text, target=target, seq_no=seq_no)
         self._settle_if_complete(stamp)
         return None
 
@@ -437,7 +437,7 @@ class Round(LedgerAggregate):
         if action == "complete":
             self._complete_player(stamp, player_id)
         elif action == "pause":
-            self._record(Round.Paused, stamp, cause=cause, by=by, note=note, flag_code=None)
+            self._emit(Round.Paused, stamp, cause=cause, by=by, note=note, flag_code=None)
         else:
             self._void(stamp, cause, by, note)
         return action
@@ -448,7 +448,7 @@ class Round(LedgerAggregate):
             self.paused is not None, "round_not_paused",
             f"round {self.table_id}#{self.round_no} is not paused; nothing to resume",
         )
-        self._record(Round.Resumed, stamp, by=by, note=note)
+        self._emit(Round.Resumed, stamp, by=by, note=note)
 
     def void(self, cause: str, by: str, note: str, stamp: Stamp) -> None:
         """A supervisor's void: from any state but closed. Before the round was
@@ -463,7 +463,7 @@ class Round(LedgerAggregate):
         )
         last = self.settlements[-1]
         negated = [{"account": p["account"], "amount_minor": -p["amount_minor"]} for p in last["postings"]]
-        self._record(
+        self._emit(
             Round.SettlementReversed, stamp, settlement_no=last["settlement_no"], by=by, reason=reason, postings=negated,
         )
         if then == "void":
@@ -517,17 +517,17 @@ class Round(LedgerAggregate):
         if action == "void":
             self._void(stamp, HUMAN_ERROR, LEDGER_ACTOR, note)
         else:  # pause (a "complete" policy for human error makes no sense; pause is the safe reading)
-            self._record(Round.Paused, stamp, cause=HUMAN_ERROR, by=LEDGER_ACTOR, note=note, flag_code=refusal.code)
+            self._emit(Round.Paused, stamp, cause=HUMAN_ERROR, by=LEDGER_ACTOR, note=note, flag_code=refusal.code)
 
     def _record_decision(self, stamp: Stamp, hand: str, action: str, source: str, amount: int | None,
                          moves: list[StakeMove]) -> None:
-        self._record(
+        self._emit(
             Round.DecisionTaken, stamp, hand=hand, action=action, source=source, amount_minor=amount,
             stake_moves=moves_to_dicts(moves), postings=self._move_postings(moves),
         )
 
     def _record_follow(self, stamp: Stamp, bet_id: str, kind: str, accept: bool, moves: list[StakeMove]) -> None:
-        self._record(
+        self._emit(
             Round.FollowDecided, stamp, bet_id=bet_id, kind=kind, accept=accept,
             stake_moves=moves_to_dicts(moves), postings=self._move_postings(moves),
         )
@@ -568,7 +568,7 @@ class Round(LedgerAggregate):
             legs.extend(transfer(self.account, player_account(r["player_id"]), r["amount_minor"]))
         postings = legs_to_dicts(legs)
         self._require_emptied(postings, "voided")
-        self._record(Round.Voided, stamp, cause=cause, by=by, note=note, refunds=refunds, postings=postings)
+        self._emit(Round.Voided, stamp, cause=cause, by=by, note=note, refunds=refunds, postings=postings)
 
     def _settle_if_complete(self, stamp: Stamp) -> None:
         if self.phase == "dealing" and self.paused is None and self._game().is_complete():
@@ -581,7 +581,7 @@ class Round(LedgerAggregate):
         postings = legs_to_dicts(self._settlement_legs(results))
         self._require_emptied(postings, "settled")
         rules = self._rules()
-        self._record(
+        self._emit(
             Round.Settled, stamp, settlement_no=self.settlement_no + 1, ruleset_id=rules.id,
             ruleset_version=rules.version, results=[r.as_dict() for r in results], postings=postings,
         )
