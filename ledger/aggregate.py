@@ -19,17 +19,15 @@ tests/ledger/test_library_contract.py pins each of these assumptions.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import DomainEvent, OriginatorIDError, OriginatorVersionError
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """What every event carries from the command that caused it."""
+class Stamp(NamedTuple):
+    """What every event carries from the command that caused it (one per command: a tuple is cheap)."""
 
     command_id: str
     studio_time: str  # the studio's clock as ISO 8601 text, formatted once per command

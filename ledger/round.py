@@ -16,10 +16,9 @@ Event names, fields and money flows are the contract in docs/events.md.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from domain import registry
@@ -77,25 +76,23 @@ def moves_to_dicts(moves: list[StakeMove]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- plays
-# The game model's calls, as recorded: replayed in order they rebuild the model.
+# The game model's calls, as recorded: replayed in order they rebuild the model
+# (tuples: one is made per event, and a frozen dataclass costs several times more to make).
 
 
-@dataclass(frozen=True, slots=True)
-class BetPlay:
+class BetPlay(NamedTuple):
     bet: Bet
 
     def replay(self, model: RoundModel) -> None:
         model.place_bet(self.bet)
 
 
-@dataclass(frozen=True, slots=True)
-class ClosePlay:
+class ClosePlay(NamedTuple):
     def replay(self, model: RoundModel) -> None:
         model.close_betting()
 
 
-@dataclass(frozen=True, slots=True)
-class CardPlay:
+class CardPlay(NamedTuple):
     card: str
     target: str
 
@@ -103,8 +100,7 @@ class CardPlay:
         model.deal(parse_card(self.card), self.target)
 
 
-@dataclass(frozen=True, slots=True)
-class DecisionPlay:
+class DecisionPlay(NamedTuple):
     hand: str
     action: str
     source: str
@@ -114,8 +110,7 @@ class DecisionPlay:
         model.decide(self.hand, self.action, self.source, self.amount_minor)
 
 
-@dataclass(frozen=True, slots=True)
-class FollowPlay:
+class FollowPlay(NamedTuple):
     bet_id: str
     kind: str
     accept: bool
