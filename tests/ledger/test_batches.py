@@ -3,6 +3,7 @@ conflict), progress is reported per batch in feed order, and a failed write lose
 nothing and leaves no half-applied state in the cache. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -64,3 +65,27 @@ def test_a_failed_write_loses_nothing_and_leaves_no_cached_state(ledger, monkeyp
     assert [(r.status, r.code) for r in retried] == [("duplicate", None)] * 2 + [("accepted", None)] * 4
     assert set(ledger.find_round("S", 1).bets) == {"s1", "s2", "s3"}
     assert set(ledger.find_round("T", 1).bets) == {"t1"}
+
+
+def test_ingest_hands_every_object_back_to_the_collector(ledger, monkeypatch):
+    """`ingest` freezes what survives each batch (fewer collector passes) and always unfreezes."""
+    f = Feed("G")
+    assert gc.get_freeze_count() == 0
+    ledger.ingest(lines(*teen_patti_round(f)), batch_size=2)
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr(type(ledger.recorder), "insert_events", lambda *a, **k: (_ for _ in ()).throw(OSError("full")))
+    with pytest.raises(OSError):
+        ledger.ingest(lines(*teen_patti_round(Feed("H"))), batch_size=2)
+    assert gc.get_freeze_count() == 0
+
+
+def test_ingest_leaves_a_callers_frozen_objects_frozen(ledger):
+    mine = [["a tracked object of the caller's"]]
+    gc.freeze()  # as a server does before forking workers
+    try:
+        ledger.ingest(lines(*teen_patti_round(Feed("F"))), batch_size=2)
+        assert gc.get_freeze_count() > 0
+        assert not any(o is mine for o in gc.get_objects())  # still frozen (in no generation)
+    finally:
+        gc.unfreeze()
+    assert any(o is mine for o in gc.get_objects())
