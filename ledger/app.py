@@ -17,10 +17,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar, assert_never
+from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -111,6 +112,42 @@ def _number(data: dict[str, object], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@runtime_checkable
+class LedgerRecorder(Protocol):
+    """What the application reads from ledger/persistence.py's recorders, beside events."""
+
+    def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]: ...
+
+    def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]: ...
+
+    def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
+
+
+@contextmanager
+def _collector_spared() -> Iterator[Callable[[], None]]:
+    """Yields what to call after each batch: what survived the batch (cached rounds and
+    their models, results) is frozen, so the cyclic collector stops re-walking it on
+    every older-generation pass (a tenth of ingest CPU). Refcounting still frees what
+    dies; everything goes back to the collector when ingest ends, however it ends.
+    A caller that froze objects itself (e.g. before forking) is left alone."""
+    if gc.get_freeze_count() != 0:
+        yield _nothing
+        return
+    try:
+        yield _freeze_survivors
+    finally:
+        gc.unfreeze()
+
+
+def _freeze_survivors() -> None:
+    gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
+    gc.freeze()
+
+
+def _nothing() -> None:
+    pass
+
+
 class LedgerApp(Application):
     name = "Ledger"
     # Hot rounds stay in the repository cache. Public reads fast-forward them from
@@ -135,23 +172,13 @@ class LedgerApp(Application):
         if workers > 1 and can_fork():
             return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
-        own_freeze = gc.get_freeze_count() == 0  # never unfreeze what the caller froze (e.g. before forking)
-        try:
+        with _collector_spared() as after_batch:
             for batch in batches(raws, batch_size):
                 batch_results = self.run_batch(batch)
                 results.extend(batch_results)
                 if on_batch is not None:
                     on_batch(batch_results)
-                if own_freeze:
-                    # What survives a batch (cached rounds and their models, results) lives on:
-                    # frozen, the cyclic collector stops re-walking it on every older-generation
-                    # pass (a tenth of ingest CPU). Refcounting still frees what dies; `unfreeze`
-                    # hands everything back to the collector when ingest ends, however it ends.
-                    gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
-                    gc.freeze()
-        finally:
-            if own_freeze:
-                gc.unfreeze()
+                after_batch()
         return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
@@ -173,15 +200,21 @@ class LedgerApp(Application):
                 cache.get(aggregate_id, evict=True)
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.recorder.select_rejections(after_id, limit)  # type: ignore[attr-defined]
-        return rows
+        return self.ledger_recorder().select_rejections(after_id, limit)
+
+    def ledger_recorder(self) -> LedgerRecorder:
+        """The recorder, with the ledger's own tables (APPLICATION_RECORDER_TOPIC, ledger/store.py)."""
+        recorder = self.recorder
+        if not isinstance(recorder, LedgerRecorder):
+            raise InvariantBroken(f"{type(recorder).__name__} keeps no command index; open the app with ledger.store")
+        return recorder
 
     # ------------------------------------------------------------- batches
 
     def run_batch(self, raws: Sequence[Raw]) -> list[Result]:
         parsed = [self._parse(raw) for raw in raws]
         ids = [p.command_id for p in parsed if not isinstance(p, Refusal)]
-        unit = UnitOfWork(self, self.recorder.select_commands(ids) if ids else {})  # type: ignore[attr-defined]
+        unit = UnitOfWork(self, self.ledger_recorder().select_commands(ids) if ids else {})
         try:
             unit.absent = self._absent(parsed)
             unit.debug = ledger_logging.debug_enabled()
@@ -217,8 +250,7 @@ class LedgerApp(Application):
         wanted = {i for i in wanted if i not in cache.cache}
         if not wanted:
             return set()
-        existing: set[UUID] = self.recorder.existing_ids(list(wanted))  # type: ignore[attr-defined]
-        return wanted - existing
+        return wanted - self.ledger_recorder().existing_ids(list(wanted))
 
     def _parse(self, raw: Raw) -> Command | Refusal:
         if is_command(raw):
