@@ -73,6 +73,12 @@ def test_save_hands_ledger_rows_to_the_recorder_in_the_events_transaction(ledger
     assert set(known) == {"c-1"}
 
 
+def test_save_with_no_events_still_hands_the_rows_to_the_recorder(ledger) -> None:
+    """A batch of refused commands records no event, only its index and rejection rows."""
+    ledger.save(ledger_rows=LedgerRows(commands=[CommandRow("c-9", None, "void", "h", "refused", "x")]))
+    assert set(ledger.recorder.select_commands(["c-9"])) == {"c-9"}
+
+
 def test_the_repository_cache_behaves_as_the_write_path_assumes(ledger) -> None:
     cache = ledger.repository.cache
     assert cache is not None and ledger.repository.fastforward
