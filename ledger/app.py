@@ -32,6 +32,7 @@ from domain import registry
 from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet
+from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.aggregate import LedgerAggregate, Stamp
 from ledger.batching import STATUSES, Raw, Result, batches
@@ -259,8 +260,8 @@ class LedgerApp(Application):
             return parse_command(raw if isinstance(raw, (bytes, str)) else raw.model_dump_json())
         except ValidationError as err:
             if err.errors() and err.errors()[0]["type"] == "json_invalid":
-                return Refusal("bad_command", f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-            return Refusal("bad_command", describe_validation_error(err))
+                return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
+            return Refusal(RefusalCode.BAD_COMMAND, describe_validation_error(err))
 
     def _conflict(self, cmd: Command | Refusal) -> Result:
         message = "another writer changed this round first; nothing was recorded, retry the command"
@@ -323,7 +324,7 @@ class UnitOfWork:
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
             raise Refusal(
-                "round_not_open", f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
+                RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
             )
         return _as(Round, found)
 
@@ -395,7 +396,7 @@ class UnitOfWork:
         cid, first = cmd.command_id, prior[1]
         if prior[0] != digest:
             refusal = Refusal(
-                "command_id_conflict",
+                RefusalCode.COMMAND_ID_CONFLICT,
                 f"command id {cid} was already used for a different command "
                 f"({first.status}); a retry must repeat the same payload",
             )

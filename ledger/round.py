@@ -26,6 +26,7 @@ from domain.cards import Card, CardCounter, parse_card
 from domain.errors import InvariantBroken, Refusal, refuse_unless, require
 from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.money import Leg, check_balanced, house_account, player_account, round_account, transfer
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 
@@ -373,7 +374,7 @@ class Round(LedgerAggregate):
     def place_bet(self, bet: Bet, stamp: Stamp) -> None:
         self.refuse_unless_running()
         if bet.bet_id in self.bets:  # hot path: the message is built only when refusing
-            raise Refusal("duplicate_bet_id", f"bet {bet.bet_id} is already placed in round {self._label()}")
+            raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} is already placed in round {self._label()}")
         self._game().place_bet(bet)
         legs = list(transfer(player_account(bet.player_id), self.account, bet.stake_minor))
         self._emit(
@@ -397,7 +398,7 @@ class Round(LedgerAggregate):
         expected_seq = len(self.cards) + 1
         if seq_no != expected_seq:
             raise Refusal(
-                "card_out_of_sequence",
+                RefusalCode.CARD_OUT_OF_SEQUENCE,
                 f"card {card} has seq_no {seq_no}; the next card of round {self._label()} is number {expected_seq}",
             )
         text = str(card)
@@ -440,7 +441,7 @@ class Round(LedgerAggregate):
     def resume(self, by: str, note: str, stamp: Stamp) -> None:
         self._refuse_closed()
         refuse_unless(
-            self.paused is not None, "round_not_paused",
+            self.paused is not None, RefusalCode.ROUND_NOT_PAUSED,
             f"round {self.table_id}#{self.round_no} is not paused; nothing to resume",
         )
         self._emit(Round.Resumed, stamp, by=by, note=note)
@@ -453,7 +454,7 @@ class Round(LedgerAggregate):
 
     def reverse_settlement(self, by: str, reason: str, then: str, cause: str, stamp: Stamp) -> None:
         refuse_unless(
-            self.phase == "settled", "round_not_settled",
+            self.phase == "settled", RefusalCode.ROUND_NOT_SETTLED,
             f"round {self.table_id}#{self.round_no} has no settlement to reverse (it is {self.phase})",
         )
         last = self.settlements[-1]
@@ -470,9 +471,9 @@ class Round(LedgerAggregate):
 
     def refuse_if_exists(self) -> None:
         if self.voided is not None:
-            raise Refusal("round_voided", f"round {self._label()} was voided before it opened")
+            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} was voided before it opened")
         if self.version != 0:
-            raise Refusal("round_exists", f"round {self._label()} is already open")
+            raise Refusal(RefusalCode.ROUND_EXISTS, f"round {self._label()} is already open")
 
     def _label(self) -> str:
         return f"{self.table_id}#{self.round_no}" if self.table_id else str(self.id)
@@ -480,18 +481,18 @@ class Round(LedgerAggregate):
     def _refuse_closed(self) -> None:
         # Checked on every command: the messages are built only when refusing.
         if self.phase == "voided":
-            raise Refusal("round_voided", f"round {self._label()} is voided")
+            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} is voided")
         if self.phase in ("settled", "reversed"):
-            raise Refusal("round_settled", f"round {self._label()} is settled; correct it with reverse_settlement")
+            raise Refusal(RefusalCode.ROUND_SETTLED, f"round {self._label()} is settled; correct it with reverse_settlement")
 
     def refuse_unless_running(self, allow_flagged: bool = False) -> None:
         self._refuse_closed()
         if self.version <= 0:
-            raise Refusal("round_not_open", f"round {self._label()} has not been opened")
+            raise Refusal(RefusalCode.ROUND_NOT_OPEN, f"round {self._label()} has not been opened")
         if self.paused is not None:
             flagged = self.paused["flag_code"] is not None
             refuse_unless(
-                allow_flagged and flagged, "round_paused",
+                allow_flagged and flagged, RefusalCode.ROUND_PAUSED,
                 f"round {self._label()} is paused ({self.paused['cause']}); resume or void it first",
             )
 

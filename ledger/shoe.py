@@ -16,6 +16,7 @@ from functools import lru_cache
 from uuid import UUID, uuid5
 
 from domain.errors import Refusal
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 from ledger.round import NAMESPACE
@@ -92,15 +93,15 @@ class Shoe(LedgerAggregate):
         # Messages are built only when refusing (this runs for every round opened).
         if self.retired is not None:
             raise Refusal(
-                "shoe_retired",
+                RefusalCode.SHOE_RETIRED,
                 f"shoe {shoe_id} at table {table_id} was retired after round {self.retired['round_id']} "
                 f"was voided ({self.retired['cause']}); open the round on a new shoe",
             )
         if self.version != 0 and self.game != rules.game:
-            raise Refusal("shoe_game_mismatch", f"shoe {shoe_id} deals {self.game}; round {round_no} is {rules.game}")
+            raise Refusal(RefusalCode.SHOE_GAME_MISMATCH, f"shoe {shoe_id} deals {self.game}; round {round_no} is {rules.game}")
         if self.rounds_dealt >= ROUNDS_PER_SHOE_MAX:
             raise Refusal(
-                "shoe_exhausted",
+                RefusalCode.SHOE_EXHAUSTED,
                 f"shoe {shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
             )
         if self.version == 0:
