@@ -14,11 +14,9 @@ mapping to stored events, so the two threads only contend for the GIL.)
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
@@ -35,7 +33,7 @@ from domain.model import Bet
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.aggregate import LedgerAggregate, Stamp
-from ledger.batching import STATUSES, Raw, Result, batches
+from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
     CloseBetting,
     Command,
@@ -124,31 +122,6 @@ class LedgerRecorder(Protocol):
     def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
 
 
-@contextmanager
-def _collector_spared() -> Iterator[Callable[[], None]]:
-    """Yields what to call after each batch: what survived the batch (cached rounds and
-    their models, results) is frozen, so the cyclic collector stops re-walking it on
-    every older-generation pass (a tenth of ingest CPU). Refcounting still frees what
-    dies; everything goes back to the collector when ingest ends, however it ends.
-    A caller that froze objects itself (e.g. before forking) is left alone."""
-    if gc.get_freeze_count() != 0:
-        yield _nothing
-        return
-    try:
-        yield _freeze_survivors
-    finally:
-        gc.unfreeze()
-
-
-def _freeze_survivors() -> None:
-    gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
-    gc.freeze()
-
-
-def _nothing() -> None:
-    pass
-
-
 class LedgerApp(Application):
     name = "Ledger"
     # Hot rounds stay in the repository cache. Public reads fast-forward them from
@@ -173,7 +146,7 @@ class LedgerApp(Application):
         if workers > 1 and can_fork():
             return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
-        with _collector_spared() as after_batch:
+        with collector_spared() as after_batch:
             for batch in batches(raws, batch_size):
                 batch_results = self.run_batch(batch)
                 results.extend(batch_results)

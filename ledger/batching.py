@@ -1,11 +1,14 @@
-"""What a batch of feed commands gives back (`Result`), and how a feed is cut into batches.
+"""What a batch of feed commands gives back (`Result`), how a feed is cut into batches,
+and how the cyclic collector is spared while batches run.
 
 Shared by the application (ledger/app.py) and the ingest workers (ledger/shards.py),
 which therefore do not import each other.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,3 +45,28 @@ def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+@contextmanager
+def collector_spared() -> Iterator[Callable[[], None]]:
+    """Yields what to call after each batch: what survived the batch (cached rounds and
+    their models, results) is frozen, so the cyclic collector stops re-walking it on
+    every older-generation pass (a tenth of ingest CPU). Refcounting still frees what
+    dies; everything goes back to the collector when ingest ends, however it ends.
+    A caller that froze objects itself (e.g. before forking) is left alone."""
+    if gc.get_freeze_count() != 0:
+        yield _nothing
+        return
+    try:
+        yield _freeze_survivors
+    finally:
+        gc.unfreeze()
+
+
+def _freeze_survivors() -> None:
+    gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
+    gc.freeze()
+
+
+def _nothing() -> None:
+    pass

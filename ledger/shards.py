@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from domain.errors import require
-from ledger.batching import Raw, Result, batches
+from ledger.batching import Raw, Result, batches, collector_spared
 
 WORKERS_MAX = 16
 POLL_S = 0.5  # how often the parent checks that every worker is still alive
@@ -179,9 +179,11 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], shard: list[tup
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
         app = make(env={**env, "CREATE_TABLE": "no"})
         try:
-            for batch in batches(shard, batch_size):
-                results = app.run_batch([raw for _, raw in batch])
-                channel.put(("batch", [i for i, _ in batch], results))
+            with collector_spared() as after_batch:
+                for batch in batches(shard, batch_size):
+                    results = app.run_batch([raw for _, raw in batch])
+                    channel.put(("batch", [i for i, _ in batch], results))
+                    after_batch()
         finally:
             app.close()
     except BaseException as exc:
