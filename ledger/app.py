@@ -16,48 +16,52 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from domain import registry
+from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal, require
+from domain.model import Bet
+from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
-from ledger.commands import parse_command
+from ledger.aggregate import LedgerAggregate, Stamp
+from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
+from ledger.commands import (
+    CloseBetting,
+    Command,
+    DealCard,
+    Decide,
+    Follow,
+    OpenRound,
+    Pause,
+    PlaceBet,
+    Resume,
+    ReverseSettlement,
+    Void,
+    is_command,
+    parse_command,
+)
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
+from ledger.shards import can_fork, ingest_sharded
 from ledger.shoe import Shoe, shoe_id_for
+
+A = TypeVar("A", bound=LedgerAggregate)
+__all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
 
 BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a 500-command batch writes ~20% less per command than 200
 BATCH_SIZE_MAX = 10_000
-STATUSES = ("accepted", "duplicate", "refused", "conflict")
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    status: str  # accepted | duplicate | refused | conflict
-    command_id: str | None
-    code: str | None = None
-    message: str = ""
-    round_id: str | None = None
-    events: tuple[str, ...] = ()  # names of the events this command recorded
-    original_status: str | None = None  # for a duplicate: the status of the first delivery
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status, "command_id": self.command_id, "code": self.code, "message": self.message,
-            "round_id": self.round_id, "events": list(self.events), "original_status": self.original_status,
-        }
-
-
-
-def payload_hash(cmd: BaseModel) -> str:
+def payload_hash(cmd: Command) -> str:
     # pydantic-core's serializer emits fields in declaration order, so the same
     # payload always gives the same bytes (whatever the key order on the wire).
     return hashlib.sha256(cmd.model_dump_json().encode("utf-8")).hexdigest()
@@ -77,24 +81,45 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _raw_text(raw: bytes | str) -> str:
-    return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+def _raw_text(raw: Raw) -> str:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace")
+    return raw if isinstance(raw, str) else raw.model_dump_json()
 
 
-def _peek(raw: bytes | str) -> dict[str, Any]:
+Ids = tuple[str | None, str | None, int | None, str | None]  # command_id, table_id, round_no, type
+
+
+def _peek(raw: Raw) -> Ids:
     """Best-effort ids from a command that failed validation, for the rejections log."""
     try:
-        data = json.loads(raw)
+        data = json.loads(raw) if isinstance(raw, (bytes, str)) else None
     except ValueError:
-        return {}
+        data = None
     if not isinstance(data, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for key, kind in (("command_id", str), ("table_id", str), ("round_no", int), ("type", str)):
-        value = data.get(key)
-        if isinstance(value, kind) and not isinstance(value, bool):
-            out[key] = value[:128] if isinstance(value, str) else value
-    return out
+        return (None, None, None, None)
+    return (_field(data, "command_id"), _field(data, "table_id"), _number(data, "round_no"), _field(data, "type"))
+
+
+def _field(data: dict[str, object], key: str) -> str | None:
+    value = data.get(key)
+    return value[:128] if isinstance(value, str) else None
+
+
+def _number(data: dict[str, object], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@runtime_checkable
+class LedgerRecorder(Protocol):
+    """What the application reads from ledger/persistence.py's recorders, beside events."""
+
+    def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]: ...
+
+    def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]: ...
+
+    def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
 
 
 class LedgerApp(Application):
@@ -107,54 +132,63 @@ class LedgerApp(Application):
 
     # ------------------------------------------------------------ public API
 
-    def handle(self, cmd: BaseModel | bytes | str) -> Result:
+    def handle(self, cmd: Raw) -> Result:
         return self.ingest([cmd], batch_size=1)[0]
 
     def ingest(
-        self, raws: Iterable[BaseModel | bytes | str], batch_size: int = BATCH_SIZE_DEFAULT,
+        self, raws: Iterable[Raw], batch_size: int = BATCH_SIZE_DEFAULT,
         on_batch: Callable[[list[Result]], None] | None = None, workers: int = 1,
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
         batch commits (progress). `workers` > 1 splits the tables over that many processes
         (ledger/shards.py: the feed is read in full first; per table the order is the feed's)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
-        if workers > 1:
-            from ledger.shards import can_fork, ingest_sharded
-
-            if can_fork():
-                return ingest_sharded(self, raws, batch_size, workers, on_batch)
+        if workers > 1 and can_fork():
+            return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
-        for batch in batches(raws, batch_size):
-            batch_results = self.run_batch(batch)
-            results.extend(batch_results)
-            if on_batch is not None:
-                on_batch(batch_results)
+        with collector_spared() as after_batch:
+            for batch in batches(raws, batch_size):
+                batch_results = self.run_batch(batch)
+                results.extend(batch_results)
+                if on_batch is not None:
+                    on_batch(batch_results)
+                after_batch()
         return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
-        return self.repository.get(round_id, version=version)
+        found: Round = self.repository.get(round_id, version=version)
+        return found
 
     def find_round(self, table_id: str, round_no: int) -> Round:
         return self.get_round(round_id_for(table_id, round_no))
 
     def get_shoe(self, table_id: str, shoe_id: str) -> Shoe:
-        return self.repository.get(shoe_id_for(table_id, shoe_id))
+        found: Shoe = self.repository.get(shoe_id_for(table_id, shoe_id))
+        return found
 
     def forget_cached(self) -> None:
         """Drop every cached round and shoe (another process changed them): the next use reads the store."""
         cache = self.repository.cache
         if cache is not None:
-            self.repository.cache = type(cache)(cache.maxsize) if hasattr(cache, "maxsize") else type(cache)()
+            for aggregate_id in list(cache.cache):
+                cache.get(aggregate_id, evict=True)
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
-        return self.recorder.select_rejections(after_id, limit)  # type: ignore[attr-defined]
+        return self.ledger_recorder().select_rejections(after_id, limit)
+
+    def ledger_recorder(self) -> LedgerRecorder:
+        """The recorder, with the ledger's own tables (APPLICATION_RECORDER_TOPIC, ledger/store.py)."""
+        recorder = self.recorder
+        if not isinstance(recorder, LedgerRecorder):
+            raise InvariantBroken(f"{type(recorder).__name__} keeps no command index; open the app with ledger.store")
+        return recorder
 
     # ------------------------------------------------------------- batches
 
-    def run_batch(self, raws: Sequence[BaseModel | bytes | str]) -> list[Result]:
+    def run_batch(self, raws: Sequence[Raw]) -> list[Result]:
         parsed = [self._parse(raw) for raw in raws]
-        ids = [p.command_id for p in parsed if isinstance(p, BaseModel)]
-        unit = UnitOfWork(self, self.recorder.select_commands(ids) if ids else {})  # type: ignore[attr-defined]
+        ids = [p.command_id for p in parsed if not isinstance(p, Refusal)]
+        unit = UnitOfWork(self, self.ledger_recorder().select_commands(ids) if ids else {})
         try:
             unit.absent = self._absent(parsed)
             unit.debug = ledger_logging.debug_enabled()
@@ -169,12 +203,12 @@ class LedgerApp(Application):
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
-        if ledger_logging.debug_enabled():
+        if unit.debug:
             for result in results:
                 ledger_logging.log_result(result)
         return results
 
-    def _absent(self, parsed: Sequence[BaseModel | Refusal]) -> set[UUID]:
+    def _absent(self, parsed: Sequence[Command | Refusal]) -> set[UUID]:
         """Rounds and shoes this batch may touch that are neither cached nor stored:
         found with one query, so opening a round costs no failed read of its own."""
         cache = self.repository.cache
@@ -182,43 +216,34 @@ class LedgerApp(Application):
             return set()
         wanted: set[UUID] = set()
         for p in parsed:
-            if isinstance(p, BaseModel):
-                wanted.add(round_id_for(p.table_id, p.round_no))  # type: ignore[attr-defined]
-                if p.type == "open_round":  # type: ignore[attr-defined]
-                    wanted.add(shoe_id_for(p.table_id, p.shoe_id))  # type: ignore[attr-defined]
+            if isinstance(p, Refusal):
+                continue
+            wanted.add(round_id_for(p.table_id, p.round_no))
+            if isinstance(p, OpenRound):
+                wanted.add(shoe_id_for(p.table_id, p.shoe_id))
         wanted = {i for i in wanted if i not in cache.cache}
         if not wanted:
             return set()
-        return wanted - self.recorder.existing_ids(list(wanted))  # type: ignore[attr-defined]
+        return wanted - self.ledger_recorder().existing_ids(list(wanted))
 
-    def _parse(self, raw: BaseModel | bytes | str) -> BaseModel | Refusal:
-        if isinstance(raw, BaseModel):
+    def _parse(self, raw: Raw) -> Command | Refusal:
+        if is_command(raw):
             return raw
         try:
-            return parse_command(raw)
+            return parse_command(raw if isinstance(raw, (bytes, str)) else raw.model_dump_json())
         except ValidationError as err:
             if err.errors() and err.errors()[0]["type"] == "json_invalid":
-                return Refusal("bad_command", f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-            return Refusal("bad_command", describe_validation_error(err))
+                return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
+            return Refusal(RefusalCode.BAD_COMMAND, describe_validation_error(err))
 
-    def _conflict(self, cmd: Any) -> Result:
-        rid = round_id_for(cmd.table_id, cmd.round_no) if isinstance(cmd, BaseModel) else None
+    def _conflict(self, cmd: Command | Refusal) -> Result:
+        message = "another writer changed this round first; nothing was recorded, retry the command"
+        if isinstance(cmd, Refusal):
+            return Result(status="conflict", command_id=None, code="concurrency_conflict", message=message)
         return Result(
-            status="conflict", command_id=getattr(cmd, "command_id", None), code="concurrency_conflict",
-            message="another writer changed this round first; nothing was recorded, retry the command",
-            round_id=str(rid) if rid else None,
+            status="conflict", command_id=cmd.command_id, code="concurrency_conflict", message=message,
+            round_id=round_text_for(cmd.table_id, cmd.round_no),
         )
-
-
-def batches(raws: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for raw in raws:
-        batch.append(raw)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 @dataclass
@@ -227,7 +252,7 @@ class UnitOfWork:
 
     app: LedgerApp
     known: dict[str, KnownCommand]  # command ids already in the store
-    aggregates: dict[UUID, Any] = field(default_factory=dict)
+    aggregates: dict[UUID, LedgerAggregate] = field(default_factory=dict)
     rows: LedgerRows = field(default_factory=LedgerRows)
     seen: dict[str, tuple[str, Result]] = field(default_factory=dict)  # command ids handled in this batch
     marks: dict[UUID, int] = field(default_factory=dict)  # pending-event counts when the command began
@@ -236,7 +261,7 @@ class UnitOfWork:
 
     # -- loading
 
-    def load(self, aggregate_id: UUID) -> Any | None:
+    def load(self, aggregate_id: UUID) -> LedgerAggregate | None:
         found = self.aggregates.get(aggregate_id)
         if found is None:
             found = self._cached(aggregate_id)
@@ -244,14 +269,17 @@ class UnitOfWork:
             if aggregate_id in self.absent:
                 return None
             try:
-                found = self.app.repository.get(aggregate_id)
+                found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
             except AggregateNotFoundError:
                 return None
-        self.aggregates[aggregate_id] = found
-        self._mark(aggregate_id, found)
+        self._keep(aggregate_id, found)
         return found
 
-    def _cached(self, aggregate_id: UUID) -> Any | None:
+    def _keep(self, aggregate_id: UUID, aggregate: LedgerAggregate) -> None:
+        self.aggregates[aggregate_id] = aggregate
+        self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
+
+    def _cached(self, aggregate_id: UUID) -> LedgerAggregate | None:
         """The cached aggregate as it is, without fast-forwarding it from the store
         (that read cost a third of ingest). If another writer appended meanwhile,
         our save fails on the version check, the batch evicts what it touched and
@@ -260,52 +288,54 @@ class UnitOfWork:
         if cache is None:
             return None
         try:
-            return cache.get(aggregate_id)
+            return _as(LedgerAggregate, cache.get(aggregate_id))
         except KeyError:
             return None
 
-    def load_or_new(self, aggregate_id: UUID, make: Any) -> Any:
-        found = self.load(aggregate_id)
+    def round(self, cmd: Command) -> Round:
+        """The command's round; refused when it was never opened (nor voided)."""
+        found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
-            found = self.aggregates[aggregate_id] = make()
-            self._mark(aggregate_id, found)
-        return found
+            raise Refusal(
+                RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
+            )
+        return _as(Round, found)
 
-    def _mark(self, aggregate_id: UUID, aggregate: Any) -> None:
-        self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
+    def round_or_new(self, cmd: Command) -> Round:
+        found = self.load(round_id_for(cmd.table_id, cmd.round_no))
+        if found is None:
+            found = Round.new(cmd.table_id, cmd.round_no)
+            self._keep(found.id, found)
+        return _as(Round, found)
+
+    def shoe_or_new(self, table_id: str, shoe_id: str) -> Shoe:
+        found = self.load(shoe_id_for(table_id, shoe_id))
+        if found is None:
+            found = Shoe.new(table_id, shoe_id)
+            self._keep(found.id, found)
+        return _as(Shoe, found)
+
+    def shoe_of(self, r: Round) -> Shoe:
+        found = self.load(shoe_id_for(r.table_id, r.shoe_id))
+        if found is None:
+            raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
+        return _as(Shoe, found)
+
+    # -- saving
 
     def save(self) -> None:
-        """`Application.save`, in three steps (tests hook the write step, `record`)."""
-        event = self.handoff()
-        self.finish(event, self.record(event))
-
-    def handoff(self) -> ProcessingEvent:
-        """Take the new events off the aggregates and put the aggregates in the cache (as
-        the library does, without fast-forwarding), so the next batch is checked on this
-        state with no store read. If the write fails, `run_batch` evicts them again."""
-        event = ProcessingEvent()
-        for aggregate in self.aggregates.values():
-            event.events.extend(aggregate.collect_events())
-            event.aggregates[aggregate.id] = aggregate
-        event.saved_kwargs["ledger_rows"] = self.rows
+        """The batch's events, command-index rows and rejection rows in ONE transaction:
+        `Application.save` hands `ledger_rows` to the recorder's insert (ledger/persistence.py).
+        Then the aggregates go to the cache as they are (the library caches only on
+        reads when it fast-forwards), so the next batch is checked with no store read;
+        if the write fails, `run_batch` evicts them."""
+        touched = [a for a in self.aggregates.values() if a.pending_events]
+        self.app.save(*touched, ledger_rows=self.rows)
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id, aggregate in self.aggregates.items():
-                if aggregate.version > 0:  # a shell whose command was refused stays unknown
+                if aggregate.version > 0:  # a new round whose command was refused stays unknown
                     cache.put(aggregate_id, aggregate)
-        return event
-
-    def record(self, event: ProcessingEvent) -> Any:
-        """Write the events and rows in one transaction. This is
-        `Application._record`, without `save`'s per-object runtime-Protocol isinstance checks
-        (a tenth of ingest time); it reads only the handed-off events, never the aggregates."""
-        return self.app._record(event)
-
-    def finish(self, event: ProcessingEvent, recordings: Any) -> None:
-        app = self.app
-        app._take_snapshots(event)
-        app._notify(recordings)
-        app.notify(event.events)
 
     def evict(self) -> None:
         cache = self.app.repository.cache
@@ -318,38 +348,40 @@ class UnitOfWork:
 
     # -- one command
 
-    def apply(self, cmd: BaseModel | Refusal, raw: Any) -> Result:
+    def apply(self, cmd: Command | Refusal, raw: Raw) -> Result:
         if isinstance(cmd, Refusal):
             return self._reject(None, raw, cmd, None)
-        cid = cmd.command_id  # type: ignore[attr-defined]
+        cid = cmd.command_id
         digest = payload_hash(cmd)
         prior = self.seen.get(cid)
         if prior is None and cid in self.known:
             k = self.known[cid]
             prior = (k.payload_hash, Result(status=k.status, command_id=cid, code=k.code, round_id=k.round_id))
         if prior is not None:
-            if prior[0] != digest:
-                refusal = Refusal(
-                    "command_id_conflict",
-                    f"command id {cid} was already used for a different command "
-                    f"({prior[1].status}); a retry must repeat the same payload",
-                )
-                return self._reject(cmd, raw, refusal, prior[1].round_id)
-            first = prior[1]
-            return Result(
-                status="duplicate", command_id=cid, code=first.code,
-                message=f"command {cid} was already handled ({first.status}); nothing recorded",
-                round_id=first.round_id, original_status=first.status,
-            )
+            return self._repeat(cmd, raw, digest, prior)
         result = self._execute(cmd, raw)
-        self.rows.commands.append(
-            CommandRow(cid, result.round_id, cmd.type, digest, result.status, result.code)  # type: ignore[attr-defined]
-        )
+        self.rows.commands.append(CommandRow(cid, result.round_id, cmd.type, digest, result.status, result.code))
         self.seen[cid] = (digest, result)
         return result
 
+    def _repeat(self, cmd: Command, raw: Raw, digest: str, prior: tuple[str, Result]) -> Result:
+        """A command id seen before: the same payload is a duplicate, another one a conflict."""
+        cid, first = cmd.command_id, prior[1]
+        if prior[0] != digest:
+            refusal = Refusal(
+                RefusalCode.COMMAND_ID_CONFLICT,
+                f"command id {cid} was already used for a different command "
+                f"({first.status}); a retry must repeat the same payload",
+            )
+            return self._reject(cmd, raw, refusal, first.round_id)
+        return Result(
+            status="duplicate", command_id=cid, code=first.code,
+            message=f"command {cid} was already handled ({first.status}); nothing recorded",
+            round_id=first.round_id, original_status=first.status,
+        )
+
     def _new_events(self) -> tuple[str, ...]:
-        """Names of the events the current command triggered, on the aggregates it loaded."""
+        """Names of the events the current command recorded, on the aggregates it loaded."""
         names: list[str] = []
         for k, mark in self.marks.items():
             a = self.aggregates[k]
@@ -359,18 +391,17 @@ class UnitOfWork:
                 names.extend(prefix + type(e).__name__ for e in pending[mark:])
         return tuple(names)
 
-    def _execute(self, cmd: Any, raw: Any) -> Result:
+    def _execute(self, cmd: Command, raw: Raw) -> Result:
         if self.debug:
             with ledger_logging.bound(command_id=cmd.command_id, round=f"{cmd.table_id}#{cmd.round_no}"):
                 return self._run(cmd, raw)
         return self._run(cmd, raw)
 
-    def _run(self, cmd: Any, raw: Any) -> Result:
-        rid = round_id_for(cmd.table_id, cmd.round_no)
+    def _run(self, cmd: Command, raw: Raw) -> Result:
         rtext = round_text_for(cmd.table_id, cmd.round_no)
         self.marks = {}
         try:
-            consequence = Dispatcher(self, cmd, rid).run()
+            consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat()))
         except Refusal as refusal:
             require(
                 self._new_events() == (),
@@ -382,110 +413,83 @@ class UnitOfWork:
             return self._reject(cmd, raw, consequence, rtext, events)
         return Result(status="accepted", command_id=cmd.command_id, round_id=rtext, events=events)
 
-    def _reject(self, cmd: Any, raw: Any, refusal: Refusal, round_id: str | None, events: tuple[str, ...] = ()) -> Result:
-        if cmd is not None:
-            ids = {"command_id": cmd.command_id, "table_id": cmd.table_id, "round_no": cmd.round_no, "type": cmd.type}
-        else:
-            ids = _peek(raw)
-        payload = raw.model_dump_json() if isinstance(raw, BaseModel) else _raw_text(raw)
+    def _dispatch(self, cmd: Command, stamp: Stamp) -> Refusal | None:
+        """The command as a typed call on its round (and the round's shoe)."""
+        if isinstance(cmd, OpenRound):
+            self._open_round(cmd, stamp)
+            return None
+        r = self.round_or_new(cmd) if isinstance(cmd, Void) else self.round(cmd)
+        before = r.phase
+        consequence: Refusal | None = None
+        match cmd:
+            case PlaceBet():
+                bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
+                r.place_bet(bet, stamp)
+            case CloseBetting():
+                r.close_betting(stamp)
+            case DealCard():
+                consequence = self._deal_card(r, cmd, stamp)
+            case Decide():
+                r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp)
+            case Follow():
+                r.follow(cmd.bet_id, cmd.kind, cmd.accept, stamp)
+            case Pause():
+                r.pause(cmd.cause, cmd.by, cmd.note, cmd.player_id, stamp)
+            case Resume():
+                r.resume(cmd.by, cmd.note, stamp)
+            case Void():
+                r.void(cmd.cause, cmd.by, cmd.note, stamp)
+            case ReverseSettlement():
+                r.reverse_settlement(cmd.by, cmd.reason, cmd.then, cmd.cause, stamp)
+                return None  # the shoe is long gone: no shoe effects
+            case _:
+                assert_never(cmd)
+        self._after(r, before, stamp)
+        return consequence
+
+    def _open_round(self, cmd: OpenRound, stamp: Stamp) -> None:
+        r = self.round_or_new(cmd)
+        r.refuse_if_exists()
+        rules = registry.get_rule_set(cmd.ruleset_id, cmd.ruleset_version)
+        shoe = self.shoe_or_new(cmd.table_id, cmd.shoe_id)
+        round_in_shoe = shoe.start_round(
+            stamp, rules, table_id=cmd.table_id, shoe_id=cmd.shoe_id, round_no=cmd.round_no, round_id=r.id,
+        )
+        r.open(
+            stamp, rules, table_id=cmd.table_id, round_no=cmd.round_no, currency=cmd.currency, shoe_id=cmd.shoe_id,
+            dealer_id=cmd.dealer_id, round_in_shoe=round_in_shoe,
+        )
+
+    def _deal_card(self, r: Round, cmd: DealCard, stamp: Stamp) -> Refusal | None:
+        r.refuse_unless_running(allow_flagged=True)  # before the shoe: a voided tombstone has none
+        seen = self.shoe_of(r).seen_for(r._rules())
+        return r.deal_card(parse_card(cmd.card), cmd.target, cmd.seq_no, seen, stamp)
+
+    def _after(self, r: Round, phase_before: str, stamp: Stamp) -> None:
+        """Shoe effects when a round closes in this command: its cards count
+        against the shoe; a void under a replace-the-shoe policy retires it."""
+        rules = r.rules
+        if rules is None or phase_before == r.phase or not r.is_closed:
+            return
+        shoe = self.shoe_of(r)
+        shoe.record_round(stamp, rules, r.id, r.closing_cards())
+        if r.phase == "voided" and r.voided is not None and rules.error_policy.replace_shoe_on_void:
+            shoe.retire(stamp, r.id, r.voided["cause"])
+
+    def _reject(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
+                events: tuple[str, ...] = ()) -> Result:
+        ids = (cmd.command_id, cmd.table_id, cmd.round_no, cmd.type) if cmd is not None else _peek(raw)
         self.rows.rejections.append(
-            RejectionRow(
-                command_id=ids.get("command_id"), table_id=ids.get("table_id"), round_no=ids.get("round_no"),
-                type=ids.get("type"), code=refusal.code, message=refusal.message, payload=payload, received_at=_now(),
-            )
+            RejectionRow(*ids, code=refusal.code, message=refusal.message, payload=_raw_text(raw), received_at=_now())
         )
         return Result(
-            status="refused", command_id=ids.get("command_id"), code=refusal.code, message=refusal.message,
+            status="refused", command_id=ids[0], code=refusal.code, message=refusal.message,
             round_id=round_id, events=events,
         )
 
 
-class Dispatcher:
-    """Routes one parsed command to the Round (and its Shoe)."""
-
-    def __init__(self, unit: UnitOfWork, cmd: Any, round_id: UUID) -> None:
-        self.unit, self.cmd, self.round_id = unit, cmd, round_id
-
-    def run(self) -> Refusal | None:
-        handler = getattr(self, "_" + self.cmd.type)
-        return handler()
-
-    def _round(self) -> Round:
-        r = self.unit.load(self.round_id)
-        if r is None:
-            raise Refusal(
-                "round_not_open",
-                f"round {self.cmd.table_id}#{self.cmd.round_no} has not been opened; send open_round first",
-            )
-        return r
-
-    def _new_round(self) -> Round:
-        return self.unit.load_or_new(self.round_id, lambda: Round.new(self.cmd.table_id, self.cmd.round_no))
-
-    def _shoe_of(self, r: Round) -> Shoe:
-        shoe = self.unit.load(shoe_id_for(r.table_id, r.shoe_id))
-        if shoe is None:
-            raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
-        return shoe
-
-    def _after(self, r: Round, phase_before: str) -> None:
-        """Shoe effects when a round closes in this command: its cards count
-        against the shoe; a void under a replace-the-shoe policy retires it."""
-        if r.rules is None or phase_before == r.phase or not r.is_closed:
-            return
-        shoe = self._shoe_of(r)
-        shoe.record_round(self.cmd, r.rules, r.id, r.closing_cards())
-        if r.phase == "voided" and r.rules.error_policy.replace_shoe_on_void:
-            shoe.retire(self.cmd, r.id, r.voided["cause"])
-
-    def _open_round(self) -> None:
-        r = self._new_round()
-        r._refuse_if_exists()
-        rules = registry.get_rule_set(self.cmd.ruleset_id, self.cmd.ruleset_version)
-        shoe = self.unit.load_or_new(
-            shoe_id_for(self.cmd.table_id, self.cmd.shoe_id), lambda: Shoe.new(self.cmd.table_id, self.cmd.shoe_id)
-        )
-        round_in_shoe = shoe.start_round(self.cmd, rules, r.id)
-        r.open(self.cmd, round_in_shoe=round_in_shoe)
-
-    def _simple(self, method: str) -> Any:
-        r = self._round()
-        before = r.phase
-        out = getattr(r, method)(self.cmd)
-        self._after(r, before)
-        return out
-
-    def _place_bet(self) -> None:
-        self._simple("place_bet")
-
-    def _close_betting(self) -> None:
-        self._simple("close_betting")
-
-    def _decide(self) -> None:
-        self._simple("decide")
-
-    def _follow(self) -> None:
-        self._simple("follow")
-
-    def _pause(self) -> None:
-        self._simple("pause")
-
-    def _resume(self) -> None:
-        self._simple("resume")
-
-    def _reverse_settlement(self) -> None:
-        self._round().reverse_settlement(self.cmd)  # the shoe is long gone: no shoe effects
-
-    def _deal_card(self) -> Refusal | None:
-        r = self._round()
-        r._refuse_unless_running(allow_flagged=True)
-        before = r.phase
-        consequence = r.deal_card(self.cmd, self._shoe_of(r).seen_for(r.rules))
-        self._after(r, before)
-        return consequence
-
-    def _void(self) -> None:
-        r = self._new_round()
-        before = r.phase
-        r.void(self.cmd)
-        self._after(r, before)
+def _as(kind: type[A], found: object) -> A:
+    """The aggregate under an id derived from its kind's namespace is of that kind."""
+    if not isinstance(found, kind):
+        raise InvariantBroken(f"aggregate {found!r} is a {type(found).__name__}, not a {kind.__name__}")
+    return found

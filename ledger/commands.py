@@ -7,7 +7,7 @@ is the wire format only; inside the service, commands become plain calls.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -114,10 +114,18 @@ Command = Annotated[
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
 
 
+COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement)
+
+
+def is_command(value: object) -> TypeGuard[Command]:
+    """An already parsed command (callers may hand the ledger models instead of JSON)."""
+    return isinstance(value, COMMAND_CLASSES)
+
+
 def parse_command(raw: bytes | str) -> Command:
     """Parse one command from raw JSON; raises pydantic.ValidationError on bad input."""
     return COMMAND_ADAPTER.validate_json(raw)
 
 
-def command_json_schema() -> dict:
+def command_json_schema() -> dict[str, Any]:
     return COMMAND_ADAPTER.json_schema()

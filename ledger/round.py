@@ -1,44 +1,56 @@
 """The Round aggregate: one per (table, round number).
 
-Public command methods check first (ledger rules here, game rules by probing
-a copy of the pure domain model), then trigger events. An event's `apply`
-drives the real domain model with the recorded facts and assigns plain state,
-so a round rebuilt from its events is the same as the live one.
+Command methods take plain typed values (never a wire model), check first
+(ledger rules here, game rules by the call on the pure domain model), decide,
+then record events. An event's `apply` only assigns the recorded facts.
+
+The game model (domain/model.py) is derived, not event state: it is rebuilt
+from the recorded plays (bets, close, cards, decisions, follows, in order) the
+first time a command needs it (after loading, or after another writer's events
+were fast-forwarded in), then advanced by each command's checked call and kept
+while the round's version moves only by this round's own commands. The rule set
+is looked up (and its content hash checked) where a command needs it, cached.
 
 Event names, fields and money flows are the contract in docs/events.md.
 """
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from datetime import UTC
-from functools import lru_cache
-from typing import Any
+from datetime import UTC, datetime
+from functools import cache, lru_cache
+from typing import Any, NamedTuple
 from uuid import NAMESPACE_URL, UUID, uuid5
-
-from eventsourcing.domain import Aggregate, CanMutateAggregate
 
 from domain import registry
 from domain.cards import Card, CardCounter, parse_card
-from domain.errors import Refusal, refuse_unless, require
-from domain.model import Bet, StakeMove
+from domain.errors import InvariantBroken, Refusal, refuse_unless, require
+from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.money import Leg, check_balanced, house_account, player_account, round_account, transfer
+from domain.refusals import RefusalCode
+from domain.ruleset import RuleSet
+from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 
 # Fixed forever: round and shoe ids are derived from it (docs/events.md).
 NAMESPACE = uuid5(NAMESPACE_URL, "https://casino-ledger/ids")
 HUMAN_ERROR = "human_error"
 LEDGER_ACTOR = "ledger"
 
+Posting = dict[str, Any]  # {"account": str, "amount_minor": int}, as stored
 
-_HASHES: dict[tuple[str, int], str] = {}
 
-
-def ruleset_hash(rules: Any) -> str:
+@cache
+def ruleset_hash(key: tuple[str, int]) -> str:
     """The rule set's content hash, computed once per (id, version) per process."""
-    h = _HASHES.get(rules.key)
-    if h is None:
-        h = _HASHES[rules.key] = rules.content_hash()
-    return h
+    return registry.get_rule_set(*key).content_hash()
+
+
+@cache
+def rules_for(ruleset_id: str, version: int, recorded_hash: str) -> RuleSet:
+    """The rule set a round was opened under; a rule set changed since is an invariant
+    broken (the round cannot go on under other rules; replay reports it as a finding)."""
+    rules = registry.get_rule_set(ruleset_id, version)
+    require(ruleset_hash(rules.key) == recorded_hash, f"rule set {ruleset_id} v{version} changed")
+    return rules
 
 
 @lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
@@ -52,7 +64,7 @@ def round_text_for(table_id: str, round_no: int) -> str:
     return str(round_id_for(table_id, round_no))
 
 
-def legs_to_dicts(legs: list[Leg]) -> list[dict[str, Any]]:
+def legs_to_dicts(legs: list[Leg]) -> list[Posting]:
     check_balanced(legs)  # refuse to record unbalanced postings (invariant)
     return [leg.as_dict() for leg in legs if leg.amount_minor != 0]
 
@@ -64,26 +76,60 @@ def moves_to_dicts(moves: list[StakeMove]) -> list[dict[str, Any]]:
     ]
 
 
-def postings_sum_zero(postings: list[dict[str, Any]]) -> None:
-    """Second path of the balance invariant: checked again whenever an event is read."""
-    total = sum(p["amount_minor"] for p in postings)
-    require(total == 0, f"postings do not sum to zero (sum {total}): {postings}")
+# ---------------------------------------------------------------- plays
+# The game model's calls, as recorded: replayed in order they rebuild the model
+# (tuples: one is made per event, and a frozen dataclass costs several times more to make).
 
 
-class Round(Aggregate):
+class BetPlay(NamedTuple):
+    bet: Bet
+
+    def replay(self, model: RoundModel) -> None:
+        model.place_bet(self.bet)
+
+
+class ClosePlay(NamedTuple):
+    def replay(self, model: RoundModel) -> None:
+        model.close_betting()
+
+
+class CardPlay(NamedTuple):
+    card: str
+    target: str
+
+    def replay(self, model: RoundModel) -> None:
+        model.deal(parse_card(self.card), self.target)
+
+
+class DecisionPlay(NamedTuple):
+    hand: str
+    action: str
+    source: str
+    amount_minor: int | None
+
+    def replay(self, model: RoundModel) -> None:
+        model.decide(self.hand, self.action, self.source, self.amount_minor)
+
+
+class FollowPlay(NamedTuple):
+    bet_id: str
+    kind: str
+    accept: bool
+
+    def replay(self, model: RoundModel) -> None:
+        model.follow(self.bet_id, self.kind, self.accept)
+
+
+Play = BetPlay | ClosePlay | CardPlay | DecisionPlay | FollowPlay
+CLOSE = ClosePlay()
+
+
+class Round(LedgerAggregate):
     """Everything that happens in one round, and its money."""
 
-    EVENT_NAME_PREFIX = ""  # how a command's Result names this aggregate's events
-
-    class Event(Aggregate.Event):
-        command_id: str
-        studio_time: str
-
-        def mutate(self, aggregate: Any) -> Any:
-            # Any event may be a round's first (Opened, or a tombstone Voided).
-            if aggregate is None:
-                aggregate = Round._shell(self.originator_id, self.timestamp)
-            return CanMutateAggregate.mutate(self, aggregate)
+    class Event(LedgerEvent["Round"]):
+        def new_aggregate(self) -> Round:
+            return Round(self.originator_id, self.timestamp)
 
     class Opened(Event):
         table_id: str
@@ -98,12 +144,9 @@ class Round(Aggregate):
         dealer_id: str
 
         def apply(self, r: Round) -> None:
-            rules = registry.get_rule_set(self.ruleset_id, self.ruleset_version)
-            require(ruleset_hash(rules) == self.ruleset_hash, f"rule set {rules.id} v{rules.version} changed")
-            r.model = registry.new_round(rules, round_in_shoe=self.round_in_shoe)
-            r.rules = rules
-            for name in ("table_id", "round_no", "game", "currency", "shoe_id", "round_in_shoe", "dealer_id"):
-                setattr(r, name, getattr(self, name))
+            r.table_id, r.round_no, r.game, r.currency = self.table_id, self.round_no, self.game, self.currency
+            r.ruleset_id, r.ruleset_version, r.ruleset_hash = self.ruleset_id, self.ruleset_version, self.ruleset_hash
+            r.shoe_id, r.round_in_shoe, r.dealer_id = self.shoe_id, self.round_in_shoe, self.dealer_id
             r.phase = "betting"
 
     class BetPlaced(Event):
@@ -114,20 +157,18 @@ class Round(Aggregate):
         stake_minor: int
         mode: str | None
         seat_no: int | None
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
             bet = Bet(self.bet_id, self.player_id, self.spot, self.bet_type, self.stake_minor, self.mode, self.seat_no)
-            if r._drive_model():
-                r.model.place_bet(bet)
             r.bets[self.bet_id] = bet
+            r.plays.append(BetPlay(bet))
             r._put_in(self.bet_id, self.player_id, self.stake_minor)
             r._post(self.postings)
 
     class BettingClosed(Event):
         def apply(self, r: Round) -> None:
-            if r._drive_model():
-                r.model.close_betting()
+            r.plays.append(CLOSE)
             r.phase = "dealing"
 
     class CardDealt(Event):
@@ -136,9 +177,8 @@ class Round(Aggregate):
         seq_no: int
 
         def apply(self, r: Round) -> None:
-            if r._drive_model():
-                r.model.deal(parse_card(self.card), self.target)
             r.cards.append((self.seq_no, self.card, self.target))
+            r.plays.append(CardPlay(self.card, self.target))
 
     class DecisionTaken(Event):
         hand: str
@@ -146,12 +186,10 @@ class Round(Aggregate):
         source: str
         amount_minor: int | None
         stake_moves: list[dict[str, Any]]
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
-            if r._drive_model():
-                moves = r.model.decide(self.hand, self.action, self.source, self.amount_minor)
-                require(moves_to_dicts(moves) == self.stake_moves, f"{self.action} on {self.hand} replays differently")
+            r.plays.append(DecisionPlay(self.hand, self.action, self.source, self.amount_minor))
             r._take_moves(self.stake_moves, self.postings)
 
     class FollowDecided(Event):
@@ -159,12 +197,10 @@ class Round(Aggregate):
         kind: str
         accept: bool
         stake_moves: list[dict[str, Any]]
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
-            if r._drive_model():
-                moves = r.model.follow(self.bet_id, self.kind, self.accept)
-                require(moves_to_dicts(moves) == self.stake_moves, f"follow of {self.bet_id} replays differently")
+            r.plays.append(FollowPlay(self.bet_id, self.kind, self.accept))
             r._take_moves(self.stake_moves, self.postings)
 
     class Paused(Event):
@@ -188,11 +224,10 @@ class Round(Aggregate):
         by: str
         note: str
         refunds: list[dict[str, Any]]
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
             r._post(self.postings)
-            require(r.balance_minor == 0, f"voided round {r.id} keeps {r.balance_minor} in its account")
             r.paused = None
             r.voided = {"cause": self.cause, "by": self.by, "note": self.note}
             r.phase = "voided"
@@ -202,11 +237,10 @@ class Round(Aggregate):
         ruleset_id: str
         ruleset_version: int
         results: list[dict[str, Any]]
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
             r._post(self.postings)
-            require(r.balance_minor == 0, f"settled round {r.id} keeps {r.balance_minor} in its account")
             r.settlements.append({"settlement_no": self.settlement_no, "results": self.results, "postings": self.postings})
             r.phase = "settled"
 
@@ -214,7 +248,7 @@ class Round(Aggregate):
         settlement_no: int
         by: str
         reason: str
-        postings: list[dict[str, Any]]
+        postings: list[Posting]
 
         def apply(self, r: Round) -> None:
             r._post(self.postings)
@@ -223,56 +257,95 @@ class Round(Aggregate):
 
     # ------------------------------------------------------------------ state
 
-    @classmethod
-    def _shell(cls, round_id: UUID, timestamp: Any) -> Round:
-        r = cls.__new__(cls)
-        r.__base_init__(originator_id=round_id, originator_version=0, timestamp=timestamp)
-        r._account = _account_of(round_id)  # named once: every posting checks against it
-        r._iso = ("", "")  # (command id, its studio time as text): one isoformat per command
-        r.model = None
-        r.rules = None
-        r.table_id = ""
-        r.round_no = 0
-        r.game = ""
-        r.currency = ""
-        r.shoe_id = ""
-        r.round_in_shoe = 0
-        r.dealer_id = ""
-        r.phase = "new"  # betting | dealing | settled | reversed | voided
-        r.bets: dict[str, Bet] = {}
-        r.put_in: dict[tuple[str, str], int] = {}  # (bet_id, player_id) -> every amount put in
-        r.cards: list[tuple[int, str, str]] = []
-        r.balance_minor = 0
-        r.paused: dict[str, Any] | None = None
-        r.voided: dict[str, Any] | None = None
-        r.settlements: list[dict[str, Any]] = []
-        r.reversed_nos: list[int] = []
-        r._model_ahead = False
-        return r
+    def __init__(self, round_id: UUID, created_on: datetime) -> None:
+        super().__init__(round_id, created_on)
+        self.account = _account_of(round_id)  # named once: every posting checks against it
+        self.table_id = ""
+        self.round_no = 0
+        self.game = ""
+        self.ruleset_id = ""
+        self.ruleset_version = 0
+        self.ruleset_hash = ""
+        self.currency = ""
+        self.shoe_id = ""
+        self.round_in_shoe = 0
+        self.dealer_id = ""
+        self.phase = "new"  # betting | dealing | settled | reversed | voided
+        self.bets: dict[str, Bet] = {}
+        self.put_in: dict[tuple[str, str], int] = {}  # (bet_id, player_id) -> every amount put in
+        self.cards: list[tuple[int, str, str]] = []
+        self.plays: list[Play] = []  # the model's calls, in order (see module doc)
+        self.balance_minor = 0
+        self.paused: dict[str, Any] | None = None
+        self.voided: dict[str, Any] | None = None
+        self.settlements: list[dict[str, Any]] = []
+        self.reversed_nos: list[int] = []
+        self._model: RoundModel | None = None
+        self._model_at = -1  # the version `_model` reflects; any other version rebuilds it
 
     @classmethod
     def new(cls, table_id: str, round_no: int) -> Round:
-        from datetime import datetime
+        return cls(round_id_for(table_id, round_no), datetime.now(UTC))
 
-        return cls._shell(round_id_for(table_id, round_no), datetime.now(UTC))
-
-    def _post(self, postings: list[dict[str, Any]]) -> None:
-        postings_sum_zero(postings)
-        account = self._account
+    def _post(self, postings: list[Posting]) -> None:
+        account = self.account
         self.balance_minor += sum(p["amount_minor"] for p in postings if p["account"] == account)
 
     def _put_in(self, bet_id: str, player_id: str, amount_minor: int) -> None:
         key = (bet_id, player_id)
         self.put_in[key] = self.put_in.get(key, 0) + amount_minor
 
-    def _take_moves(self, moves: list[dict[str, Any]], postings: list[dict[str, Any]]) -> None:
+    def _take_moves(self, moves: list[dict[str, Any]], postings: list[Posting]) -> None:
         for m in moves:
             self._put_in(m["bet_id"], m["player_id"], m["amount_minor"])
         self._post(postings)
 
     @property
-    def account(self) -> str:
-        return self._account
+    def rules(self) -> RuleSet | None:
+        if not self.ruleset_id:
+            return None
+        return rules_for(self.ruleset_id, self.ruleset_version, self.ruleset_hash)
+
+    @property
+    def model(self) -> RoundModel | None:
+        """The game model at this version: kept while only this round's commands moved it."""
+        if self._model_at != self.version or self._model is None:
+            self._model = self._rebuilt_model()
+            self._model_at = self.version if self._model is not None else -1
+        return self._model
+
+    def _rebuilt_model(self) -> RoundModel | None:
+        rules = self.rules
+        if rules is None:
+            return None
+        model: RoundModel = registry.new_round(rules, round_in_shoe=self.round_in_shoe)
+        try:
+            for play in self.plays:
+                play.replay(model)
+        except Refusal as refusal:
+            raise InvariantBroken(f"round {self._label()} does not replay under its rules: {refusal}") from None
+        return model
+
+    def _game(self) -> RoundModel:
+        """The model, for a command on an opened round."""
+        model = self.model
+        if model is None:
+            raise InvariantBroken(f"round {self._label()} has no game model")
+        return model
+
+    def _rules(self) -> RuleSet:
+        rules = self.rules
+        if rules is None:
+            raise InvariantBroken(f"round {self._label()} has no rule set")
+        return rules
+
+    def _emit(self, event_class: type[Round.Event], stamp: Stamp, **fields: object) -> None:
+        """Record an event; the model stays current when it was current before (it
+        moved with the checked call this event records, or it does not move)."""
+        current = self._model_at == self.version
+        self._record_event(event_class, stamp, **fields)
+        if current:
+            self._model_at = self.version
 
     @property
     def is_open(self) -> bool:
@@ -288,156 +361,119 @@ class Round(Aggregate):
 
     # ------------------------------------------------------------ commands
 
-    def open(self, cmd: Any, *, round_in_shoe: int) -> None:
-        self._refuse_if_exists()
-        rules = registry.get_rule_set(cmd.ruleset_id, cmd.ruleset_version)
-        self._trigger(
-            Round.Opened, cmd,
-            table_id=cmd.table_id, round_no=cmd.round_no, game=rules.game, ruleset_id=rules.id,
-            ruleset_version=rules.version, ruleset_hash=ruleset_hash(rules), currency=cmd.currency,
-            shoe_id=cmd.shoe_id, round_in_shoe=round_in_shoe, dealer_id=cmd.dealer_id,
+    def open(self, stamp: Stamp, rules: RuleSet, *, table_id: str, round_no: int, currency: str,
+             shoe_id: str, dealer_id: str, round_in_shoe: int) -> None:
+        self.refuse_if_exists()
+        self._emit(
+            Round.Opened, stamp,
+            table_id=table_id, round_no=round_no, game=rules.game, ruleset_id=rules.id,
+            ruleset_version=rules.version, ruleset_hash=ruleset_hash(rules.key), currency=currency,
+            shoe_id=shoe_id, round_in_shoe=round_in_shoe, dealer_id=dealer_id,
         )
 
-    def place_bet(self, cmd: Any) -> None:
-        self._refuse_unless_running()
-        if cmd.bet_id in self.bets:  # hot path: the message is built only when refusing
-            raise Refusal("duplicate_bet_id", f"bet {cmd.bet_id} is already placed in round {self._label()}")
-        bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
-        self._probe(lambda m: m.place_bet(bet))
-        legs = list(transfer(player_account(cmd.player_id), self.account, cmd.stake_minor))
-        self._trigger(
-            Round.BetPlaced, cmd, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
+    def place_bet(self, bet: Bet, stamp: Stamp) -> None:
+        self.refuse_unless_running()
+        if bet.bet_id in self.bets:  # hot path: the message is built only when refusing
+            raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} is already placed in round {self._label()}")
+        self._game().place_bet(bet)
+        legs = list(transfer(player_account(bet.player_id), self.account, bet.stake_minor))
+        self._emit(
+            Round.BetPlaced, stamp, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
             bet_type=bet.bet_type, stake_minor=bet.stake_minor, mode=bet.mode, seat_no=bet.seat_no,
             postings=legs_to_dicts(legs),
         )
 
-    def close_betting(self, cmd: Any) -> None:
-        self._refuse_unless_running()
-        self._probe(lambda m: m.close_betting())
-        self._trigger(Round.BettingClosed, cmd)
-        self._settle_if_complete(cmd)
+    def close_betting(self, stamp: Stamp) -> None:
+        self.refuse_unless_running()
+        self._game().close_betting()
+        self._emit(Round.BettingClosed, stamp)
+        self._settle_if_complete(stamp)
 
-    def deal_card(self, cmd: Any, shoe_seen: Counter[Card]) -> Refusal | None:
+    def deal_card(self, card: Card, target: str, seq_no: int, shoe_seen: Counter[str], stamp: Stamp) -> Refusal | None:
         """Record a card. A card the rules forbid is a human error: it is not
         recorded, the round gets the policy's consequence (flagged pause or
         void), and the refusal is returned (not raised) so the caller keeps the
         consequence events. The correct card resumes a flagged round."""
-        card = parse_card(cmd.card)
-        self._refuse_unless_running(allow_flagged=True)
+        self.refuse_unless_running(allow_flagged=True)
         expected_seq = len(self.cards) + 1
-        if cmd.seq_no != expected_seq:
+        if seq_no != expected_seq:
             raise Refusal(
-                "card_out_of_sequence",
-                f"card {card} has seq_no {cmd.seq_no}; the next card of round {self._label()} is number {expected_seq}",
+                RefusalCode.CARD_OUT_OF_SEQUENCE,
+                f"card {card} has seq_no {seq_no}; the next card of round {self._label()} is number {expected_seq}",
             )
+        text = str(card)
         try:
-            self._check_card_count(card, shoe_seen)
-            self._probe(lambda m: m.deal(card, cmd.target))
+            self._check_card_count(card, text, shoe_seen)
+            self._game().deal(card, target)
         except Refusal as refusal:
-            self._human_error(cmd, refusal)
+            self._human_error(stamp, refusal)
             return refusal
         if self.paused is not None:
-            self._trigger(Round.Resumed, cmd, by=LEDGER_ACTOR, note=f"the correct card {card} resumes the round")
-        self._trigger(Round.CardDealt, cmd, card=str(card), target=cmd.target, seq_no=cmd.seq_no)
-        self._settle_if_complete(cmd)
+            self._emit(Round.Resumed, stamp, by=LEDGER_ACTOR, note=f"the correct card {card} resumes the round")
+        self._emit(Round.CardDealt, stamp, card=text, target=target, seq_no=seq_no)
+        self._settle_if_complete(stamp)
         return None
 
-    def decide(self, cmd: Any) -> None:
-        self._refuse_unless_running()
-        moves = self._probe(lambda m: m.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor))
-        self._record_decision(cmd, cmd.hand, cmd.action, cmd.source, cmd.amount_minor, moves)
-        self._settle_if_complete(cmd)
+    def decide(self, hand: str, action: str, source: str, amount_minor: int | None, stamp: Stamp) -> None:
+        self.refuse_unless_running()
+        moves = self._game().decide(hand, action, source, amount_minor)
+        self._record_decision(stamp, hand, action, source, amount_minor, moves)
+        self._settle_if_complete(stamp)
 
-    def follow(self, cmd: Any) -> None:
-        self._refuse_unless_running()
-        moves = self._probe(lambda m: m.follow(cmd.bet_id, cmd.kind, cmd.accept))
-        self._record_follow(cmd, cmd.bet_id, cmd.kind, cmd.accept, moves)
-        self._settle_if_complete(cmd)
+    def follow(self, bet_id: str, kind: str, accept: bool, stamp: Stamp) -> None:
+        self.refuse_unless_running()
+        moves = self._game().follow(bet_id, kind, accept)
+        self._record_follow(stamp, bet_id, kind, accept, moves)
+        self._settle_if_complete(stamp)
 
-    def pause(self, cmd: Any) -> str:
+    def pause(self, cause: str, by: str, note: str, player_id: str | None, stamp: Stamp) -> str:
         """Apply the rule set's error policy for the cause; returns the action taken."""
-        self._refuse_unless_running()
-        action = self.rules.error_policy.action_for(cmd.cause)
+        self.refuse_unless_running()
+        action = self._rules().error_policy.action_for(cause)
         if action == "complete":
-            self._complete_player(cmd, getattr(cmd, "player_id", None))
+            self._complete_player(stamp, player_id)
         elif action == "pause":
-            self._trigger(Round.Paused, cmd, cause=cmd.cause, by=cmd.by, note=cmd.note, flag_code=None)
+            self._emit(Round.Paused, stamp, cause=cause, by=by, note=note, flag_code=None)
         else:
-            self._void(cmd, cmd.cause, cmd.by, cmd.note)
+            self._void(stamp, cause, by, note)
         return action
 
-    def resume(self, cmd: Any) -> None:
+    def resume(self, by: str, note: str, stamp: Stamp) -> None:
         self._refuse_closed()
         refuse_unless(
-            self.paused is not None, "round_not_paused",
+            self.paused is not None, RefusalCode.ROUND_NOT_PAUSED,
             f"round {self.table_id}#{self.round_no} is not paused; nothing to resume",
         )
-        self._trigger(Round.Resumed, cmd, by=cmd.by, note=cmd.note)
+        self._emit(Round.Resumed, stamp, by=by, note=note)
 
-    def void(self, cmd: Any) -> None:
+    def void(self, cause: str, by: str, note: str, stamp: Stamp) -> None:
         """A supervisor's void: from any state but closed. Before the round was
         opened it leaves a tombstone (a lone Voided event)."""
         self._refuse_closed()
-        self._void(cmd, cmd.cause, cmd.by, cmd.note)
+        self._void(stamp, cause, by, note)
 
-    def reverse_settlement(self, cmd: Any) -> None:
+    def reverse_settlement(self, by: str, reason: str, then: str, cause: str, stamp: Stamp) -> None:
         refuse_unless(
-            self.phase == "settled", "round_not_settled",
+            self.phase == "settled", RefusalCode.ROUND_NOT_SETTLED,
             f"round {self.table_id}#{self.round_no} has no settlement to reverse (it is {self.phase})",
         )
         last = self.settlements[-1]
         negated = [{"account": p["account"], "amount_minor": -p["amount_minor"]} for p in last["postings"]]
-        self._trigger(
-            Round.SettlementReversed, cmd, settlement_no=last["settlement_no"], by=cmd.by,
-            reason=cmd.reason, postings=negated,
+        self._emit(
+            Round.SettlementReversed, stamp, settlement_no=last["settlement_no"], by=by, reason=reason, postings=negated,
         )
-        if cmd.then == "void":
-            self._void(cmd, cmd.cause, cmd.by, cmd.reason)
+        if then == "void":
+            self._void(stamp, cause, by, reason)
         else:
-            self._settle(cmd)
+            self._settle(stamp)
 
-    # ------------------------------------------------------------- helpers
+    # ------------------------------------------------------------- checks
 
-    def _trigger(self, event_class: type, cmd: Any, **fields: Any) -> None:
-        """`trigger_event` without its generic keyword copying (a sixth of ingest went to
-        it): the event is built as the next in sequence, mutates this round through
-        the library's checked `mutate` (id and version), and is kept as pending."""
-        if self._iso[0] != cmd.command_id:
-            self._iso = (cmd.command_id, cmd.studio_time.isoformat())
-        event = event_class(
-            originator_id=self.id, originator_version=self.version + 1, timestamp=event_class.create_timestamp(),
-            command_id=cmd.command_id, studio_time=self._iso[1], **fields,
-        )
-        event.mutate(self)
-        self._pending_events.append(event)
-
-    def _probe(self, call: Callable[[Any], Any]) -> Any:
-        """Check a fact with the game's rules by making the call on the live model.
-
-        The model contract (domain/model.py) guarantees a Refusal leaves the model
-        exactly as it was, so a refused call changes nothing. A call that passes has
-        already moved the model: the event triggered next must not repeat it, so a
-        one-shot flag tells the next model-driving `apply` to skip the call (on replay
-        the flag is never set and every apply drives the model). This avoids copying
-        the model for every command (the deepcopy probe cost half the ingest time)."""
-        require(not self._model_ahead, "a checked model call was not recorded")
-        out = call(self.model)
-        self._model_ahead = True
-        return out
-
-    def _drive_model(self) -> bool:
-        """For an event's apply: True when it must make its model call (replay), False
-        when the command method already made it on the live model."""
-        if getattr(self, "_model_ahead", False):
-            self._model_ahead = False
-            return False
-        return True
-
-    def _refuse_if_exists(self) -> None:
+    def refuse_if_exists(self) -> None:
         if self.voided is not None:
-            raise Refusal("round_voided", f"round {self._label()} was voided before it opened")
+            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} was voided before it opened")
         if self.version != 0:
-            raise Refusal("round_exists", f"round {self._label()} is already open")
+            raise Refusal(RefusalCode.ROUND_EXISTS, f"round {self._label()} is already open")
 
     def _label(self) -> str:
         return f"{self.table_id}#{self.round_no}" if self.table_id else str(self.id)
@@ -445,78 +481,80 @@ class Round(Aggregate):
     def _refuse_closed(self) -> None:
         # Checked on every command: the messages are built only when refusing.
         if self.phase == "voided":
-            raise Refusal("round_voided", f"round {self._label()} is voided")
+            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} is voided")
         if self.phase in ("settled", "reversed"):
-            raise Refusal("round_settled", f"round {self._label()} is settled; correct it with reverse_settlement")
+            raise Refusal(RefusalCode.ROUND_SETTLED, f"round {self._label()} is settled; correct it with reverse_settlement")
 
-    def _refuse_unless_running(self, allow_flagged: bool = False) -> None:
+    def refuse_unless_running(self, allow_flagged: bool = False) -> None:
         self._refuse_closed()
         if self.version <= 0:
-            raise Refusal("round_not_open", f"round {self._label()} has not been opened")
+            raise Refusal(RefusalCode.ROUND_NOT_OPEN, f"round {self._label()} has not been opened")
         if self.paused is not None:
             flagged = self.paused["flag_code"] is not None
             refuse_unless(
-                allow_flagged and flagged, "round_paused",
+                allow_flagged and flagged, RefusalCode.ROUND_PAUSED,
                 f"round {self._label()} is paused ({self.paused['cause']}); resume or void it first",
             )
 
-    def _check_card_count(self, card: Card, shoe_seen: Counter[Card]) -> None:
+    def _check_card_count(self, card: Card, text: str, shoe_seen: Counter[str]) -> None:
         # Only this card's count matters: shoe so far + this round's copies of it.
-        text = str(card)
-        seen = shoe_seen[card] + sum(1 for _, c, _ in self.cards if c == text)
-        if seen >= self.rules.decks:  # CardCounter words the refusal
-            CardCounter(self.rules.decks, Counter({card: seen})).check(card)
+        seen = shoe_seen[text] + sum(1 for _, c, _ in self.cards if c == text)
+        decks = self._rules().decks
+        if seen >= decks:  # CardCounter words the refusal
+            CardCounter(decks, Counter({card: seen})).check(card)
 
-    def _human_error(self, cmd: Any, refusal: Refusal) -> None:
+    # ------------------------------------------------------------- decisions
+
+    def _human_error(self, stamp: Stamp, refusal: Refusal) -> None:
         if self.paused is not None:  # already flagged: the wrong card is refused again, nothing more
             return
-        action = self.rules.error_policy.action_for(HUMAN_ERROR)
+        action = self._rules().error_policy.action_for(HUMAN_ERROR)
         note = f"{refusal.code}: {refusal.message}"
         if action == "void":
-            self._void(cmd, HUMAN_ERROR, LEDGER_ACTOR, note)
+            self._void(stamp, HUMAN_ERROR, LEDGER_ACTOR, note)
         else:  # pause (a "complete" policy for human error makes no sense; pause is the safe reading)
-            self._trigger(Round.Paused, cmd, cause=HUMAN_ERROR, by=LEDGER_ACTOR, note=note, flag_code=refusal.code)
+            self._emit(Round.Paused, stamp, cause=HUMAN_ERROR, by=LEDGER_ACTOR, note=note, flag_code=refusal.code)
 
-    def _record_decision(self, cmd: Any, hand: str, action: str, source: str, amount: int | None, moves: list) -> None:
-        self._trigger(
-            Round.DecisionTaken, cmd, hand=hand, action=action, source=source, amount_minor=amount,
+    def _record_decision(self, stamp: Stamp, hand: str, action: str, source: str, amount: int | None,
+                         moves: list[StakeMove]) -> None:
+        self._emit(
+            Round.DecisionTaken, stamp, hand=hand, action=action, source=source, amount_minor=amount,
             stake_moves=moves_to_dicts(moves), postings=self._move_postings(moves),
         )
 
-    def _record_follow(self, cmd: Any, bet_id: str, kind: str, accept: bool, moves: list) -> None:
-        self._trigger(
-            Round.FollowDecided, cmd, bet_id=bet_id, kind=kind, accept=accept,
+    def _record_follow(self, stamp: Stamp, bet_id: str, kind: str, accept: bool, moves: list[StakeMove]) -> None:
+        self._emit(
+            Round.FollowDecided, stamp, bet_id=bet_id, kind=kind, accept=accept,
             stake_moves=moves_to_dicts(moves), postings=self._move_postings(moves),
         )
 
-    def _move_postings(self, moves: list[StakeMove]) -> list[dict[str, Any]]:
+    def _move_postings(self, moves: list[StakeMove]) -> list[Posting]:
         legs: list[Leg] = []
         for m in moves:
             legs.extend(transfer(player_account(m.player_id), self.account, m.amount_minor))
         return legs_to_dicts(legs)
 
-    def _player_hands(self, player_id: str | None) -> Callable[[str], bool]:
-        if player_id is None:
-            return lambda hand: True
-        spots = {b.spot for b in self.bets.values() if b.player_id == player_id}
-        return lambda hand: any(hand == s or hand.startswith(s + ".") for s in spots)
+    def _owns(self, hand: str, spots: set[str] | None) -> bool:
+        """Is `hand` one of these spots' hands (None: every player's)?"""
+        return spots is None or any(hand == s or hand.startswith(s + ".") for s in spots)
 
-    def _complete_player(self, cmd: Any, player_id: str | None) -> None:
+    def _complete_player(self, stamp: Stamp, player_id: str | None) -> None:
         """Live blackjack player-side interruption: the no-action rule plays the
         player's waiting hands; pending follow offers count as declined."""
-        owns = self._player_hands(player_id)
-        for offer in list(self.model.pending_follows()):
-            if player_id is None or offer.player_id == player_id or owns(_spot_of(self.bets, offer.bet_id)):
-                self._probe(lambda m, o=offer: m.follow(o.bet_id, o.kind, False))
-                self._record_follow(cmd, offer.bet_id, offer.kind, False, [])
-        for hand in list(self.model.legal_decisions()):
-            if owns(hand) and hand in self.model.legal_decisions():
-                moves = self._probe(lambda m, h=hand: m.decide(h, "auto", "system"))
-                self._record_decision(cmd, hand, "auto", "system", None, moves)
-        self._settle_if_complete(cmd)
+        spots = None if player_id is None else {b.spot for b in self.bets.values() if b.player_id == player_id}
+        model = self._game()
+        for offer in list(model.pending_follows()):
+            if player_id is None or offer.player_id == player_id or self._owns(_spot_of(self.bets, offer.bet_id), spots):
+                model.follow(offer.bet_id, offer.kind, False)
+                self._record_follow(stamp, offer.bet_id, offer.kind, False, [])
+        for hand in list(model.legal_decisions()):
+            if self._owns(hand, spots) and hand in model.legal_decisions():
+                moves = model.decide(hand, "auto", "system")
+                self._record_decision(stamp, hand, "auto", "system", None, moves)
+        self._settle_if_complete(stamp)
 
-    def _void(self, cmd: Any, cause: str, by: str, note: str) -> None:
-        refunds = [
+    def _void(self, stamp: Stamp, cause: str, by: str, note: str) -> None:
+        refunds: list[dict[str, Any]] = [
             {"bet_id": bet_id, "player_id": player_id, "amount_minor": amount}
             for (bet_id, player_id), amount in self.put_in.items()
             if amount > 0
@@ -524,26 +562,39 @@ class Round(Aggregate):
         legs: list[Leg] = []
         for r in refunds:
             legs.extend(transfer(self.account, player_account(r["player_id"]), r["amount_minor"]))
-        self._trigger(Round.Voided, cmd, cause=cause, by=by, note=note, refunds=refunds, postings=legs_to_dicts(legs))
+        postings = legs_to_dicts(legs)
+        self._require_emptied(postings, "voided")
+        self._emit(Round.Voided, stamp, cause=cause, by=by, note=note, refunds=refunds, postings=postings)
 
-    def _settle_if_complete(self, cmd: Any) -> None:
-        if self.phase == "dealing" and self.paused is None and self.model.is_complete():
-            self._settle(cmd)
+    def _settle_if_complete(self, stamp: Stamp) -> None:
+        if self.phase == "dealing" and self.paused is None and self._game().is_complete():
+            self._settle(stamp)
 
-    def _settle(self, cmd: Any) -> None:
-        results = self.model.settle()
+    def _settle(self, stamp: Stamp) -> None:
+        results = self._game().settle()
         staked = sum(r.staked_minor for r in results)
         require(staked == self.balance_minor, f"settlement covers {staked} but the round holds {self.balance_minor}")
+        postings = legs_to_dicts(self._settlement_legs(results))
+        self._require_emptied(postings, "settled")
+        rules = self._rules()
+        self._emit(
+            Round.Settled, stamp, settlement_no=self.settlement_no + 1, ruleset_id=rules.id,
+            ruleset_version=rules.version, results=[r.as_dict() for r in results], postings=postings,
+        )
+
+    def _settlement_legs(self, results: list[BetResult]) -> list[Leg]:
         house = house_account(self.table_id)
         legs: list[Leg] = []
         for r in results:
             legs.extend(transfer(self.account, player_account(r.player_id), r.returned_minor))
             kept = r.staked_minor - r.returned_minor
             legs.extend(transfer(self.account, house, kept) if kept >= 0 else transfer(house, self.account, -kept))
-        self._trigger(
-            Round.Settled, cmd, settlement_no=self.settlement_no + 1, ruleset_id=self.rules.id,
-            ruleset_version=self.rules.version, results=[r.as_dict() for r in results], postings=legs_to_dicts(legs),
-        )
+        return legs
+
+    def _require_emptied(self, postings: list[Posting], how: str) -> None:
+        """Invariant, checked before recording: a closed round's account ends at zero."""
+        left = self.balance_minor + sum(p["amount_minor"] for p in postings if p["account"] == self.account)
+        require(left == 0, f"{how} round {self.id} would keep {left} in its account")
 
     def closing_cards(self) -> list[str]:
         return [c for _, c, _ in self.cards]
@@ -557,3 +608,4 @@ def _account_of(round_id: UUID) -> str:
 def _spot_of(bets: dict[str, Bet], bet_id: str) -> str:
     bet = bets.get(bet_id.split(":")[0])
     return bet.spot if bet else ""
+

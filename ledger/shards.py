@@ -26,15 +26,35 @@ import json
 import multiprocessing
 import os
 import queue as queue_errors
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from domain.errors import require
+from ledger.batching import Raw, Result, batches, collector_spared
 
 WORKERS_MAX = 16
 POLL_S = 0.5  # how often the parent checks that every worker is still alive
+
+
+class Ingester(Protocol):
+    """What the shards need of the application (ledger/app.py's LedgerApp; not imported
+    here, so app and shards do not import each other): workers are made as `type(app)(env=...)`."""
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    def run_batch(self, raws: Sequence[Raw]) -> list[Result]: ...
+
+    def forget_cached(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+Message = tuple[str, list[int] | None, Any]  # ("batch", positions, results) | ("error", None, text) | ("done", None, None)
 
 
 class ShardFailed(RuntimeError):
@@ -61,19 +81,19 @@ def default_workers() -> int:
 KEY = b'"table_id":"'
 
 
-def table_of(raw: Any) -> str:
+def table_of(raw: Raw) -> str:
     """The table a raw command belongs to ('' when it has none: it is refused in shard 0).
     Compact JSON is read by a byte search: inside a JSON string a quote is escaped, so the
     key's bytes can only be the key itself; anything else (spaces, escapes) is parsed."""
     if isinstance(raw, BaseModel):
         return str(getattr(raw, "table_id", ""))
     data = raw.encode("utf-8") if isinstance(raw, str) else raw
-    at = data.find(KEY) if isinstance(data, (bytes, bytearray)) else -1
+    at = data.find(KEY)
     if at >= 0:
         end = data.find(b'"', at + len(KEY))
-        value = data[at + len(KEY):end]
-        if end > 0 and b"\\" not in value:
-            return value.decode("utf-8", errors="replace")
+        found = data[at + len(KEY):end]
+        if end > 0 and b"\\" not in found:
+            return found.decode("utf-8", errors="replace")
     try:
         parsed = json.loads(data)
     except (ValueError, TypeError):
@@ -82,7 +102,7 @@ def table_of(raw: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def split(raws: Sequence[Any], shards: int) -> list[list[tuple[int, Any]]]:
+def split(raws: Sequence[Raw], shards: int) -> list[list[tuple[int, Raw]]]:
     """(feed position, raw) per shard, in feed order. Every table goes whole to one shard;
     the tables are dealt largest first to the shard with the fewest commands so far, so
     the workers finish together (ties by table id: the same feed splits the same way)."""
@@ -95,23 +115,26 @@ def split(raws: Sequence[Any], shards: int) -> list[list[tuple[int, Any]]]:
     for t in sorted(sizes, key=lambda t: (-sizes[t], t)):
         home[t] = min(range(shards), key=lambda k: (load[k], k))
         load[home[t]] += sizes[t]
-    out: list[list[tuple[int, Any]]] = [[] for _ in range(shards)]
+    out: list[list[tuple[int, Raw]]] = [[] for _ in range(shards)]
     for i, (raw, t) in enumerate(zip(raws, tables)):
         out[home[t]].append((i, raw))
     return out
 
 
-def ingest_sharded(app: Any, raws: Iterable[Any], batch_size: int, workers: int,
-                   on_batch: Callable[[list[Any]], None] | None = None) -> list[Any]:
+def ingest_sharded(app: Ingester, raws: Iterable[Raw], batch_size: int, workers: int,
+                   on_batch: Callable[[list[Result]], None] | None = None) -> list[Result]:
     """`LedgerApp.ingest` over `workers` processes (see the module doc). Results come back
     in feed order; `on_batch` sees each batch as it commits, in commit order."""
     require(2 <= workers <= WORKERS_MAX, f"workers must be 2..{WORKERS_MAX}, got {workers}")
     items = list(raws)
     shards = [s for s in split(items, workers) if s]
-    results: list[Any] = [None] * len(items)
+    results: list[Result | None] = [None] * len(items)
     ctx = multiprocessing.get_context("fork")  # the workers inherit the code; each opens its own store
-    channel = ctx.Queue()
-    procs = [ctx.Process(target=_work, args=(app.env, shard, batch_size, channel), daemon=True) for shard in shards]
+    channel: Queue[Message] = ctx.Queue()
+    procs = [
+        ctx.Process(target=_work, args=(type(app), app.env, shard, batch_size, channel), daemon=True)
+        for shard in shards
+    ]
     for p in procs:
         p.start()
     try:
@@ -122,12 +145,13 @@ def ingest_sharded(app: Any, raws: Iterable[Any], batch_size: int, workers: int,
         app.forget_cached()  # the workers moved these rounds on
     if errors:
         raise ShardFailed("; ".join(errors))
-    return results
+    return [r for r in results if r is not None]  # every position is filled when no worker failed
 
 
-def _collect(channel: Any, procs: list[Any], results: list[Any],
-             on_batch: Callable[[list[Any]], None] | None) -> list[str]:
-    done, errors = 0, []
+def _collect(channel: Queue[Message], procs: Sequence[BaseProcess], results: list[Result | None],
+             on_batch: Callable[[list[Result]], None] | None) -> list[str]:
+    done = 0
+    errors: list[str] = []
     while done < len(procs):
         try:
             kind, positions, payload = channel.get(timeout=POLL_S)
@@ -137,7 +161,7 @@ def _collect(channel: Any, procs: list[Any], results: list[Any],
                 errors.append(f"{len(dead)} ingest worker(s) died (exit codes {[p.exitcode for p in dead]})")
                 return errors
             continue
-        if kind == "batch":
+        if kind == "batch" and positions is not None:
             for i, result in zip(positions, payload):
                 results[i] = result
             if on_batch is not None:
@@ -149,16 +173,17 @@ def _collect(channel: Any, procs: list[Any], results: list[Any],
     return errors
 
 
-def _work(env: Any, shard: list[tuple[int, Any]], batch_size: int, channel: Any) -> None:
-    from ledger.app import LedgerApp, batches
-
+def _work(make: Callable[..., Ingester], env: Mapping[str, str], shard: list[tuple[int, Raw]], batch_size: int,
+          channel: Queue[Message]) -> None:
     try:
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
-        app = LedgerApp(env={**env, "CREATE_TABLE": "no"})
+        app = make(env={**env, "CREATE_TABLE": "no"})
         try:
-            for batch in batches(shard, batch_size):
-                results = app.run_batch([raw for _, raw in batch])
-                channel.put(("batch", [i for i, _ in batch], results))
+            with collector_spared() as after_batch:
+                for batch in batches(shard, batch_size):
+                    results = app.run_batch([raw for _, raw in batch])
+                    channel.put(("batch", [i for i, _ in batch], results))
+                    after_batch()
         finally:
             app.close()
     except BaseException as exc:

@@ -13,17 +13,16 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
 from uuid import UUID, uuid5
 
-from eventsourcing.domain import Aggregate, CanMutateAggregate
-
-from domain.cards import Card, parse_card
-from domain.errors import Refusal, require
+from domain.errors import Refusal
+from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
+from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 from ledger.round import NAMESPACE
 
 ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds
+NO_CARDS: Counter[str] = Counter()  # what a round of a game reshuffled every round sees of its shoe (never changed)
 
 
 @lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
@@ -36,16 +35,12 @@ def reshuffled_every_round(rules: RuleSet) -> bool:
     return bool(getattr(rules, "reshuffle_every_round", rules.game == "teen-patti"))
 
 
-class Shoe(Aggregate):
+class Shoe(LedgerAggregate):
     EVENT_NAME_PREFIX = "Shoe."  # how a command's Result names this aggregate's events
-    class Event(Aggregate.Event):
-        command_id: str
-        studio_time: str
 
-        def mutate(self, aggregate: Any) -> Any:
-            if aggregate is None:
-                aggregate = Shoe._shell(self.originator_id, self.timestamp)
-            return CanMutateAggregate.mutate(self, aggregate)
+    class Event(LedgerEvent["Shoe"]):
+        def new_aggregate(self) -> Shoe:
+            return Shoe(self.originator_id, self.timestamp)
 
     class Started(Event):
         table_id: str
@@ -62,7 +57,6 @@ class Shoe(Aggregate):
         round_in_shoe: int
 
         def apply(self, s: Shoe) -> None:
-            require(self.round_in_shoe == s.rounds_dealt + 1, "round_in_shoe out of order")
             s.rounds_dealt = self.round_in_shoe
 
     class CardsRecorded(Event):
@@ -70,7 +64,7 @@ class Shoe(Aggregate):
         cards: list[str]
 
         def apply(self, s: Shoe) -> None:
-            s.seen.update(parse_card(c) for c in self.cards)
+            s.seen.update(self.cards)
 
     class Retired(Event):
         round_id: str
@@ -79,56 +73,51 @@ class Shoe(Aggregate):
         def apply(self, s: Shoe) -> None:
             s.retired = {"round_id": self.round_id, "cause": self.cause}
 
-    @classmethod
-    def _shell(cls, shoe_uuid: UUID, timestamp: Any) -> Shoe:
-        s = cls.__new__(cls)
-        s.__base_init__(originator_id=shoe_uuid, originator_version=0, timestamp=timestamp)
-        s.table_id = ""
-        s.shoe_id = ""
-        s.game = ""
-        s.decks = 0
-        s.rounds_dealt = 0
-        s.seen: Counter[Card] = Counter()
-        s.retired: dict[str, str] | None = None
-        return s
+    def __init__(self, shoe_uuid: UUID, created_on: datetime) -> None:
+        super().__init__(shoe_uuid, created_on)
+        self.table_id = ""
+        self.shoe_id = ""
+        self.game = ""
+        self.decks = 0
+        self.rounds_dealt = 0
+        self.seen: Counter[str] = Counter()  # card text (as recorded) -> copies dealt in closed rounds
+        self.retired: dict[str, str] | None = None
 
     @classmethod
     def new(cls, table_id: str, shoe_id: str) -> Shoe:
-        return cls._shell(shoe_id_for(table_id, shoe_id), datetime.now(UTC))
+        return cls(shoe_id_for(table_id, shoe_id), datetime.now(UTC))
 
-    def _trigger(self, event_class: type, cmd: Any, **fields: Any) -> None:
-        self.trigger_event(event_class, command_id=cmd.command_id, studio_time=cmd.studio_time.isoformat(), **fields)
-
-    def start_round(self, cmd: Any, rules: RuleSet, round_id: UUID) -> int:
+    def start_round(self, stamp: Stamp, rules: RuleSet, *, table_id: str, shoe_id: str, round_no: int,
+                    round_id: UUID) -> int:
         """Count a new round on this shoe; refuse a retired shoe. Returns round_in_shoe."""
         # Messages are built only when refusing (this runs for every round opened).
         if self.retired is not None:
             raise Refusal(
-                "shoe_retired",
-                f"shoe {cmd.shoe_id} at table {cmd.table_id} was retired after round {self.retired['round_id']} "
+                RefusalCode.SHOE_RETIRED,
+                f"shoe {shoe_id} at table {table_id} was retired after round {self.retired['round_id']} "
                 f"was voided ({self.retired['cause']}); open the round on a new shoe",
             )
         if self.version != 0 and self.game != rules.game:
-            raise Refusal("shoe_game_mismatch", f"shoe {cmd.shoe_id} deals {self.game}; round {cmd.round_no} is {rules.game}")
+            raise Refusal(RefusalCode.SHOE_GAME_MISMATCH, f"shoe {shoe_id} deals {self.game}; round {round_no} is {rules.game}")
         if self.rounds_dealt >= ROUNDS_PER_SHOE_MAX:
             raise Refusal(
-                "shoe_exhausted",
-                f"shoe {cmd.shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
+                RefusalCode.SHOE_EXHAUSTED,
+                f"shoe {shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
             )
         if self.version == 0:
-            self._trigger(Shoe.Started, cmd, table_id=cmd.table_id, shoe_id=cmd.shoe_id, game=rules.game, decks=rules.decks)
-        self._trigger(
-            Shoe.RoundStarted, cmd, round_id=str(round_id), round_no=cmd.round_no, round_in_shoe=self.rounds_dealt + 1
+            self._record_event(Shoe.Started, stamp, table_id=table_id, shoe_id=shoe_id, game=rules.game, decks=rules.decks)
+        self._record_event(
+            Shoe.RoundStarted, stamp, round_id=str(round_id), round_no=round_no, round_in_shoe=self.rounds_dealt + 1
         )
         return self.rounds_dealt
 
-    def seen_for(self, rules: RuleSet) -> Counter[Card]:
-        return Counter() if reshuffled_every_round(rules) else self.seen
+    def seen_for(self, rules: RuleSet) -> Counter[str]:
+        return NO_CARDS if reshuffled_every_round(rules) else self.seen
 
-    def record_round(self, cmd: Any, rules: RuleSet, round_id: UUID, cards: list[str]) -> None:
+    def record_round(self, stamp: Stamp, rules: RuleSet, round_id: UUID, cards: list[str]) -> None:
         if cards and not reshuffled_every_round(rules):
-            self._trigger(Shoe.CardsRecorded, cmd, round_id=str(round_id), cards=cards)
+            self._record_event(Shoe.CardsRecorded, stamp, round_id=str(round_id), cards=cards)
 
-    def retire(self, cmd: Any, round_id: UUID, cause: str) -> None:
+    def retire(self, stamp: Stamp, round_id: UUID, cause: str) -> None:
         if self.retired is None:
-            self._trigger(Shoe.Retired, cmd, round_id=str(round_id), cause=cause)
+            self._record_event(Shoe.Retired, stamp, round_id=str(round_id), cause=cause)

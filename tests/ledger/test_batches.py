@@ -3,11 +3,11 @@ conflict), progress is reported per batch in feed order, and a failed write lose
 nothing and leaves no half-applied state in the cache. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
 
-from ledger.app import UnitOfWork
 from tests.ledger.feed import Feed, lines, teen_patti_round
 
 
@@ -46,21 +46,46 @@ def test_a_failed_write_loses_nothing_and_leaves_no_cached_state(ledger, monkeyp
         s_.bet("s2", "p2", "table", "player_b", 100), s_.bet("s3", "p3", "table", "tie", 100),  # batch 2: write fails
         t_.open("teen-patti/20-20"), t_.bet("t1", "p1", "table", "player_a", 100),  # batch 3: never reached
     )
-    original = UnitOfWork.record
+    recorder_class = type(ledger.recorder)
+    original = recorder_class.insert_events
     calls: list[int] = []
 
-    def failing_record(unit, event):  # type: ignore[no-untyped-def]
+    def failing_insert(recorder, stored_events, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("disk on fire")
-        return original(unit, event)
+        return original(recorder, stored_events, **kwargs)
 
-    monkeypatch.setattr(UnitOfWork, "record", failing_record)
+    monkeypatch.setattr(recorder_class, "insert_events", failing_insert)
     with pytest.raises(RuntimeError, match="disk on fire"):
         ledger.ingest(feed, batch_size=2)
-    monkeypatch.setattr(UnitOfWork, "record", original)
+    monkeypatch.setattr(recorder_class, "insert_events", original)
     assert set(ledger.find_round("S", 1).bets) == {"s1"}  # batch 1 landed, nothing after it
     retried = ledger.ingest(feed, batch_size=2)  # the sender retries the whole feed
     assert [(r.status, r.code) for r in retried] == [("duplicate", None)] * 2 + [("accepted", None)] * 4
     assert set(ledger.find_round("S", 1).bets) == {"s1", "s2", "s3"}
     assert set(ledger.find_round("T", 1).bets) == {"t1"}
+
+
+def test_ingest_hands_every_object_back_to_the_collector(ledger, monkeypatch):
+    """`ingest` freezes what survives each batch (fewer collector passes) and always unfreezes."""
+    f = Feed("G")
+    assert gc.get_freeze_count() == 0
+    ledger.ingest(lines(*teen_patti_round(f)), batch_size=2)
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr(type(ledger.recorder), "insert_events", lambda *a, **k: (_ for _ in ()).throw(OSError("full")))
+    with pytest.raises(OSError):
+        ledger.ingest(lines(*teen_patti_round(Feed("H"))), batch_size=2)
+    assert gc.get_freeze_count() == 0
+
+
+def test_ingest_leaves_a_callers_frozen_objects_frozen(ledger):
+    mine = [["a tracked object of the caller's"]]
+    gc.freeze()  # as a server does before forking workers
+    try:
+        ledger.ingest(lines(*teen_patti_round(Feed("F"))), batch_size=2)
+        assert gc.get_freeze_count() > 0
+        assert not any(o is mine for o in gc.get_objects())  # still frozen (in no generation)
+    finally:
+        gc.unfreeze()
+    assert any(o is mine for o in gc.get_objects())

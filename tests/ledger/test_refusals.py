@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from domain.cards import parse_card
-from ledger.app import UnitOfWork
+from ledger.aggregate import Stamp
 from ledger.commands import parse_command
 from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
 
@@ -89,7 +89,8 @@ def test_impossible_card_counts_the_shoe_across_rounds(ledger):
     ledger.ingest(lines(*baccarat_round(f)[:4]))
     rnd = ledger.find_round("B1", 1)
     cmd = parse_command(json.dumps(f.card("KS", "burn", seq_no=1)))
-    refusal = rnd.deal_card(cmd, Counter({parse_card("KS"): 8}))  # eight kings of spades already out
+    stamp = Stamp(cmd.command_id, cmd.studio_time.isoformat())
+    refusal = rnd.deal_card(parse_card("KS"), "burn", 1, Counter({"KS": 8}), stamp)  # eight kings of spades already out
     assert refusal is not None and refusal.code == "impossible_card"
     assert rnd.paused["flag_code"] == "impossible_card" and rnd.cards == []
 
@@ -162,15 +163,16 @@ def test_two_writers_one_wins_other_conflicts_then_retries(open_ledger, monkeypa
     bet_a = f.bet("ba", "pa", "table", "player_a", 100)
     bet_b = f.bet("bb", "pb", "table", "player_b", 100)
     b.find_round("C", 1)  # b has the round cached
-    original_record = UnitOfWork.record
+    recorder_class = type(b.recorder)
+    original_insert = recorder_class.insert_events
     raced = []
 
-    def racing_record(unit, event):  # type: ignore[no-untyped-def]
-        if unit.app is b and not raced:
+    def racing_insert(recorder, stored_events, **kwargs):  # type: ignore[no-untyped-def]
+        if recorder is b.recorder and not raced:
             raced.append(one(a, bet_a))  # a commits between b's check and b's write
-        return original_record(unit, event)
+        return original_insert(recorder, stored_events, **kwargs)
 
-    monkeypatch.setattr(UnitOfWork, "record", racing_record)
+    monkeypatch.setattr(recorder_class, "insert_events", racing_insert)
     lost = one(b, bet_b)
     assert raced[0].status == "accepted"
     assert (lost.status, lost.code) == ("conflict", "concurrency_conflict")
@@ -185,14 +187,15 @@ def test_batch_conflict_falls_back_to_single_commands(open_ledger, monkeypatch):
     f = Feed("D")
     one(a, f.open("teen-patti/20-20"))
     raced = []
-    original_record = UnitOfWork.record
+    recorder_class = type(b.recorder)
+    original_insert = recorder_class.insert_events
 
-    def racing_record(unit, event):  # type: ignore[no-untyped-def]
-        if unit.app is b and not raced:
+    def racing_insert(recorder, stored_events, **kwargs):  # type: ignore[no-untyped-def]
+        if recorder is b.recorder and not raced:
             raced.append(one(a, f.bet("ba", "pa", "table", "player_a", 100)))
-        return original_record(unit, event)
+        return original_insert(recorder, stored_events, **kwargs)
 
-    monkeypatch.setattr(UnitOfWork, "record", racing_record)
+    monkeypatch.setattr(recorder_class, "insert_events", racing_insert)
     results = b.ingest(lines(f.bet("b1", "p1", "table", "player_b", 100), f.bet("b2", "p2", "table", "tie", 100)))
     assert [r.status for r in results] == ["accepted", "accepted"]
     assert set(a.find_round("D", 1).bets) >= {"ba", "b1", "b2"}

@@ -11,7 +11,6 @@ import json
 import pytest
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.app import UnitOfWork
 from ledger.commands import parse_command
 from ledger.shards import ShardFailed, split, table_of
 from ops.simulator import simulate
@@ -111,14 +110,15 @@ def test_a_command_id_reused_across_tables_is_accepted_once(ledger) -> None:
 
 def test_a_failing_worker_raises_and_the_other_shard_lands(open_ledger, monkeypatch) -> None:
     ledger = open_ledger()
-    original = UnitOfWork.record
+    recorder_class = type(ledger.recorder)
+    original = recorder_class.insert_events
 
-    def failing(unit, event):  # type: ignore[no-untyped-def]
-        if any(getattr(e, "table_id", "") == "BAD" for e in event.events):
+    def failing(recorder, stored_events, **kwargs):  # type: ignore[no-untyped-def]
+        if any(b'"BAD"' in e.state for e in stored_events):  # the BAD table's events
             raise RuntimeError("disk on fire")
-        return original(unit, event)
+        return original(recorder, stored_events, **kwargs)
 
-    monkeypatch.setattr(UnitOfWork, "record", failing)  # the forked workers inherit the patch
+    monkeypatch.setattr(recorder_class, "insert_events", failing)  # the forked workers inherit the patch
     good, bad = Feed("GOOD"), Feed("BAD")
     with pytest.raises(ShardFailed, match="disk on fire"):
         ledger.ingest(lines(good.open("teen-patti/20-20"), bad.open("teen-patti/20-20")), workers=2)

@@ -1,0 +1,94 @@
+"""The base of the ledger's aggregates (Round, Shoe) and events, on the library's public protocols.
+
+Why not `eventsourcing.domain.Aggregate`: the library builds an `Aggregate` only
+from a "created" event (`CanInitAggregate`), which stores an extra
+`originator_topic` field, or through the private `__new__` + `__base_init__`
+path. A round's first stored event is `Round.Opened` or a tombstone
+`Round.Voided`, neither of which carries `originator_topic`, and the stored
+events must stay byte for byte what they are. The library states its aggregate
+contract as protocols (`MutableAggregateProtocol`: `id`, a settable `version`;
+`CollectEventsProtocol`: `collect_events()`; events: `DomainEventProtocol` and
+`CanMutateProtocol`, i.e. a `mutate(aggregate | None)`), and `Application.save`,
+`Repository.get` and the aggregate cache accept any objects that keep them. So
+the aggregates here are plain classes that keep them, and their events are the
+library's public `DomainEvent` (frozen dataclasses, stored as `vars(event)`) with
+a `mutate` that checks id and version as the library's does. An event that finds
+no aggregate makes one with the aggregate's own constructor.
+tests/ledger/test_library_contract.py pins each of these assumptions.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Generic, NamedTuple, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import DomainEvent, OriginatorIDError, OriginatorVersionError
+
+
+class Stamp(NamedTuple):
+    """What every event carries from the command that caused it (one per command: a tuple is cheap)."""
+
+    command_id: str
+    studio_time: str  # the studio's clock as ISO 8601 text, formatted once per command
+
+
+A = TypeVar("A", bound="LedgerAggregate")
+
+
+class LedgerAggregate:
+    """id, version, pending events: the library's mutable-aggregate protocol, nothing more."""
+
+    EVENT_NAME_PREFIX = ""  # how a command's Result names this aggregate's events
+
+    def __init__(self, aggregate_id: UUID, created_on: datetime) -> None:
+        self._id = aggregate_id
+        self.version = 0
+        self.created_on = created_on
+        self.modified_on = created_on  # each event's timestamp, as the library's aggregates keep it
+        self.pending_events: list[DomainEvent] = []
+
+    @property
+    def id(self) -> UUID:
+        return self._id
+
+    def collect_events(self) -> Sequence[DomainEvent]:
+        """Hand the new events to `Application.save` (the library's CollectEventsProtocol)."""
+        collected, self.pending_events = self.pending_events, []
+        return collected
+
+    def _record_event(self: A, event_class: Callable[..., LedgerEvent[A]], stamp: Stamp, **fields: object) -> None:
+        """Make the next event in sequence, apply it (id and version checked), keep it pending until saved."""
+        event = event_class(
+            originator_id=self._id, originator_version=self.version + 1, timestamp=DomainEvent.create_timestamp(),
+            command_id=stamp.command_id, studio_time=stamp.studio_time, **fields,
+        )
+        event.mutate(self)
+        self.pending_events.append(event)
+
+
+class LedgerEvent(DomainEvent, Generic[A]):
+    """A ledger event: the command it came from, and how it changes its aggregate.
+    `apply` only assigns the recorded facts; checks belong to the command methods."""
+
+    command_id: str
+    studio_time: str
+
+    def mutate(self, aggregate: A | None) -> A:
+        """The library's mutate contract: the next event of this aggregate, applied, then counted."""
+        if aggregate is None:  # any event may be an aggregate's first (a round's tombstone Voided)
+            aggregate = self.new_aggregate()
+        if self.originator_id != aggregate.id:
+            raise OriginatorIDError(self.originator_id, aggregate.id)
+        if self.originator_version != aggregate.version + 1:
+            raise OriginatorVersionError(self.originator_version, aggregate.version + 1)
+        self.apply(aggregate)
+        aggregate.version = self.originator_version
+        aggregate.modified_on = self.timestamp
+        return aggregate
+
+    def new_aggregate(self) -> A:
+        raise NotImplementedError
+
+    def apply(self, aggregate: A) -> None:
+        """Assign the recorded facts to the aggregate."""

@@ -1,0 +1,72 @@
+"""What a batch of feed commands gives back (`Result`), how a feed is cut into batches,
+and how the cyclic collector is spared while batches run.
+
+Shared by the application (ledger/app.py) and the ingest workers (ledger/shards.py),
+which therefore do not import each other.
+"""
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+Raw = BaseModel | bytes | str  # a feed command: parsed already, or its JSON text
+STATUSES = ("accepted", "duplicate", "refused", "conflict")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    status: str  # accepted | duplicate | refused | conflict
+    command_id: str | None
+    code: str | None = None
+    message: str = ""
+    round_id: str | None = None
+    events: tuple[str, ...] = ()  # names of the events this command recorded
+    original_status: str | None = None  # for a duplicate: the status of the first delivery
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "command_id": self.command_id, "code": self.code, "message": self.message,
+            "round_id": self.round_id, "events": list(self.events), "original_status": self.original_status,
+        }
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@contextmanager
+def collector_spared() -> Iterator[Callable[[], None]]:
+    """Yields what to call after each batch: what survived the batch (cached rounds and
+    their models, results) is frozen, so the cyclic collector stops re-walking it on
+    every older-generation pass (a tenth of ingest CPU). Refcounting still frees what
+    dies; everything goes back to the collector when ingest ends, however it ends.
+    A caller that froze objects itself (e.g. before forking) is left alone."""
+    if gc.get_freeze_count() != 0:
+        yield _nothing
+        return
+    try:
+        yield _freeze_survivors
+    finally:
+        gc.unfreeze()
+
+
+def _freeze_survivors() -> None:
+    gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
+    gc.freeze()
+
+
+def _nothing() -> None:
+    pass
