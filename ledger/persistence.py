@@ -12,19 +12,24 @@ Selected with the library's APPLICATION_RECORDER_TOPIC (see ledger/store.py).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.sqlite import SQLiteApplicationRecorder
-from psycopg.sql import SQL, Identifier
+from eventsourcing.persistence import InterfaceError, OperationalError, ProgrammingError, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from eventsourcing.utils import retry
+from psycopg import Cursor
+from psycopg.rows import DictRow
+from psycopg.sql import SQL, Composed, Identifier, Literal
 
 COMMANDS_TABLE = "ledger_commands"
 REJECTIONS_TABLE = "ledger_rejections"
 REJECTION_COLUMNS = ("id", "command_id", "table_id", "round_no", "type", "code", "message", "payload", "received_at")
+REJECTION_TYPES = ("text", "text", "int8", "text", "text", "text", "text", "text")  # COPY's types for columns 1..
+_Id = TypeVar("_Id", str, UUID)
 IN_LIST_MAX = 500  # ids per lookup query
 KNOWN_COLUMNS = "command_id, payload_hash, status, code, round_id"
 
@@ -66,7 +71,7 @@ class LedgerRows:
     rejections: list[RejectionRow] = field(default_factory=list)
 
 
-def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
+def _chunks(ids: Sequence[_Id]) -> list[Sequence[_Id]]:
     return [ids[i : i + IN_LIST_MAX] for i in range(0, len(ids), IN_LIST_MAX)]
 
 
@@ -81,8 +86,23 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
             "type TEXT, code TEXT NOT NULL, message TEXT NOT NULL, payload TEXT NOT NULL, received_at TEXT NOT NULL)",
         ]
 
-    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        returning = super()._insert_events(c, stored_events, **kwargs)
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The events with one `executemany` (the library runs one `execute` per event to
+        read each rowid), then the command index and rejection rows, in the caller's
+        transaction. The rowids are consecutive: a write transaction in SQLite is the
+        only writer, and a rowid table gives each new row max(rowid) + 1."""
+        returning: list[int] = []
+        if stored_events:
+            c.executemany(self.insert_events_statement, [
+                (e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
+                 e.originator_version, e.topic, e.state)
+                for e in stored_events
+            ])
+            c.execute("SELECT last_insert_rowid()")
+            last = int(c.fetchone()[0])
+            returning = list(range(last - len(stored_events) + 1, last + 1))
         rows: LedgerRows | None = kwargs.get("ledger_rows")
         if rows is not None:
             if rows.commands:
@@ -138,8 +158,26 @@ def _rejection_tuple(r: RejectionRow) -> tuple[Any, ...]:
     return (r.command_id, r.table_id, r.round_no, r.type, r.code, r.message, r.payload, r.received_at)
 
 
+def _copy(curs: Cursor[DictRow], statement: Composed, types: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    with curs.copy(statement) as copy:
+        copy.set_types(list(types))
+        for row in rows:
+            copy.write_row(row)
+
+
+def _first_value(row: DictRow | None) -> int:
+    if row is None:
+        raise ProgrammingError("the statement returned no row")
+    return int(next(iter(row.values())))
+
+
 class LedgerPostgresRecorder(PostgresApplicationRecorder):
-    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events") -> None:
+    """Writes a batch with `COPY ... FROM STDIN (FORMAT BINARY)`: the events, the command
+    index rows and the rejection rows, in one transaction. (The library sends the events
+    as one array of composite values in text form; building that text cost more than the
+    database's work. Measured: docs in ops/bench/ingest_bench.py and the README.)"""
+
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         schema = Identifier(self.datastore.schema)
         self.commands_table = SQL("{0}.{1}").format(schema, Identifier(COMMANDS_TABLE))
@@ -157,23 +195,47 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 "received_at text NOT NULL)"
             ).format(self.rejections_table)
         )
+        events_table = SQL("{0}.{1}").format(schema, Identifier(self.events_table_name))
+        self.copy_events_statement = SQL(
+            "COPY {0} (originator_id, originator_version, topic, state) FROM STDIN (FORMAT BINARY)"
+        ).format(events_table)
+        self.event_types = [self.datastore.originator_id_type, "int8", "text", "bytea"]
+        self.last_notification_id_statement = SQL("SELECT currval(pg_get_serial_sequence({0}, 'notification_id'))").format(
+            Literal(f'"{self.datastore.schema}"."{self.events_table_name}"')
+        )
+        self.copy_commands_statement = SQL("COPY {0} FROM STDIN (FORMAT BINARY)").format(self.commands_table)
+        self.copy_rejections_statement = SQL("COPY {0} ({1}) FROM STDIN (FORMAT BINARY)").format(
+            self.rejections_table, SQL(", ").join(map(Identifier, REJECTION_COLUMNS[1:]))
+        )
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        super()._insert_events(curs, stored_events, **kwargs)
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """As the library's: first the rows that need no lock (`_insert_events`), then the
+        table lock (readers never see notification ids commit out of order), NOTIFY, the
+        events, commit. Returns the events' notification ids."""
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            self._insert_events(curs, stored_events, **kwargs)
+            if not stored_events:
+                return None
+            for statement in self.lock_table_statements:
+                curs.execute(statement, prepare=True)
+            curs.execute(SQL("NOTIFY {0}").format(Identifier(self.channel_name)))
+            _copy(curs, self.copy_events_statement, self.event_types,
+                  ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events))
+            # Under the EXCLUSIVE lock only this COPY draws from the column's sequence, one id
+            # per row in row order: the ids are the `len` values ending at currval.
+            curs.execute(self.last_notification_id_statement)
+            last = _first_value(curs.fetchone())
+        return list(range(last - len(stored_events) + 1, last + 1))
+
+    def _insert_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         rows: LedgerRows | None = kwargs.get("ledger_rows")
         if rows is None:
             return
         if rows.commands:
-            curs.executemany(
-                SQL("INSERT INTO {0} VALUES (%s,%s,%s,%s,%s,%s)").format(self.commands_table),
-                [_command_tuple(r) for r in rows.commands],
-            )
+            _copy(curs, self.copy_commands_statement, ["text"] * 6, map(_command_tuple, rows.commands))
         if rows.rejections:
-            curs.executemany(
-                SQL("INSERT INTO {0} (command_id, table_id, round_no, type, code, message, payload, received_at) "
-                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s)").format(self.rejections_table),
-                [_rejection_tuple(r) for r in rows.rejections],
-            )
+            _copy(curs, self.copy_rejections_statement, REJECTION_TYPES, map(_rejection_tuple, rows.rejections))
 
     def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
         found: dict[str, KnownCommand] = {}

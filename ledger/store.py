@@ -18,6 +18,7 @@ from ledger.app import LedgerApp
 DEFAULT_DB_URL = "sqlite:///./casino-ledger.db"
 SQLITE_RECORDER = "ledger.persistence:LedgerSQLiteRecorder"
 POSTGRES_RECORDER = "ledger.persistence:LedgerPostgresRecorder"
+TRANSCODER = "ledger.transcoder:OrjsonTranscoder"
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -35,6 +36,7 @@ def env_for(db_url: str) -> dict[str, str]:
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": path,
             "APPLICATION_RECORDER_TOPIC": SQLITE_RECORDER,
+            "TRANSCODER_TOPIC": TRANSCODER,
             "SQLITE_LOCK_TIMEOUT": "30",
         }
     parsed = urlparse(db_url)
@@ -57,6 +59,7 @@ def env_for(db_url: str) -> dict[str, str]:
             "POSTGRES_MAX_OVERFLOW": "4",
             "POSTGRES_CONNECT_TIMEOUT": "10",
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
+            "TRANSCODER_TOPIC": TRANSCODER,
         }
     raise Refusal("bad_db_url", f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 

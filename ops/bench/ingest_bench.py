@@ -1,31 +1,41 @@
-"""Ingest benchmark: the ledger against a raw eventsourcing baseline, in the same run.
+"""Ingest benchmark: the ledger against the database's own write limit, same rows, same run.
 
-    python -m ops.bench.ingest_bench [--db URL ...] [--commands N] [--tables 50] [--batch-size 200] [--repeat 3]
+    python -m ops.bench.ingest_bench [--db URL ...] [--commands N] [--tables 50] [--batch-size 500]
+                                     [--repeat 3] [--workers N]
 
-For each store (default: a temporary SQLite file and, when reachable, PostgreSQL in a
-temporary schema), a simulated feed of single commands from `--tables` tables is
+For each store (default: a temporary SQLite file and, when reachable, PostgreSQL in
+temporary schemas), a simulated feed of single commands from `--tables` tables is
 ingested by `LedgerApp.ingest` (parse, check, record, command index; batched
-transactions). The baseline then appends the very same events with the library alone
-(a plain `Application`, `events.put` per round = one transaction per round, mapping
-included) into a fresh store of the same kind. Prints commands/s, events/s and the ratio,
-for one process and for `--workers` processes (`ingest --workers`: tables split over
-processes; default: the cores here). The baseline is the library in one process.
-Each store is measured `--repeat` times (fresh stores each time); the best time of the
-ledger and the best time of the baseline count, so a busy moment on the machine does not
-decide the figure.
+transactions), in one process and with `--workers` processes. The stored rows the
+ledger wrote (originator_id, originator_version, topic, state) are then written again,
+in the same transactions (as many rows per commit as each ledger batch wrote), into an
+identical, fresh events table (created by the ledger's own recorder) by the database
+driver alone:
+
+- PostgreSQL: psycopg `executemany` of a plain INSERT, and `COPY ... FROM STDIN (FORMAT BINARY)`;
+- SQLite: `sqlite3` `executemany` of a plain INSERT, same journal mode (WAL) and
+  synchronous setting as the ledger's connections.
+
+The raw writers do only that: no table lock, no command index, no parsing. The ratio
+is ledger events/s over raw `executemany` events/s (one connection, one process), for
+the ledger in one process and with N workers. Runs take turns (ledger 1, ledger N,
+raw ...) `--repeat` times, each into a fresh store; the figures are medians.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
+import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
-
-from eventsourcing.application import Application
+from uuid import UUID
 
 from ledger.app import BATCH_SIZE_DEFAULT
 from ledger.shards import default_workers
@@ -34,6 +44,18 @@ from ops.simulator import simulate
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 COMMANDS_PER_ROUND_APPROX = 20
+EVENT_COLUMNS = "originator_id, originator_version, topic, state"
+
+Row = tuple[UUID, int, str, bytes]
+
+
+@dataclass(frozen=True)
+class LedgerRun:
+    seconds: float
+    commands: int
+    accepted: int
+    events: int
+    commits: list[int]  # events per committed batch, in order (one process only)
 
 
 def make_feed(commands: int, tables: int, seed: int) -> list[bytes]:
@@ -46,94 +68,164 @@ def make_feed(commands: int, tables: int, seed: int) -> list[bytes]:
     return feed
 
 
-class Baseline(Application):
-    name = "Baseline"
+# ------------------------------------------------------------------ stores
+
+def _pg_connect(url: str, autocommit: bool = True) -> Any:
+    import psycopg
+
+    env = env_for(url)
+    return psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
+                           user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+                           autocommit=autocommit)
 
 
 def _with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
 
 
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-
-    env = env_for(url)
-    with psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-                         user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
-                         autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def _all_events(app: Any) -> list[Any]:
-    out, start = [], 1
-    while True:
-        notes = app.recorder.select_notifications(start, 1000)
-        if not notes:
-            return out
-        out.extend(app.mapper.to_domain_event(n) for n in notes)
-        start = notes[-1].id + 1
+@contextmanager
+def fresh_store(url: str, tag: str) -> Iterator[str]:
+    """A store URL nobody used: a new SQLite file, or a new PostgreSQL schema dropped afterwards."""
+    if url.startswith("sqlite:///"):
+        yield f"{url}.{tag}"
+        return
+    schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
+    try:
+        yield _with_schema(url.split("?")[0], schema)
+    finally:
+        with _pg_connect(url) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def run_one(url: str, feed: list[bytes], batch_size: int, workers: int = 1) -> dict[str, Any]:
+def _events_table(url: str) -> str:
+    """The ledger's events table in this store, created by the ledger's own recorder."""
     app = open_app(url)
+    name: str = app.recorder.events_table_name  # type: ignore[attr-defined]
+    app.close()
+    env = env_for(url)
+    return f'"{env["POSTGRES_SCHEMA"]}".{name}' if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres" else name
+
+
+# ------------------------------------------------------------------ the ledger
+
+def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int) -> tuple[LedgerRun, list[Row]]:
+    app = open_app(url)
+    commits: list[int] = []
     t0 = time.perf_counter()
-    results = app.ingest(feed, batch_size=batch_size, workers=workers)
-    ledger_s = time.perf_counter() - t0
-    events = _all_events(app)
+    results = app.ingest(feed, batch_size=batch_size, workers=workers,
+                         on_batch=lambda rs: commits.append(sum(len(r.events) for r in rs)))
+    seconds = time.perf_counter() - t0
+    rows = _stored_rows(app)
     app.close()
     accepted = sum(r.status == "accepted" for r in results)
-
-    # Baseline: the same events, the library alone, one transaction per aggregate (round/shoe).
-    by_aggregate: dict[Any, list[Any]] = defaultdict(list)
-    for e in events:
-        by_aggregate[e.originator_id].append(e)
-    env = env_for(url)
-    env.pop("APPLICATION_RECORDER_TOPIC")
-    base_url_schema = None
-    if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
-        env["SQLITE_DBNAME"] = env["SQLITE_DBNAME"] + ".baseline"
-    else:
-        base_url_schema = f"bench_base_{uuid.uuid4().hex[:8]}"
-        base = open_app(_with_schema(url.split("?")[0], base_url_schema))  # creates the schema
-        base.close()
-        env["POSTGRES_SCHEMA"] = base_url_schema
-    baseline = Baseline(env=env)
-    t0 = time.perf_counter()
-    for group in by_aggregate.values():
-        baseline.events.put(group)
-    base_s = time.perf_counter() - t0
-    baseline.close()
-    if base_url_schema:
-        _drop_schema(url, base_url_schema)
-    return {
-        "commands": len(feed), "accepted": accepted, "events": len(events),
-        "ledger_s": ledger_s, "baseline_s": base_s,
-        "ledger_cmd_s": len(feed) / ledger_s, "ledger_ev_s": len(events) / ledger_s,
-        "baseline_ev_s": len(events) / base_s, "ratio": base_s / ledger_s,
-    }
+    return LedgerRun(seconds, len(feed), accepted, len(rows), commits), rows
 
 
-def measure(url: str, i: int, feed: list[bytes], batch_size: int, workers: int) -> dict[str, Any]:
-    """One run into a fresh store: a new SQLite file, or a new PostgreSQL schema dropped afterwards."""
-    if url.startswith("sqlite:///"):
-        return run_one(f"{url}.{workers}.{i}", feed, batch_size, workers)
-    schema = f"bench_{uuid.uuid4().hex[:8]}"
+def _stored_rows(app: Any) -> list[Row]:
+    rows: list[Row] = []
+    start = 1
+    while notes := app.recorder.select_notifications(start, 5000):
+        rows.extend((n.originator_id, n.originator_version, n.topic, n.state) for n in notes)
+        start = notes[-1].id + 1
+    return rows
+
+
+def batched(rows: Sequence[Row], commits: Sequence[int]) -> list[Sequence[Row]]:
+    """The rows cut into the ledger's transactions (a batch that recorded nothing writes nothing)."""
+    out, at = [], 0
+    for n in commits:
+        if n:
+            out.append(rows[at:at + n])
+            at += n
+    if at != len(rows):
+        raise SystemExit(f"the ledger's batches hold {at} events, the store {len(rows)}")
+    return out
+
+
+# ------------------------------------------------------------------ raw writers
+
+def raw_pg_executemany(url: str, batches: list[Sequence[Row]]) -> float:
+    table = _events_table(url)
+    insert = f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s)"
+    with _pg_connect(url) as conn:
+        t0 = time.perf_counter()
+        for batch in batches:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(insert, batch)
+        return time.perf_counter() - t0
+
+
+def raw_pg_copy(url: str, batches: list[Sequence[Row]]) -> float:
+    table = _events_table(url)
+    statement = f"COPY {table} ({EVENT_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+    with _pg_connect(url) as conn:
+        t0 = time.perf_counter()
+        for batch in batches:
+            with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
+                copy.set_types(["uuid", "int8", "text", "bytea"])
+                for row in batch:
+                    copy.write_row(row)
+        return time.perf_counter() - t0
+
+
+def raw_sqlite_executemany(url: str, batches: list[Sequence[Row]]) -> float:
+    table = _events_table(url)  # also leaves the file in the ledger's journal mode (WAL)
+    conn = sqlite3.connect(env_for(url)["SQLITE_DBNAME"], isolation_level=None)
     try:
-        return run_one(_with_schema(url, schema), feed, batch_size, workers)
+        insert = f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?)"
+        params = [[(r[0].hex, r[1], r[2], r[3]) for r in batch] for batch in batches]
+        t0 = time.perf_counter()
+        for batch in params:
+            conn.execute("BEGIN")
+            conn.executemany(insert, batch)
+            conn.execute("COMMIT")
+        return time.perf_counter() - t0
     finally:
-        try:
-            _drop_schema(url, schema)
-        except Exception:
-            pass
+        conn.close()
 
 
-def best_of(repeat: int, run: Any) -> dict[str, Any]:
-    runs = [run(i) for i in range(max(1, repeat))]
-    best = dict(min(runs, key=lambda r: r["ledger_s"]))
-    base_s = min(r["baseline_s"] for r in runs)
-    best.update(baseline_s=base_s, baseline_ev_s=best["events"] / base_s, ratio=base_s / best["ledger_s"])
-    best["runs"] = len(runs)
-    return best
+# ------------------------------------------------------------------ one store
+
+@dataclass
+class Figures:
+    ledger: dict[int, list[LedgerRun]]
+    raw: dict[str, list[float]]
+    events: int = 0
+
+
+def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[int], repeat: int) -> Figures:
+    raws: dict[str, Callable[[str, list[Sequence[Row]]], float]] = (
+        {"executemany": raw_sqlite_executemany} if url.startswith("sqlite")
+        else {"executemany": raw_pg_executemany, "COPY": raw_pg_copy}
+    )
+    figures = Figures({w: [] for w in workers}, {name: [] for name in raws})
+    for i in range(repeat):
+        batches: list[Sequence[Row]] = []
+        for w in workers:
+            with fresh_store(url, f"w{w}r{i}") as store:
+                run, rows = run_ledger(store, feed, batch_size, w)
+            figures.ledger[w].append(run)
+            if w == 1:  # one process commits in feed order: its batches are the raw transactions
+                batches, figures.events = batched(rows, run.commits), run.events
+        for name, write in raws.items():
+            with fresh_store(url, f"raw{i}") as store:
+                figures.raw[name].append(write(store, batches))
+    return figures
+
+
+def report(kind: str, f: Figures) -> None:
+    raw_rate = {name: f.events / statistics.median(s) for name, s in f.raw.items()}
+    base = raw_rate["executemany"]
+    for w, runs in f.ledger.items():
+        s = statistics.median(r.seconds for r in runs)
+        r0 = runs[0]
+        label = f"{w} worker{'s' if w > 1 else ''}"
+        print(f"{kind:<10} ledger       {r0.commands / s:>8.0f} commands/s {r0.events / s:>8.0f} events/s "
+              f"({r0.commands} commands, {r0.events} events, median {s:.2f}s, {label})  "
+              f"= {r0.events / s / base:.0%} of raw executemany")
+    for name, rate in raw_rate.items():
+        print(f"{kind:<10} raw {name:<11} {'':>19} {rate:>8.0f} events/s "
+              f"(driver only, same rows, same commits, median {statistics.median(f.raw[name]):.2f}s)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,28 +235,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--repeat", type=int, default=3, help="runs per store; the best ledger and best raw time count")
+    p.add_argument("--repeat", type=int, default=3, help="interleaved runs per store; medians count")
     p.add_argument("--workers", type=int, default=default_workers(),
                    help="also measure `ingest --workers N` (default: the cores here); 1 measures one process only")
     args = p.parse_args(argv)
     feed = make_feed(args.commands, args.tables, args.seed)
-    print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}")
+    print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
+          f"medians of {args.repeat} interleaved runs")
     tmp = tempfile.mkdtemp(prefix="ledger-bench-")
     urls = args.db or [f"sqlite:///{os.path.join(tmp, 'bench.db')}", os.environ.get("LEDGER_TEST_PG_URL", PG_DEFAULT)]
+    workers = sorted({1, max(1, args.workers)})
     for url in urls:
         kind = "sqlite" if url.startswith("sqlite") else "postgresql"
-        for workers in sorted({1, max(1, args.workers)}):
-            try:
-                r = best_of(args.repeat, lambda i, url=url, workers=workers: measure(url, i, feed, args.batch_size, workers))
-            except Exception as exc:
-                print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
-                break
-            label = f"{workers} worker{'s' if workers > 1 else ''}"
-            print(f"{kind:<10} ledger  {r['ledger_cmd_s']:>8.0f} commands/s {r['ledger_ev_s']:>8.0f} events/s "
-                  f"({r['commands']} commands, {r['events']} events, {r['ledger_s']:.2f}s, {label})")
-            print(f"{kind:<10} raw     {'':>8} {'':>11} {r['baseline_ev_s']:>8.0f} events/s "
-                  f"(library only, one transaction per aggregate, {r['baseline_s']:.2f}s)")
-            print(f"{kind:<10} ratio   ledger / raw = {r['ratio']:.0%} ({label})")
+        try:
+            figures = measure_store(url, feed, args.batch_size, workers, max(1, args.repeat))
+        except Exception as exc:
+            print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+            continue
+        report(kind, figures)
     return 0
 
 
