@@ -211,21 +211,22 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """As the library's: first the rows that need no lock (`_insert_events`), then the
-        table lock (readers never see notification ids commit out of order), NOTIFY, the
-        events, commit. Returns the events' notification ids."""
+        events under the table lock, commit. Returns the events' notification ids."""
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
-            if not stored_events:
-                return None
-            for statement in self.lock_table_statements:
-                curs.execute(statement, prepare=True)
-            curs.execute(SQL("NOTIFY {0}").format(Identifier(self.channel_name)))
-            _copy(curs, self.copy_events_statement, self.event_types,
-                  ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events))
-            # Under the EXCLUSIVE lock only this COPY draws from the column's sequence, one id
-            # per row in row order: the ids are the `len` values ending at currval.
-            curs.execute(self.last_notification_id_statement)
-            last = _first_value(curs.fetchone())
+            return self._write_events(curs, stored_events) if stored_events else None
+
+    def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
+        """Lock (so readers never see notification ids commit out of order), NOTIFY, COPY."""
+        for statement in self.lock_table_statements:
+            curs.execute(statement, prepare=True)
+        curs.execute(SQL("NOTIFY {0}").format(Identifier(self.channel_name)))
+        _copy(curs, self.copy_events_statement, self.event_types,
+              ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events))
+        # Under the EXCLUSIVE lock only this COPY draws from the column's sequence, one id
+        # per row in row order: the ids are the `len` values ending at currval.
+        curs.execute(self.last_notification_id_statement)
+        last = _first_value(curs.fetchone())
         return list(range(last - len(stored_events) + 1, last + 1))
 
     def _insert_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:

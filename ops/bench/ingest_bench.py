@@ -52,6 +52,7 @@ Row = tuple[UUID, int, str, bytes]
 @dataclass(frozen=True)
 class LedgerRun:
     seconds: float
+    cpu_seconds: float  # this process's CPU time: steadier than wall time on a busy machine (1 worker only)
     commands: int
     accepted: int
     events: int
@@ -86,10 +87,11 @@ def _with_schema(url: str, schema: str) -> str:
 @contextmanager
 def fresh_store(url: str, tag: str) -> Iterator[str]:
     """A store URL nobody used: a new SQLite file, or a new PostgreSQL schema dropped afterwards."""
+    unique = f"{tag}_{uuid.uuid4().hex[:8]}"
     if url.startswith("sqlite:///"):
-        yield f"{url}.{tag}"
+        yield f"{url}.{unique}"
         return
-    schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
+    schema = f"bench_{unique}"
     try:
         yield _with_schema(url.split("?")[0], schema)
     finally:
@@ -108,17 +110,18 @@ def _events_table(url: str) -> str:
 
 # ------------------------------------------------------------------ the ledger
 
-def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int) -> tuple[LedgerRun, list[Row]]:
-    app = open_app(url)
+def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int,
+               env: dict[str, str] | None = None) -> tuple[LedgerRun, list[Row]]:
+    app = open_app(url, **(env or {}))
     commits: list[int] = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     results = app.ingest(feed, batch_size=batch_size, workers=workers,
                          on_batch=lambda rs: commits.append(sum(len(r.events) for r in rs)))
-    seconds = time.perf_counter() - t0
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     rows = _stored_rows(app)
     app.close()
     accepted = sum(r.status == "accepted" for r in results)
-    return LedgerRun(seconds, len(feed), accepted, len(rows), commits), rows
+    return LedgerRun(seconds, cpu_seconds, len(feed), accepted, len(rows), commits), rows
 
 
 def _stored_rows(app: Any) -> list[Row]:
@@ -193,7 +196,8 @@ class Figures:
     events: int = 0
 
 
-def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[int], repeat: int) -> Figures:
+def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[int], repeat: int,
+                  env: dict[str, str] | None = None) -> Figures:
     raws: dict[str, Callable[[str, list[Sequence[Row]]], float]] = (
         {"executemany": raw_sqlite_executemany} if url.startswith("sqlite")
         else {"executemany": raw_pg_executemany, "COPY": raw_pg_copy}
@@ -203,7 +207,7 @@ def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[in
         batches: list[Sequence[Row]] = []
         for w in workers:
             with fresh_store(url, f"w{w}r{i}") as store:
-                run, rows = run_ledger(store, feed, batch_size, w)
+                run, rows = run_ledger(store, feed, batch_size, w, env)
             figures.ledger[w].append(run)
             if w == 1:  # one process commits in feed order: its batches are the raw transactions
                 batches, figures.events = batched(rows, run.commits), run.events
@@ -220,8 +224,9 @@ def report(kind: str, f: Figures) -> None:
         s = statistics.median(r.seconds for r in runs)
         r0 = runs[0]
         label = f"{w} worker{'s' if w > 1 else ''}"
+        cpu = f", {statistics.median(r.cpu_seconds for r in runs):.2f}s CPU" if w == 1 else ""
         print(f"{kind:<10} ledger       {r0.commands / s:>8.0f} commands/s {r0.events / s:>8.0f} events/s "
-              f"({r0.commands} commands, {r0.events} events, median {s:.2f}s, {label})  "
+              f"({r0.commands} commands, {r0.events} events, median {s:.2f}s{cpu}, {label})  "
               f"= {r0.events / s / base:.0%} of raw executemany")
     for name, rate in raw_rate.items():
         print(f"{kind:<10} raw {name:<11} {'':>19} {rate:>8.0f} events/s "
@@ -238,17 +243,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="interleaved runs per store; medians count")
     p.add_argument("--workers", type=int, default=default_workers(),
                    help="also measure `ingest --workers N` (default: the cores here); 1 measures one process only")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra library setting for the ledger runs, e.g. TRANSCODER_TOPIC=... to measure a lever alone")
     args = p.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
     feed = make_feed(args.commands, args.tables, args.seed)
     print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
-          f"medians of {args.repeat} interleaved runs")
+          f"medians of {args.repeat} interleaved runs" + "".join(f", {k}={v}" for k, v in env.items()))
     tmp = tempfile.mkdtemp(prefix="ledger-bench-")
     urls = args.db or [f"sqlite:///{os.path.join(tmp, 'bench.db')}", os.environ.get("LEDGER_TEST_PG_URL", PG_DEFAULT)]
     workers = sorted({1, max(1, args.workers)})
     for url in urls:
         kind = "sqlite" if url.startswith("sqlite") else "postgresql"
         try:
-            figures = measure_store(url, feed, args.batch_size, workers, max(1, args.repeat))
+            figures = measure_store(url, feed, args.batch_size, workers, max(1, args.repeat), env)
         except Exception as exc:
             print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue

@@ -1,0 +1,213 @@
+"""The store side on the library's public extension points, pinned.
+
+`Application.save(*aggregates, ledger_rows=...)` hands its keyword arguments to
+`recorder.insert_events(stored_events, **kwargs)`, which writes the events, the
+command index rows and the rejection rows in one transaction, and returns the
+events' notification ids. The recorders override the library's insert (the
+library's own pattern); what they rely on from eventsourcing 9.5.6 is pinned
+here, so an upgrade that moves it fails a test instead of the ledger.
+"""
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import version
+from typing import Any
+
+import pytest
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import (
+    EventStore,
+    InfrastructureFactory,
+    IntegrityError,
+    JSONTranscoder,
+    RecordConflictError,
+    StoredEvent,
+)
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
+
+from ledger.persistence import (
+    CommandRow,
+    KnownCommand,
+    LedgerPostgresRecorder,
+    LedgerRows,
+    LedgerSQLiteRecorder,
+    RejectionRow,
+)
+from ledger.store import open_app
+from ledger.transcoder import OrjsonTranscoder
+
+
+class Thing(Aggregate):
+    """A stand-in aggregate: the recorders do not care what they store."""
+
+    class Noted(Aggregate.Event):
+        text: str
+
+    def note(self, text: str) -> None:
+        self.trigger_event(self.Noted, text=text)
+
+
+def things(n: int, notes: int = 0) -> list[Thing]:
+    out = []
+    for i in range(n):
+        thing = Thing()
+        for j in range(notes):
+            thing.note(f"{i}/{j} é")
+        out.append(thing)
+    return out
+
+
+def rows(*command_ids: str, rejected: int = 0) -> LedgerRows:
+    return LedgerRows(
+        commands=[CommandRow(cid, None, "open_round", f"hash-{cid}", "accepted", None) for cid in command_ids],
+        rejections=[RejectionRow(f"r{i}", "t-1", i, "deal_card", "bad_card", "no such card", "{}", "2026-11-23")
+                    for i in range(rejected)],
+    )
+
+
+def all_ids(app: Any) -> list[int]:
+    ids: list[int] = []
+    while notes := app.recorder.select_notifications(ids[-1] + 1 if ids else 1, 500):
+        ids.extend(n.id for n in notes)
+    return ids
+
+
+# ------------------------------------------------------------------ behaviour, both stores
+
+def test_save_writes_events_and_rows_in_one_transaction_and_returns_their_ids(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        first = app.save(*things(3, notes=2), ledger_rows=rows("c1", "c2", rejected=2))
+        second = app.save(*things(1), ledger_rows=rows("c3"))
+        assert [r.notification.id for r in first + second] == all_ids(app)
+        assert len(first) == 9 and len(second) == 1
+        assert app.recorder.select_commands(["c1", "c3", "nope"]) == {  # type: ignore[attr-defined]
+            "c1": KnownCommand("hash-c1", "accepted", None, None), "c3": KnownCommand("hash-c3", "accepted", None, None),
+        }
+        rejections = app.recorder.select_rejections()  # type: ignore[attr-defined]
+        assert [(r["command_id"], r["round_no"], r["code"]) for r in rejections] == [("r0", 0, "bad_card"),
+                                                                                     ("r1", 1, "bad_card")]
+        # the stored rows decode to the events saved
+        stored = app.recorder.select_notifications(1, 100)
+        assert [app.mapper.to_domain_event(n).text for n in stored if n.topic.endswith("Noted")] == [  # type: ignore[attr-defined]
+            f"{i}/{j} é" for i in range(3) for j in range(2)
+        ]
+    finally:
+        app.close()
+
+
+def test_a_reused_command_id_rolls_back_the_events_too(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        app.save(*things(2), ledger_rows=rows("c1"))
+        before = all_ids(app)
+        with pytest.raises(IntegrityError) as caught:
+            app.save(*things(2), ledger_rows=rows("c2", "c1", rejected=1))
+        assert isinstance(caught.value, RecordConflictError)  # what LedgerApp catches to rerun a batch
+        assert all_ids(app) == before
+        assert set(app.recorder.select_commands(["c1", "c2"])) == {"c1"}  # type: ignore[attr-defined]
+        assert app.recorder.select_rejections() == []  # type: ignore[attr-defined]
+    finally:
+        app.close()
+
+
+def test_ids_stay_right_after_a_failed_insert_burnt_some(store_url: str) -> None:
+    """A PostgreSQL insert that fails still uses up sequence values: the next batch's
+    returned ids must be the stored ones, not a count from an earlier position."""
+    app = open_app(store_url)
+    try:
+        kept = things(1)[0]
+        app.save(kept)
+        clash = StoredEvent(kept.id, 1, "tests.ledger.test_recorders:Thing.Noted", b'{"text":"clash"}')
+        fresh = [app.mapper.to_stored_event(e) for e in things(1, notes=3)[0].collect_events()]
+        with pytest.raises(IntegrityError):
+            app.recorder.insert_events([*fresh[:2], clash])  # version 1 of `kept` exists
+        got = app.recorder.insert_events(fresh)
+        assert got is not None and list(got) == all_ids(app)[1:]
+    finally:
+        app.close()
+
+
+def test_an_empty_save_writes_the_rows_and_no_events(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        assert not app.recorder.insert_events([], ledger_rows=rows("c1", rejected=1))
+        assert all_ids(app) == []
+        assert set(app.recorder.select_commands(["c1"])) == {"c1"}  # type: ignore[attr-defined]
+    finally:
+        app.close()
+
+
+def test_the_store_url_selects_the_ledger_recorder_and_transcoder(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        kind = LedgerSQLiteRecorder if store_url.startswith("sqlite") else LedgerPostgresRecorder
+        assert type(app.recorder) is kind
+        transcoder = app.mapper.transcoder
+        assert type(transcoder) is OrjsonTranscoder
+        # Application.construct_transcoder registered the library's transcodings on it
+        assert set(transcoder.names) == {"uuid_hex", "decimal_str", "datetime_iso"}  # type: ignore[attr-defined]
+    finally:
+        app.close()
+
+
+# ------------------------------------------------------------------ what is relied on from the library
+
+def _params(func: Any) -> list[tuple[str, Any]]:
+    return [(p.name, p.kind) for p in inspect.signature(func).parameters.values()]
+
+
+POS, VAR_POS, KW = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD
+
+
+def test_the_library_version_these_pins_were_checked_against() -> None:
+    assert version("eventsourcing") == "9.5.6", "a new eventsourcing: re-check ledger/persistence.py and this file"
+
+
+def test_save_hands_its_kwargs_down_to_the_recorders_insert() -> None:
+    assert _params(Application.save) == [("self", POS), ("objs", VAR_POS), ("kwargs", KW)]
+    assert _params(EventStore.put) == [("self", POS), ("domain_events", POS), ("kwargs", KW)]
+    src = inspect.getsource(Application.save) + inspect.getsource(Application._record)
+    assert "processing_event.collect_events(*objs, **kwargs)" in src
+    assert "self.events.put(" in src and "**processing_event.saved_kwargs" in src
+    assert "self.recorder.insert_events(stored_events, **kwargs)" in inspect.getsource(EventStore.put)
+
+
+def test_the_sqlite_insert_we_override() -> None:
+    # insert_events opens the write transaction and hands its cursor to _insert_events
+    assert "self._insert_events(c, stored_events, **kwargs)" in inspect.getsource(SQLiteAggregateRecorder.insert_events)
+    assert _params(SQLiteApplicationRecorder._insert_events) == [
+        ("self", POS), ("c", POS), ("stored_events", POS), ("_", KW)]
+    assert "insert_events_statement" in inspect.getsource(SQLiteAggregateRecorder.__init__)
+    assert LedgerSQLiteRecorder.insert_events is SQLiteAggregateRecorder.insert_events
+
+
+def test_the_postgres_insert_we_replace() -> None:
+    assert _params(PostgresApplicationRecorder.insert_events) == [
+        ("self", POS), ("stored_events", POS), ("kwargs", KW)]
+    init = inspect.getsource(PostgresApplicationRecorder.__init__)
+    # the lock that keeps notification ids in commit order, and the channel listeners wait on
+    assert "self.lock_table_statements = [" in init and "IN EXCLUSIVE MODE" in init
+    assert "self.channel_name =" in init
+    assert "notification_id bigserial" in init
+    datastore = inspect.signature(PostgresDatastore.__init__).parameters
+    assert {"schema", "originator_id_type", "lock_timeout"} <= set(datastore)
+    assert "def get_connection(self)" in inspect.getsource(PostgresDatastore)
+    # our insert is the one used
+    assert LedgerPostgresRecorder.insert_events is not PostgresApplicationRecorder.insert_events
+
+
+def test_the_transcoder_hooks_we_use() -> None:
+    assert InfrastructureFactory.TRANSCODER_TOPIC == "TRANSCODER_TOPIC"
+    assert InfrastructureFactory.APPLICATION_RECORDER_TOPIC == "APPLICATION_RECORDER_TOPIC"
+    assert "if isinstance(transcoder, JSONTranscoder):" in inspect.getsource(Application.construct_transcoder)
+    transcoder = JSONTranscoder()
+    assert transcoder.types == {} and transcoder.names == {}
+    assert _params(JSONTranscoder._encode_obj) == [("self", POS), ("o", POS)]
+    assert issubclass(OrjsonTranscoder, JSONTranscoder)
+
+
+def test_stored_event_fields() -> None:
+    assert list(StoredEvent.__dataclass_fields__) == ["originator_id", "originator_version", "topic", "state"]
