@@ -17,6 +17,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 HERE = Path(__file__).resolve().parent
 FEED = HERE / "day.feed.jsonl.gz"
@@ -41,15 +42,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def decoded_events(sqlite_path: str) -> list[dict[str, Any]]:
-    """The stored events straight from the table, independent of the code's readers."""
-    conn = sqlite3.connect(sqlite_path)
-    try:
-        rows = conn.execute(
-            "SELECT originator_id, originator_version, topic, state FROM stored_events ORDER BY rowid"
-        ).fetchall()
-    finally:
-        conn.close()
+def decoded_events(store: str) -> list[dict[str, Any]]:
+    """The stored events straight from the table, independent of the code's readers:
+    `store` is a SQLite file path or a PostgreSQL store URL (`...?schema=name`)."""
+    rows = _pg_rows(store) if store.startswith(("postgresql://", "postgres://")) else _sqlite_rows(store)
     out = []
     for originator_id, version, topic, state in rows:
         fields = _plain(json.loads(state))
@@ -58,6 +54,32 @@ def decoded_events(sqlite_path: str) -> list[dict[str, Any]]:
         fields.pop("originator_version", None)
         out.append({"id": str(originator_id), "v": version, "topic": topic, "fields": fields})
     return out
+
+
+def _sqlite_rows(sqlite_path: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(sqlite_path)
+    try:
+        return conn.execute(
+            "SELECT originator_id, originator_version, topic, state FROM stored_events ORDER BY rowid"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def _pg_rows(url: str) -> list[tuple[Any, ...]]:
+    """The same columns from the PostgreSQL events table, in notification order; the
+    uuid column as SQLite holds it (32 hex digits)."""
+    import psycopg
+
+    p = urlparse(url)
+    schema = parse_qs(p.query)["schema"][0]
+    with psycopg.connect(dbname=p.path.lstrip("/"), host=p.hostname, port=p.port or 5432,
+                         user=p.username or "postgres", password=p.password or None) as conn:
+        rows = conn.execute(
+            f'SELECT originator_id, originator_version, topic, state FROM "{schema}".ledger_events '
+            "ORDER BY notification_id"
+        ).fetchall()
+    return [(oid.hex, version, topic, bytes(state)) for oid, version, topic, state in rows]
 
 
 def result_dicts(results: list[Any]) -> list[dict[str, Any]]:

@@ -27,15 +27,24 @@ def _golden() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def test_same_feed_gives_the_same_events_field_for_field(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    _ingest_and_compare(f"sqlite:///{db}", str(db))
+
+
+@pytest.mark.postgres
+def test_same_feed_gives_the_same_events_on_postgresql(pg_schema_url: str) -> None:
+    _ingest_and_compare(pg_schema_url, pg_schema_url)
+
+
+def _ingest_and_compare(url: str, store: str) -> None:
     from ledger.store import open_app
 
-    db = tmp_path / "ledger.db"
-    app = open_app(f"sqlite:///{db}")
+    app = open_app(url)
     results = app.ingest(feed_lines())
     app.close()
     golden_results, golden_events = _golden()
     assert result_dicts(results) == golden_results
-    events = decoded_events(str(db))
+    events = decoded_events(store)
     assert len(events) == len(golden_events)
     for i, (got, want) in enumerate(zip(events, golden_events)):
         assert got == want, f"stored event {i + 1} differs"
