@@ -31,7 +31,7 @@ class OrjsonTranscoder(JSONTranscoder):
         if type(obj) is dict and self._plain_fields(obj):
             try:
                 return orjson.dumps(obj, default=self._encode_obj, option=_OPTIONS)
-            except TypeError:  # e.g. an integer beyond 64 bits: the stdlib takes it
+            except TypeError:  # a key that is not a str, an integer beyond 64 bits: the stdlib decides
                 pass
         return super().encode(obj)
 
@@ -42,45 +42,53 @@ class OrjsonTranscoder(JSONTranscoder):
             except orjson.JSONDecodeError:  # NaN, lone surrogates, ...: the stdlib decides
                 pass
             else:
-                if self._decode_top_level(obj) == data.count(_TYPE_KEY):
+                typed = data.count(_TYPE_KEY)
+                if typed == 0 or self._decode_top_level(obj, typed):
                     return obj
         return super().decode(data)
 
     def _plain_fields(self, obj: dict[str, Any]) -> bool:
-        """Every value plain, or a registered type orjson hands to `_encode_obj`."""
-        for key, value in obj.items():
-            if type(key) is not str:
-                return False
+        """Every value plain, or a registered type at the top (orjson hands it to
+        `_encode_obj`, as the stdlib does); keys are checked by orjson itself."""
+        registered = self.types
+        for value in obj.values():
             kind = type(value)
-            if kind in _PLAIN or (kind is datetime and kind in self.types):
+            if kind in _PLAIN or (kind in registered and kind is datetime):
                 continue
             if not _plain(value):
                 return False
         return True
 
-    def _decode_top_level(self, obj: Any) -> int:
-        """Decode the registered-type objects among the top-level values in place;
-        how many there were. The caller compares with the `"_type_"` keys in the
-        bytes: any other (nested) one sends the row to the stdlib decoder."""
+    def _decode_top_level(self, obj: Any, typed: int) -> bool:
+        """Decode in place the registered-type objects among the top-level values, and
+        tell whether they account for all `typed` `"_type_"` keys in the bytes (any other,
+        nested one sends the row to the stdlib decoder)."""
         if type(obj) is not dict:
-            return 0
-        found = 0
+            return False
         for key, value in obj.items():
             if type(value) is dict and len(value) == 2 and "_type_" in value and "_data_" in value:
                 transcoding = self.names.get(value["_type_"])
                 if transcoding is None:
-                    return -1
+                    return False
                 obj[key] = transcoding.decode(value["_data_"])
-                found += 1
-        return found
+                typed -= 1
+                if typed == 0:
+                    return True
+        return False
 
 
 def _plain(value: Any) -> bool:
+    """Only str, int, bool, None, lists, tuples and dicts of them: what orjson writes
+    byte for byte as the stdlib does (not floats: NaN would differ)."""
     kind = type(value)
-    if kind in _PLAIN:
-        return True
     if kind is list or kind is tuple:
-        return all(_plain(v) for v in value)
+        for item in value:
+            if type(item) not in _PLAIN and not _plain(item):
+                return False
+        return True
     if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    return False
+        for item in value.values():
+            if type(item) not in _PLAIN and not _plain(item):
+                return False
+        return True
+    return kind in _PLAIN
