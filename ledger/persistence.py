@@ -227,9 +227,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
 
     def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
         """Lock (so readers never see notification ids commit out of order), NOTIFY, COPY."""
-        for statement in self.lock_table_statements:
-            curs.execute(statement, prepare=True)
-        curs.execute(self.notify_statement)
+        # One round trip: the lock is held until commit, so fewer trips under it.
+        curs.execute(SQL("; ").join([*self.lock_table_statements, self.notify_statement]))
         _copy(curs, self.copy_events_statement, self.event_types,
               ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events))
         # Under the EXCLUSIVE lock only this COPY draws from the column's sequence, one id
