@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from eventsourcing.persistence import JSONTranscoder
+from eventsourcing.persistence import JSONTranscoder, TranscodingNotRegisteredError
 
 _PLAIN = frozenset({str, int, bool, type(None)})
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -30,7 +30,7 @@ class OrjsonTranscoder(JSONTranscoder):
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict and self._plain_fields(obj):
             try:
-                return orjson.dumps(obj, default=self._encode_obj, option=_OPTIONS)
+                return orjson.dumps(obj, default=self._typed, option=_OPTIONS)
             except TypeError:  # a key that is not a str, an integer beyond 64 bits: the stdlib decides
                 pass
         return super().encode(obj)
@@ -47,9 +47,16 @@ class OrjsonTranscoder(JSONTranscoder):
                     return obj
         return super().decode(data)
 
+    def _typed(self, value: Any) -> dict[str, Any]:
+        """A registered type as the library writes it (orjson's `default`)."""
+        transcoding = self.types.get(type(value))
+        if transcoding is None:  # orjson raises a TypeError from it: the stdlib then decides
+            raise TranscodingNotRegisteredError(f"no transcoding for {type(value)}")
+        return {"_type_": transcoding.name, "_data_": transcoding.encode(value)}
+
     def _plain_fields(self, obj: dict[str, Any]) -> bool:
         """Every value plain, or a registered type at the top (orjson hands it to
-        `_encode_obj`, as the stdlib does); keys are checked by orjson itself."""
+        `_typed`, as the stdlib hands it to its `default`); orjson checks the keys."""
         registered = self.types
         for value in obj.values():
             kind = type(value)
