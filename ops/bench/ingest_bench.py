@@ -71,13 +71,13 @@ def make_feed(commands: int, tables: int, seed: int) -> list[bytes]:
 
 # ------------------------------------------------------------------ stores
 
-def _pg_connect(url: str, autocommit: bool = True) -> Any:
+def _pg_connect(url: str) -> Any:
     import psycopg
 
     env = env_for(url)
     return psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
                            user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
-                           autocommit=autocommit)
+                           autocommit=True)
 
 
 def _with_schema(url: str, schema: str) -> str:
