@@ -13,6 +13,7 @@ import re
 from urllib.parse import parse_qs, unquote, urlparse
 
 from domain.errors import Refusal
+from domain.refusals import RefusalCode
 from ledger.app import LedgerApp
 
 DEFAULT_DB_URL = "sqlite:///./casino-ledger.db"
@@ -31,7 +32,7 @@ def env_for(db_url: str) -> dict[str, str]:
     if db_url.startswith("sqlite:///"):
         path = db_url[len("sqlite:///"):]
         if not path:
-            raise Refusal("bad_db_url", f"{db_url!r} names no file; use sqlite:///path/to/file.db")
+            raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r} names no file; use sqlite:///path/to/file.db")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": path,
@@ -43,10 +44,10 @@ def env_for(db_url: str) -> dict[str, str]:
     if parsed.scheme in ("postgresql", "postgres"):
         dbname = parsed.path.lstrip("/")
         if not (parsed.hostname and dbname):
-            raise Refusal("bad_db_url", f"{db_url!r}: use postgresql://user@host:port/dbname")
+            raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r}: use postgresql://user@host:port/dbname")
         schema = parse_qs(parsed.query).get("schema", [""])[0]
         if schema and not SCHEMA_NAME_RE.match(schema):
-            raise Refusal("bad_db_url", f"schema {schema!r} must be a lower-case SQL identifier")
+            raise Refusal(RefusalCode.BAD_DB_URL, f"schema {schema!r} must be a lower-case SQL identifier")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
@@ -61,7 +62,7 @@ def env_for(db_url: str) -> dict[str, str]:
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
             "TRANSCODER_TOPIC": TRANSCODER,
         }
-    raise Refusal("bad_db_url", f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
+    raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 
 
 def _ensure_pg_schema(env: dict[str, str]) -> None:
