@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
-from domain.blackjack_round import Hand, Stake, State, auto_floor, can_double, can_split, can_surrender
+from domain.blackjack_round import auto_floor, can_double, can_split, can_surrender
 from domain.blackjack_rules import (
     BLACKJACK_TOTAL,
     DEALER_BJ_TAKES,
@@ -53,7 +53,8 @@ from domain.blackjack_rules import (
     hand_total,
 )
 from domain.blackjack_settle import settle
-from domain.cards import RANKS, Card
+from domain.blackjack_state import Hand, Stake, State
+from domain.cards import RANKS, Card, CardCounter
 from domain.model import Bet, BetResult
 from domain.money import Odds
 
@@ -105,8 +106,8 @@ def options(rules: BlackjackRules, ranks: tuple[str, str], up: str, from_split: 
     hand = Hand(name=spot, spot=spot, cards=[CARD[r] for r in ranks], stakes=[Stake("math", "player", stake, "main")],
                 from_split=from_split, split_aces=aces)
     others = [Hand(name=f"{spot}.{i}", spot=spot) for i in range(hands - 1)]
-    s = State(phase="play", bets=[bet], spots=[spot], holders={spot: "math"}, hands=[hand, *others],
-              dealer=[CARD[up]])
+    s = State(seen=CardCounter(rules.decks), phase="play", bets=[bet], spots=[spot], holders={spot: "math"},
+              hands=[hand, *others], dealer=[CARD[up]])
     return Options(hit=not (aces and rules.split_aces_one_card), double=can_double(rules, hand),
                    split=can_split(rules, s, hand), surrender=can_surrender(rules, s, hand),
                    stand_from=auto_floor(rules, hand))
@@ -311,7 +312,8 @@ class Situation:
                 later = pending(k - 1, n, False)
                 no = kept + later
                 again = n < cap and self.options((rank, rank), True, n).split
-                memo[key] = rest + (1 - pair_p) * later + pair_p * (max(no, pending(k + 1, n + 1, main)) if again else no)
+                paired = max(no, pending(k + 1, n + 1, main)) if again else no
+                memo[key] = rest + (1 - pair_p) * later + pair_p * paired
             return memo[key]
 
         return pending(2, 2, True)
@@ -416,7 +418,8 @@ def pair_rtp(rules: BlackjackRules, decks: int | None) -> Fraction:
     back = Fraction(0)
     for a in RANKS:
         for b in RANKS:
-            s = State(bets=[Bet("pair", "player", spot, "pair", stake)], first_two={spot: (CARD[a], Card(b, "H"))})
+            s = State(seen=CardCounter(rules.decks), bets=[Bet("pair", "player", spot, "pair", stake)],
+                      first_two={spot: (CARD[a], Card(b, "H"))})
             ways, all_ways = _weights(decks, a, b)
             back += Fraction(ways, all_ways) * _settled(rules, s, "pair")
     return back
@@ -429,8 +432,8 @@ def insurance_rtp(rules: BlackjackRules, decks: int | None) -> Fraction:
     for second in RANKS:
         hand = Hand(name=spot, spot=spot, cards=[CARD["T"], CARD["8"]], stakes=[Stake("main", "player", stake, "main")],
                     status="stood")
-        s = State(phase="complete", bets=[Bet("main", "player", spot, "main", stake)], spots=[spot],
-                  holders={spot: "main"}, hands=[hand], dealer=[CARD["A"], Card(second, "H")],
+        s = State(seen=CardCounter(rules.decks), phase="complete", bets=[Bet("main", "player", spot, "main", stake)],
+                  spots=[spot], holders={spot: "main"}, hands=[hand], dealer=[CARD["A"], Card(second, "H")],
                   insurance={spot: stake // 2})
         ways, all_ways = _weights(decks, "A", second)
         back += Fraction(ways * len(RANKS), all_ways) * _settled(rules, s, "insurance")

@@ -220,8 +220,27 @@ def test_figures_rows_and_json_fields() -> None:
 
 
 def test_rule_effects_flip_one_field() -> None:
-    effects = {(e.field, e.value): e.delta_percent for e in bj.rule_effects(SPIELBANK_V1, only=("double_on", "auto_deal_to_min_total", "odds_blackjack"))}
+    flips = bj.rule_effects(SPIELBANK_V1, only=("double_on", "auto_deal_to_min_total", "odds_blackjack"))
+    effects = {(e.field, e.value): e.delta_percent for e in flips}
     assert effects[("double_on", "any_two")] > 0.05  # spielbank's hard 9-11 rule costs the player
     assert effects[("auto_deal_to_min_total", "0")] == 0  # optimal play never stands below 12
     assert effects[("odds_blackjack", "6:5")] < -1
     assert ("double_on", "hard_9_10_11") not in effects  # the rule set's own value is not a flip
+
+
+def test_cli_json_rows_have_the_common_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import json
+
+    from ops.commands import rtp as rtp_command
+
+    parser = argparse.ArgumentParser()
+    rtp_command.register(parser.add_subparsers())
+    args = parser.parse_args(["rtp", "--game", "blackjack", "--json"])
+    assert args.func(args) == 0
+    rows = json.loads(capsys.readouterr().out)["blackjack"]["bets"]
+    assert {r["ruleset_id"] for r in rows} == {r.id for r in RULE_SETS}
+    shoe_main = {r["ruleset_id"]: r["rtp_percent"] for r in rows if r["bet_type"] == "main" and "shoe" in r["method"]}
+    assert shoe_main == {"blackjack/live-8d": 99.2892, "blackjack/spielbank": 99.2537, "blackjack/casino-tour": 100.1891}
+    pair = next(r for r in rows if r["bet_type"] == "pair" and "shoe" in r["method"])
+    assert pair["rtp_exact"] == "372/415"
