@@ -465,6 +465,9 @@ def figures(rules: BlackjackRules) -> list[Figure]:
                    f"(within {ERROR_BOUND} percentage points of the full composition-dependent figure)")
     rows = [Figure(rules.id, "main", 1 + infinite_deck(rules), "optimal strategy, infinite deck, exact recursion"),
             Figure(rules.id, "main", 1 + shoe(rules), shoe_method)]
+    if rules.bet_behind:  # the behind stake rides the seat's hand: same money flow when it follows every split/double
+        rows += [Figure(rules.id, "behind", f.rtp, f.method + "; the seat plays optimally, every split and double "
+                        "followed") for f in list(rows)]
     side = [("insurance", insurance_rtp)] + ([("pair", pair_rtp)] if rules.pair_side_bet else [])
     for bet_type, rtp_of in side:
         for decks, method in ((None, "exact, infinite deck"), (rules.decks, f"exact, {rules.decks}-deck shoe")):

@@ -216,7 +216,9 @@ def test_figures_rows_and_json_fields() -> None:
     main = next(r.as_dict() for r in rows if r.bet_type == "main" and "shoe" in r.method)
     assert set(main) == {"ruleset_id", "bet_type", "rtp_percent", "method"}
     assert main["ruleset_id"] == "blackjack/live-8d" and main["rtp_percent"] == 99.2892
-    assert not any(r.bet_type == "pair" for r in bj.figures(SPIELBANK_V1))  # no Pair bet there
+    assert not any(r.bet_type in ("pair", "behind") for r in bj.figures(SPIELBANK_V1))  # not offered there
+    behind = [r.rtp for r in rows if r.bet_type == "behind"]
+    assert behind == [r.rtp for r in rows if r.bet_type == "main"] and len(behind) == 2
 
 
 def test_rule_effects_flip_one_field() -> None:
