@@ -246,3 +246,57 @@ def test_cli_json_rows_have_the_common_fields(capsys: pytest.CaptureFixture[str]
     assert shoe_main == {"blackjack/live-8d": 99.2892, "blackjack/spielbank": 99.2537, "blackjack/casino-tour": 100.1891}
     pair = next(r for r in rows if r["bet_type"] == "pair" and "shoe" in r["method"])
     assert pair["rtp_exact"] == "372/415"
+
+
+ORIGINAL_ONLY = dataclasses.replace(LIVE_8D_V1, dealer_bj_takes="original_only")
+DEALER_HANDS = {"17": "T7", "20": "KQ", "bust": "T69", "blackjack": "AK"}
+PLAYER_HANDS = [  # (cards, stake reasons on the hand, the math's stake units, carries the original stake)
+    ("T9", ("main",), 1, True),
+    ("T6", ("main",), 1, True),
+    ("56T", ("main", "double"), 2, True),
+    ("8T", ("split",), 1, False),
+    ("83T", ("split", "double"), 2, False),
+    ("T6K", ("main",), 1, True),
+]
+
+
+@pytest.mark.parametrize("rules", [LIVE_8D_V1, ORIGINAL_ONLY], ids=["all", "original_only"])
+@pytest.mark.parametrize("dealer", sorted(DEALER_HANDS))
+@pytest.mark.parametrize("hand", PLAYER_HANDS, ids=lambda h: "+".join(h[1]) + ":" + h[0])
+def test_the_math_pays_what_the_engine_settles(rules: BlackjackRules, dealer: str,
+                                               hand: tuple[str, tuple[str, ...], int, bool]) -> None:
+    from domain.blackjack_settle import settle
+    from domain.blackjack_state import Hand, Stake, State
+    from domain.cards import Card, CardCounter
+    from domain.model import Bet
+
+    cards, reasons, units, main = hand
+    player_total = sum(bj.VALUE_OF[r] for r in cards)
+    dealt = [Card(r, "S") for r in DEALER_HANDS[dealer]]
+    engine_hand = Hand(name="seat:1", spot="seat:1", cards=[Card(r, "H") for r in cards],
+                       status="bust" if player_total > 21 else "stood",
+                       stakes=[Stake("b", "p", 100, reason) for reason in reasons])
+    s = State(seen=CardCounter(8), phase="complete", bets=[Bet("b", "p", "seat:1", "main", 100)],
+              spots=["seat:1"], holders={"seat:1": "b"}, hands=[engine_hand], dealer=dealt)
+    (line,) = settle(rules, s)
+    engine_net = Fraction(line.returned_minor - line.staked_minor, 100)
+    outcome = {"17": 17, "20": 20, "bust": bj.BUST, "blackjack": bj.DEALER_BJ}[dealer]
+    sit = bj.Situation(rules, DEALER_HANDS[dealer][0], (0.1,) * 10, {outcome: 1.0}, {})
+    assert sit.stand(player_total, units, main) == float(engine_net)
+
+
+@pytest.mark.parametrize("dealer", sorted(DEALER_HANDS))
+def test_player_blackjack_is_paid_as_the_engine_pays_it(dealer: str) -> None:
+    from domain.blackjack_settle import settle
+    from domain.blackjack_state import Hand, Stake, State
+    from domain.cards import Card, CardCounter
+    from domain.model import Bet
+
+    hand = Hand(name="seat:1", spot="seat:1", cards=[Card("A", "H"), Card("Q", "H")], status="blackjack",
+                stakes=[Stake("b", "p", 100, "main")])
+    s = State(seen=CardCounter(8), phase="complete", bets=[Bet("b", "p", "seat:1", "main", 100)],
+              spots=["seat:1"], holders={"seat:1": "b"}, hands=[hand], dealer=[Card(r, "S") for r in DEALER_HANDS[dealer]])
+    (line,) = settle(LIVE_8D_V1, s)
+    outcome = {"17": 17, "20": 20, "bust": bj.BUST, "blackjack": bj.DEALER_BJ}[dealer]
+    sit = bj.Situation(LIVE_8D_V1, "7", (0.1,) * 10, {outcome: 1.0}, {})  # up 7: no insurance in the way
+    assert sit.deal(("A", "Q")) == (line.returned_minor - line.staked_minor) / 100
