@@ -459,12 +459,25 @@ class Figure:
         return out
 
 
+# `1 + shoe(rules, cd=True)` (about 2 minutes each), keyed by the rule set's content hash so a
+# changed rule set never shows an old figure; tests/ops/test_rtp_blackjack.py recomputes them (slow).
+SHOE_CD_PRECOMPUTED = {
+    "17fa981ae6a397e634f6a3975ac9c4fe7ec64208c61e30554ea671a150dbd9ae": 0.9928697,  # live-8d v1
+    "e22eaf7333d0711ee8d87c20c6bc41d5aeae231ba62018e01950f549a66eedf6": 0.9925146,  # spielbank v1
+    "314da67dd25aa90a1ed5126e6cce2e2518affcaf97710d06ba3af4df930122cf": 1.0019197,  # casino-tour v1
+}
+
+
 def figures(rules: BlackjackRules) -> list[Figure]:
     """main (optimal play), insurance and Pair where offered: infinite deck and shoe."""
     shoe_method = (f"optimal strategy, {rules.decks}-deck shoe, composition-dependent on the first three cards "
                    f"(within {ERROR_BOUND} percentage points of the full composition-dependent figure)")
     rows = [Figure(rules.id, "main", 1 + infinite_deck(rules), "optimal strategy, infinite deck, exact recursion"),
             Figure(rules.id, "main", 1 + shoe(rules), shoe_method)]
+    full = SHOE_CD_PRECOMPUTED.get(rules.content_hash())
+    if full is not None:
+        rows.append(Figure(rules.id, "main", full, f"optimal strategy, {rules.decks}-deck shoe, composition-dependent "
+                           "on every card of the hand (precomputed; post-split hands as in the line above)"))
     if rules.bet_behind:  # the behind stake rides the seat's hand: same money flow when it follows every split/double
         rows += [Figure(rules.id, "behind", f.rtp, f.method + "; the seat plays optimally, every split and double "
                         "followed") for f in list(rows)]

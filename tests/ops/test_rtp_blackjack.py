@@ -168,13 +168,7 @@ def test_dealer_shoe_matches_published_one_deck_table(up: int) -> None:
     assert got == pytest.approx(WIZARD_1D_S17[up], abs=1e-6)
 
 
-# The full composition-dependent figure (every player card removed from the player's and
-# the dealer's draws): `bj.shoe(rules, cd=True)`, recomputed by the slow test below.
-SHOE_CD = {
-    "blackjack/live-8d": 0.9928697,
-    "blackjack/spielbank": 0.9925146,
-    "blackjack/casino-tour": 1.0019197,
-}
+SHOE_CD = {r.id: bj.SHOE_CD_PRECOMPUTED[r.content_hash()] for r in RULE_SETS}  # recomputed by the slow test
 
 
 @pytest.mark.parametrize("rules", RULE_SETS, ids=lambda r: r.id)
@@ -218,7 +212,7 @@ def test_figures_rows_and_json_fields() -> None:
     assert main["ruleset_id"] == "blackjack/live-8d" and main["rtp_percent"] == 99.2892
     assert not any(r.bet_type in ("pair", "behind") for r in bj.figures(SPIELBANK_V1))  # not offered there
     behind = [r.rtp for r in rows if r.bet_type == "behind"]
-    assert behind == [r.rtp for r in rows if r.bet_type == "main"] and len(behind) == 2
+    assert behind == [r.rtp for r in rows if r.bet_type == "main"] and len(behind) == 3
 
 
 def test_rule_effects_flip_one_field() -> None:
@@ -242,8 +236,12 @@ def test_cli_json_rows_have_the_common_fields(capsys: pytest.CaptureFixture[str]
     assert args.func(args) == 0
     rows = json.loads(capsys.readouterr().out)["blackjack"]["bets"]
     assert {r["ruleset_id"] for r in rows} == {r.id for r in RULE_SETS}
-    shoe_main = {r["ruleset_id"]: r["rtp_percent"] for r in rows if r["bet_type"] == "main" and "shoe" in r["method"]}
-    assert shoe_main == {"blackjack/live-8d": 99.2892, "blackjack/spielbank": 99.2537, "blackjack/casino-tour": 100.1891}
+    shoe_main = {(r["ruleset_id"], "every card" in r["method"]): r["rtp_percent"]
+                 for r in rows if r["bet_type"] == "main" and "shoe" in r["method"]}
+    assert shoe_main == {
+        ("blackjack/live-8d", False): 99.2892, ("blackjack/spielbank", False): 99.2537,
+        ("blackjack/casino-tour", False): 100.1891, ("blackjack/live-8d", True): 99.287,
+        ("blackjack/spielbank", True): 99.2515, ("blackjack/casino-tour", True): 100.192}
     pair = next(r for r in rows if r["bet_type"] == "pair" and "shoe" in r["method"])
     assert pair["rtp_exact"] == "372/415"
 
