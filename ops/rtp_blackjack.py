@@ -12,9 +12,14 @@ What is computed (per initial unit stake; RTP = 1 + expected gain):
   totals are exact for the shoe minus those three cards (drawing without
   replacement); the player's further cards are drawn from that same depleted
   shoe, i.e. the cards the player draws later are not removed again. The
-  error this leaves is measured against a full composition-dependent
-  computation (`shoe_cd`, slow: it removes every player card from the player's
-  and the dealer's draws) in tests/ops/test_rtp_blackjack.py; see ERROR_BOUND.
+  error this leaves is measured against the full composition-dependent
+  computation (`shoe(rules, cd=True)`, about 2 minutes: it removes every card
+  the player draws from the player's and the dealer's later draws), stored in
+  SHOE_CD_PRECOMPUTED and recomputed by a slow test; see ERROR_BOUND.
+- side bets (Pair, insurance): exact fractions, every card pair settled by the
+  engine's `settle`.
+
+Full account, figures and the comparison with the seeds: docs/blackjack-math.md.
 
 Rules come from the project's engine, never from constants here: hand totals
 are `domain.blackjack_rules.hand_total`, the dealer stands by
@@ -278,7 +283,7 @@ class Situation:
         best = self.stand(t, 1, main) if t >= o.stand_from else -9.0
         if o.hit and t < BLACKJACK_TOTAL:
             best = max(best, self.draw(lambda sit, h, a: sit.after_card(h, a, o.stand_from, main), hard, ace))
-        if o.double:
+        if o.double and t < BLACKJACK_TOTAL:  # a 21 (split ace + ten) stands by itself in the engine
             best = max(best, self.draw(lambda sit, h, a: sit.stand(total(h, a)[0], 2, main), hard, ace))
         return best
 
