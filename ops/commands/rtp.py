@@ -1,12 +1,14 @@
 """`ledger rtp`: exact return to player of every bet type, by exhaustive enumeration
-through the engine's own settlement functions (see ops/rtp.py)."""
+through the engine's own settlement functions (see ops/rtp.py); blackjack: optimal
+play for an infinite deck and the shoe, side bets, rule effects (ops/rtp_blackjack.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 import time
 
-GAMES = ("baccarat", "teen-patti")
+GAMES = ("baccarat", "teen-patti", "blackjack")
+RULE_SET_OF = {"baccarat": "baccarat/live-8d", "teen-patti": "teen-patti/20-20"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--game", choices=(*GAMES, "all"), default="all")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--effects", action="store_true",
+                        help="blackjack: what flipping each rule-set Decision field does (about 10 s per rule set)")
     parser.set_defaults(func=handler)
 
 
@@ -26,17 +30,49 @@ def handler(args: argparse.Namespace) -> int:
 
     games = GAMES if args.game == "all" else (args.game,)
     report: dict[str, dict[str, object]] = {}
+    text: list[str] = []
     for game in games:
         started = time.perf_counter()
-        rows = rtp.tables(game)
-        report[game] = {"seconds": round(time.perf_counter() - started, 2), "bets": [r.as_dict() for r in rows]}
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    for game, data in report.items():
-        print(f"{game}  (exhaustive enumeration, {data['seconds']} s)")
-        print(f"  {'bet type':<28}{'win':>10}{'push':>10}{'lose':>10}{'RTP':>10}")
-        for row in data["bets"]:
-            print(f"  {row['bet']:<28}{row['win']:>10.4%}{row['push']:>10.4%}{row['lose']:>10.4%}{row['rtp']:>10.4%}")
-        print()
+        if game == "blackjack":
+            report[game], lines = _blackjack(args.effects)
+        else:
+            rows = rtp.tables(game)
+            report[game] = {"bets": [_enumerated(game, r.as_dict()) for r in rows]}
+            lines = [f"  {'bet type':<28}{'win':>10}{'push':>10}{'lose':>10}{'RTP':>10}"] + [
+                f"  {r.bet:<28}{float(r.win):>10.4%}{float(r.push):>10.4%}{float(r.lose):>10.4%}{float(r.rtp):>10.4%}"
+                for r in rows]
+        seconds = round(time.perf_counter() - started, 2)
+        report[game]["seconds"] = seconds
+        how = "optimal play" if game == "blackjack" else "exhaustive enumeration"
+        text += [f"{game}  ({how}, {seconds} s)", *lines, ""]
+    print(json.dumps(report, indent=2) if args.json else "\n".join(text))
     return 0
+
+
+def _enumerated(game: str, row: dict[str, object]) -> dict[str, object]:
+    """A baccarat / Teen Patti row with the fields every `ledger rtp` row has."""
+    rtp = row["rtp"]
+    assert isinstance(rtp, float)
+    return {"ruleset_id": RULE_SET_OF[game], "bet_type": row["bet"], "rtp_percent": round(100 * rtp, 4),
+            "method": "exact, exhaustive enumeration of the shoe", **row}
+
+
+def _blackjack(effects: bool) -> tuple[dict[str, object], list[str]]:
+    """(JSON report, text lines): figures of every rule set, and with `effects` the rule flips."""
+    from domain.blackjack_rules import RULE_SETS
+    from ops import rtp_blackjack
+
+    figures = rtp_blackjack.all_figures()
+    lines = [f"  {'rule set':<24}{'bet type':<11}{'RTP':>10}  method"] + [
+        f"  {f.ruleset_id:<24}{f.bet_type:<11}{100 * f.rtp:>9.4f}%  {f.method}" for f in figures]
+    report: dict[str, object] = {"bets": [f.as_dict() for f in figures]}
+    if effects:
+        flips = {r.id: rtp_blackjack.rule_effects(r) for r in RULE_SETS}
+        for ruleset_id, changes in flips.items():
+            lines += ["", f"  {ruleset_id}: RTP change with one field flipped (shoe, percentage points)"]
+            lines += [f"    {e.field:<26}-> {e.value:<14}{e.delta_percent:>+9.4f}" for e in changes]
+        lines += ["", "  no effect on optimal play: "
+                  + "; ".join(f"{k} ({v})" for k, v in rtp_blackjack.NO_EFFECT.items())]
+        report.update(rule_effects={k: [vars(e) for e in v] for k, v in flips.items()},
+                      no_effect=rtp_blackjack.NO_EFFECT)
+    return report, lines
