@@ -5,14 +5,19 @@ Opened facts never change), so it folds every event first.
 
 status: open | paused | settled | reversed (settlement reversed, awaiting
 void or resettlement) | voided. A void that arrived before the round opened
-(tombstone) gives a row with NULL table and game.
+(tombstone) gives a row with NULL table and game. `studio_time` is the
+studio's time of the round's opening, in UTC (`studio_instant`), so rounds
+can be listed in the order and period the studio played them
+(`round_list_rows`, `ledger round list`).
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from domain.errors import require
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, Voided
-from projections.sql import Table
+from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, iso
 
 ROUNDS = Table(
@@ -22,10 +27,12 @@ ROUNDS = Table(
         ("round_id", "text"), ("table_id", "text"), ("round_no", "int"), ("game", "text"),
         ("ruleset_id", "text"), ("ruleset_version", "int"), ("currency", "text"), ("shoe_id", "text"),
         ("dealer_id", "text"), ("status", "text"), ("settlement_no", "int"), ("opened_at", "text"),
-        ("closed_at", "text"), ("opened_position", "int"),
+        ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"),
     ),
-    indexes=(("table_id", "round_no"),),
+    indexes=(("table_id", "round_no"), ("studio_time",)),
 )
+STATUSES = ("open", "paused", "settled", "reversed", "voided")
+LIST_LIMIT_MAX = 1_000_000
 
 _STATUS_BY_EVENT: dict[type, str] = {
     Paused: "paused",
@@ -34,6 +41,18 @@ _STATUS_BY_EVENT: dict[type, str] = {
     Settled: "settled",
     SettlementReversed: "reversed",
 }
+
+
+def studio_instant(studio_time: str) -> datetime:
+    """A stored studio time (ISO 8601 text) as an aware UTC datetime; a time
+    without an offset is read as UTC (the feed requires one)."""
+    at = datetime.fromisoformat(studio_time)
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def studio_text(at: datetime) -> str:
+    """The sortable text form of a UTC studio time (fixed width, microseconds)."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def round_row(rows: Rows, round_id: str) -> dict[str, Any] | None:
@@ -48,7 +67,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
             "game": ev.game, "ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
-            "opened_position": ev.position,
+            "opened_position": ev.position, "studio_time": studio_text(studio_instant(ev.studio_time)),
         })]
     row = round_row(rows, ev.aggregate_id)
     if row is None:  # tombstone void: the round never opened
@@ -65,9 +84,31 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     return [Put(ROUNDS.name, row)]
 
 
+def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = None) -> list[dict[str, Any]]:
+    """Rounds that opened (tombstones have no table or number and are left out), in
+    studio-time order, filtered by status, table and studio time [since, until)."""
+    require(status is None or status in STATUSES, f"unknown status {status!r}")
+    require(limit is None or 1 <= limit <= LIST_LIMIT_MAX, f"limit {limit} outside 1..{LIST_LIMIT_MAX}")
+    where, params = ["table_id IS NOT NULL"], []
+    for clause, value in (("status = ?", status), ("table_id = ?", table_id),
+                          ("studio_time >= ?", since and studio_text(since)),
+                          ("studio_time < ?", until and studio_text(until))):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    cols = ROUNDS.column_names
+    text = (f"SELECT {', '.join(cols)} FROM {ROUNDS.name} WHERE {' AND '.join(where)} "
+            "ORDER BY studio_time, table_id, round_no")
+    if limit is not None:
+        text += f" LIMIT {int(limit)}"
+    return [dict(zip(cols, r)) for r in db.query(text, params)]
+
+
 VIEW = View(
     name="rounds",
-    version=1,
+    version=2,  # 2: studio_time
     tables=(ROUNDS,),
     handles=frozenset({Opened, *_STATUS_BY_EVENT}),
     fold=fold,

@@ -1,4 +1,5 @@
-"""`ledger round show ID`: one round's events, cards, bets and settlement."""
+"""`ledger round show ID`: one round's events, cards, bets and settlement.
+`ledger round list`: rounds by status, table and studio time, from the `rounds` view."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,9 @@ from eventsourcing.application import AggregateNotFoundError
 from domain.money import format_minor
 from ledger.round import round_id_for
 from ledger.store import open_app
+from ops.commands.project import add_db_argument, open_views
+from ops.period import add_period_arguments
+from projections.rounds import LIST_LIMIT_MAX, STATUSES, round_list_rows
 
 REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
 COMMON = {"originator_id", "originator_version", "timestamp", "command_id", "studio_time"}
@@ -27,7 +31,59 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     show.add_argument("--json", action="store_true", help="machine-readable JSON")
     show.set_defaults(func=run_show)
+    listing = rsub.add_parser(
+        "list", help="rounds by status, table and studio time (one JSON object per line with --json)",
+        description=LIST_DESCRIPTION, epilog=LIST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    listing.add_argument("--status", choices=STATUSES, help="only rounds in this state now")
+    listing.add_argument("--table", metavar="T", help="only this table")
+    add_period_arguments(listing, "rounds opened (studio time)")
+    listing.add_argument("--limit", type=int, metavar="N", help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
+    add_db_argument(listing)
+    listing.add_argument("--json", action="store_true",
+                         help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
+    listing.set_defaults(func=run_list)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+LIST_DESCRIPTION = """\
+Rounds in the order the studio opened them (studio time, then table and
+number), from the `rounds` view (caught up first). Status is where a round
+stands now: open, paused, settled, reversed (a settlement reversed, waiting
+for its void or resettlement) or voided. A void that arrived before its round
+opened has no table or number and is not listed (`ledger refunds` shows it)."""
+LIST_EPILOG = """\
+Examples:
+  ledger round list --status voided
+  ledger round list --table bacc-1 --since 2026-11-21 --until 2026-11-22
+  ledger round list --status open --json | jq -r .round
+"""
+LIST_FIELDS = ("round", "round_id", "status", "game", "table_id", "round_no", "studio_time", "ruleset_id",
+               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at")
+
+
+def run_list(args: argparse.Namespace) -> int:
+    if args.limit is not None and not 1 <= args.limit <= LIST_LIMIT_MAX:
+        print(f"ledger round list: --limit must be 1..{LIST_LIMIT_MAX}, got {args.limit}", file=sys.stderr)
+        return 2
+    if args.since and args.until and args.since >= args.until:
+        print("ledger round list: --since must be before --until", file=sys.stderr)
+        return 2
+    with open_views(args.db) as views:
+        rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
+                               until=args.until, limit=args.limit)
+    listed = [{k: (f"{r['table_id']}#{r['round_no']}" if k == "round" else r[k]) for k in LIST_FIELDS} for r in rows]
+    if args.json:
+        sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
+        return 0
+    if not listed:
+        print("no rounds match", file=sys.stderr)
+        return 0
+    width = max(len(r["round"]) for r in listed)
+    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  round id")
+    for r in listed:
+        print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
+              f"{r['round_id']}")
+    return 0
 
 
 def parse_ref(ref: str) -> UUID:
