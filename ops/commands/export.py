@@ -1,0 +1,194 @@
+"""`ledger export dgoj`: Spain's DGOJ monitoring export (v3.3), one
+`RegistroOtrosJuegos` per player session at a live table (docs/dgoj.md)."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from domain.money import format_minor
+from ledger.eventlog import EventLog
+from ops.commands.project import add_db_argument
+from ops.period import add_period_arguments
+from projections.dgoj import (
+    SESSION_GAP_DEFAULT,
+    SESSION_GAP_MAX,
+    TEEN_PATTI_CHOICES,
+    TEEN_PATTI_DEFAULT,
+    ExportRules,
+    Session,
+    read_sessions,
+)
+from projections.dgoj_register import Plan, ensure, latest, plan, record
+from projections.dgoj_xml import ExportError, Header, fecha, render
+from projections.sql import Db
+
+DGOJ_DESCRIPTION = """\
+Write the DGOJ (Spain) monitoring batch, v3.3: a Lote with its Cabecera and one
+Registro xsi:type="RegistroOtrosJuegos" per player session: JuegoEnVivo S, the
+table as MesaId, stakes in Participacion, refunds of voided rounds in
+ParticipacionDevolucion, what settlements returned in Premios, Botes zero,
+PartidasJugadas; blackjack is BLJ, baccarat PUN. A session is a player's rounds
+at one table with no gap above --session-gap-minutes (studio time); it belongs
+to the period of its first bet, and is written once all its rounds are settled
+or voided (until then it is pending).
+
+Every record written is kept in the store's export register
+(proj_dgoj_register), so running the export again writes only what is new:
+sessions not sent yet, and for a session that changed since it was sent (a
+settlement reversed, then voided or resettled) a new record whose Rectificacion
+names the record it replaces. Teen Patti has no TipoJuego in v3.3: by default
+its sessions are left out and counted in the summary (--teen-patti)."""
+DGOJ_EPILOG = """\
+Exit status: 0 written, 2 could not run (bad arguments, store, or the batch is
+not valid against --xsd: then nothing is written and nothing registered).
+
+Examples:
+  ledger export dgoj --operator-id OP01 --store-id ALM1 --out lote.xml \\
+      --since 2026-11-21 --until 2026-11-22 --xsd DGOJ_Monitorizacion_3.3.xsd
+  ledger export dgoj --operator-id OP01 --store-id ALM1 --out preview.xml --no-register --json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="regulator exports (dgoj: Spain's monitoring batch v3.3)")
+    esub = p.add_subparsers(dest="export_format", metavar="FORMAT")
+    d = esub.add_parser("dgoj", help="Spain DGOJ monitoring batch v3.3 (RegistroOtrosJuegos per session)",
+                        description=DGOJ_DESCRIPTION, epilog=DGOJ_EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(d)
+    add_period_arguments(d, "sessions whose first bet is")
+    d.add_argument("--operator-id", required=True, metavar="ID", help="OperadorId (1..4 characters)")
+    d.add_argument("--store-id", required=True, metavar="ID", help="AlmacenId (1..10 characters)")
+    d.add_argument("--out", required=True, metavar="FILE.xml", help="where to write the batch")
+    d.add_argument("--lote-id", metavar="ID", help="LoteId (default OPERATOR-STORE-yyyymmddhhmmss, UTC now)")
+    d.add_argument("--xsd", metavar="PATH", help="validate against this XSD (the regulator's copy) before writing")
+    d.add_argument("--session-gap-minutes", type=float, default=SESSION_GAP_DEFAULT.total_seconds() / 60,
+                   metavar="M", help=f"a longer pause ends a session (default {SESSION_GAP_DEFAULT.seconds // 60})")
+    d.add_argument("--teen-patti", choices=TEEN_PATTI_CHOICES, default=TEEN_PATTI_DEFAULT,
+                   help="Teen Patti sessions: omit (default: left out, counted in the summary), or report them "
+                        "under TipoJuego COM or AZA")
+    d.add_argument("--no-register", action="store_true",
+                   help="a preview: write the file but do not record it (a later export sends the same again)")
+    d.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
+    d.set_defaults(func=run_dgoj)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _fail(message: str) -> int:
+    print(f"ledger export dgoj: {message}", file=sys.stderr)
+    return 2
+
+
+def run_dgoj(args: argparse.Namespace) -> int:
+    gap = timedelta(minutes=args.session_gap_minutes)
+    if not timedelta(0) < gap <= SESSION_GAP_MAX:
+        return _fail(f"--session-gap-minutes must be above 0 and at most {SESSION_GAP_MAX.days * 1440}")
+    if args.since and args.until and args.since >= args.until:
+        return _fail("--since must be before --until")
+    if args.xsd and not Path(args.xsd).is_file():
+        return _fail(f"no XSD at {args.xsd}")
+    now = datetime.now(UTC)
+    try:
+        header = Header(args.operator_id, args.store_id, args.lote_id or
+                        f"{args.operator_id}-{args.store_id}-{fecha(now)}")
+        return _export(args, ExportRules(gap, args.teen_patti), header, now)
+    except ExportError as exc:
+        return _fail(str(exc))
+
+
+def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: datetime) -> int:
+    log = EventLog.open(args.db)
+    db = Db.for_store(log.backend)
+    try:
+        if not args.no_register:
+            ensure(db)
+        exported = latest(db) if db.table_exists("proj_dgoj_register") else {}
+        todo = plan(read_sessions(log, rules), rules, exported, args.since, args.until)
+        xml = render(todo.entries, header, now)
+        if args.xsd:
+            errors = validate(xml, Path(args.xsd))
+            if errors:
+                return _fail(f"the batch is not valid against {args.xsd} ({len(errors)} errors; nothing written): "
+                             f"{errors[0]}")
+        _write_atomically(Path(args.out), xml)
+        if not args.no_register:
+            record(db, todo.entries, fecha(now), header.lote_id)
+    finally:
+        db.close()
+        log.close()
+    _print_summary(summary(todo, args, header), args.json)
+    return 0
+
+
+def validate(xml: bytes, xsd: Path) -> list[str]:
+    """Every way the batch breaks the XSD (xmlschema), one line each; empty when valid."""
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(xsd))
+    return [f"{e.reason} at {e.path}" for e in schema.iter_errors(io.BytesIO(xml))]
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """The whole file or none: written beside the target, then renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _money(sessions: list[Session]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for s in sessions:
+        for currency, (staked, refunded, won) in s.totals().items():
+            t = out.setdefault(currency, {"participacion_minor": 0, "devolucion_minor": 0, "premios_minor": 0})
+            t["participacion_minor"] += staked
+            t["devolucion_minor"] += refunded
+            t["premios_minor"] += won
+    return out
+
+
+def summary(todo: Plan, args: argparse.Namespace, header: Header) -> dict[str, Any]:
+    written = [e.session for e in todo.entries]
+    return {
+        "out": args.out, "lote_id": header.lote_id, "records": len(todo.entries),
+        "new": sum(1 for e in todo.entries if e.rectifies is None),
+        "rectifications": sum(1 for e in todo.entries if e.rectifies is not None),
+        "unchanged": len(todo.unchanged),
+        "pending": {"sessions": len(todo.pending), "rounds_open": sum(1 for s in todo.pending for p in s.plays
+                                                                      if not p.closed)},
+        "omitted": {"rule": f"teen-patti={args.teen_patti}", "sessions": len(todo.omitted),
+                    "rounds": sum(len(s.plays) for s in todo.omitted), "money": _money(todo.omitted)},
+        "totals": _money(written), "validated_against": args.xsd, "registered": not args.no_register,
+    }
+
+
+def _print_summary(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    print(f"wrote {info['out']}: batch {info['lote_id']}, {info['records']} records ({info['new']} new, "
+          f"{info['rectifications']} rectifications); {info['unchanged']} sessions already sent, unchanged")
+    for currency, t in sorted(info["totals"].items()):
+        print(f"  stakes {format_minor(t['participacion_minor'], currency)}, refunds "
+              f"{format_minor(t['devolucion_minor'], currency)}, returned {format_minor(t['premios_minor'], currency)}")
+    pending, omitted = info["pending"], info["omitted"]
+    if pending["sessions"]:
+        print(f"  pending: {pending['sessions']} sessions with {pending['rounds_open']} rounds not settled or "
+              "voided yet (a later export sends them)")
+    if omitted["sessions"]:
+        print(f"  left out ({omitted['rule']}): {omitted['sessions']} sessions, {omitted['rounds']} rounds")
+    if info["validated_against"]:
+        print(f"  valid against {info['validated_against']}")
+    if not info["registered"]:
+        print("  not registered (--no-register): a later export sends the same records again")

@@ -1,0 +1,111 @@
+"""The DGOJ export register: every record sent, so a later export knows what the
+regulator already has (docs/dgoj.md).
+
+`proj_dgoj_register` lives beside the views in the ledger's own database but is
+not a view: it records exports, which the events cannot tell, so `ledger
+project --rebuild` never touches it. One row per `RegistroOtrosJuegos`
+written: its `RegistroId`, the session, its `Fecha`, the batch (`LoteId`) and
+the session's canonical content when exported (`Session.content`).
+
+Planning an export against it (`plan`): a closed session never exported gets a
+new record (`seq` 0, `SesionNueva` S); one whose content changed since its
+latest record (a settlement reversed and resettled or voided, a late round, the
+session now complete) gets a rectifying record (`seq` n + 1, `SesionNueva` N)
+whose `Rectificacion` names the latest record of that session, the one it
+replaces; an unchanged one is not sent again, so an export can be re-run.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from domain.errors import require
+from projections.dgoj import ExportRules, Session
+from projections.sql import Db, Table
+
+REGISTER = Table(
+    "proj_dgoj_register",
+    key=("registro_id",),
+    columns=(
+        ("registro_id", "text"), ("sesion_id", "text"), ("seq", "int"), ("fecha", "text"), ("lote_id", "text"),
+        ("player_id", "text"), ("table_id", "text"), ("content", "text"),
+    ),
+    indexes=(("sesion_id", "seq"),),
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One `RegistroOtrosJuegos` to write."""
+
+    session: Session
+    game_type: str
+    registro_id: str
+    seq: int  # 0: the first record of the session; n: its n-th rectification
+    rectifies: tuple[str, str] | None  # (RegistroId, RegistroFecha) of the record it replaces
+
+
+@dataclass
+class Plan:
+    entries: list[Entry] = field(default_factory=list)
+    unchanged: list[Session] = field(default_factory=list)  # exported before, nothing new
+    pending: list[Session] = field(default_factory=list)  # a round not settled or voided yet
+    omitted: list[Session] = field(default_factory=list)  # no TipoJuego under the rules (Teen Patti: omit)
+
+
+def registro_id(sesion_id: str, seq: int) -> str:
+    """Unique per session and version, within DGOJ's 100 characters whatever the ids' length."""
+    return f"OJ-{hashlib.sha256(sesion_id.encode()).hexdigest()[:32]}-{seq}"
+
+
+def ensure(db: Db) -> None:
+    db.create(REGISTER)  # IF NOT EXISTS
+
+
+def latest(db: Db) -> dict[str, dict[str, object]]:
+    """sesion_id -> its latest record in the register."""
+    cols = REGISTER.column_names
+    out: dict[str, dict[str, object]] = {}
+    for values in db.query(f"SELECT {', '.join(cols)} FROM {REGISTER.name} ORDER BY sesion_id, seq"):
+        row = dict(zip(cols, values))
+        out[str(row["sesion_id"])] = row
+    return out
+
+
+def plan(sessions: list[Session], rules: ExportRules, exported: dict[str, dict[str, object]],
+         since: datetime | None = None, until: datetime | None = None) -> Plan:
+    """What to write for the sessions that started in [since, until) (module doc)."""
+    result = Plan()
+    for s in sessions:
+        if (since is not None and s.start < since) or (until is not None and s.start >= until):
+            continue
+        game_type = rules.game_type(s.game)
+        if game_type is None:
+            result.omitted.append(s)
+            continue
+        if not s.closed:
+            result.pending.append(s)
+            continue
+        before = exported.get(s.session_id)
+        if before is None:
+            result.entries.append(Entry(s, game_type, registro_id(s.session_id, 0), 0, None))
+        elif before["content"] == s.content(game_type):
+            result.unchanged.append(s)
+        else:
+            seq = int(str(before["seq"])) + 1
+            rectifies = (str(before["registro_id"]), str(before["fecha"]))
+            result.entries.append(Entry(s, game_type, registro_id(s.session_id, seq), seq, rectifies))
+    return result
+
+
+def record(db: Db, entries: list[Entry], fecha: str, lote_id: str) -> None:
+    """Note the written records, all or none; a RegistroId already there is refused
+    (a plain INSERT: the register is never rewritten)."""
+    require(len(fecha) == 14 and fecha.isdigit(), f"bad Fecha {fecha!r}")
+    rows = [(e.registro_id, e.session.session_id, e.seq, fecha, lote_id, e.session.player_id, e.session.table_id,
+             e.session.content(e.game_type)) for e in entries]
+    cols = REGISTER.column_names
+    with db.transaction():
+        db.executemany(f"INSERT INTO {REGISTER.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                       rows)
