@@ -158,10 +158,12 @@ class Session:
 
     def content(self, game_type: str) -> str:
         """What an exported record says about this session, canonically: a record
-        whose content changed since it was exported is rectified."""
+        whose content changed since it was exported is rectified. `complete` is left
+        out: a session sent as incomplete that then ends without another round or
+        another cent is not sent again."""
         return json.dumps({
             "player": self.player_id, "table": self.table_id, "type": game_type,
-            "start": self.start.isoformat(), "end": self.end.isoformat(), "complete": self.complete,
+            "start": self.start.isoformat(), "end": self.end.isoformat(),
             "rounds": [p.round_id for p in self.plays], "totals": self.totals()}, sort_keys=True)
 
 
