@@ -25,7 +25,7 @@ from projections.dgoj import (
     Session,
     read_sessions,
 )
-from projections.dgoj_register import Plan, ensure, latest, plan, record
+from projections.dgoj_register import REGISTER, Plan, ensure, latest, plan, record
 from projections.dgoj_xml import ExportError, Header, fecha, render
 from projections.sql import Db
 
@@ -109,7 +109,7 @@ def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: d
     try:
         if not args.no_register:
             ensure(db)
-        exported = latest(db) if db.table_exists("proj_dgoj_register") else {}
+        exported = latest(db) if db.table_exists(REGISTER.name) else {}
         todo = plan(read_sessions(log, rules), rules, exported, args.since, args.until)
         xml = render(todo.entries, header, now)
         if args.xsd:
