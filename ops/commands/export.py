@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from domain.errors import Refusal
 from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument
@@ -99,7 +100,7 @@ def run_dgoj(args: argparse.Namespace) -> int:
         header = Header(args.operator_id, args.store_id, args.lote_id or
                         f"{args.operator_id}-{args.store_id}-{fecha(now)}")
         return _export(args, ExportRules(gap, args.teen_patti), header, now)
-    except ExportError as exc:
+    except (ExportError, Refusal) as exc:  # a refused store URL is a Refusal
         return _fail(str(exc))
 
 
@@ -117,9 +118,16 @@ def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: d
             if errors:
                 return _fail(f"the batch is not valid against {args.xsd} ({len(errors)} errors; nothing written): "
                              f"{errors[0]}")
-        _write_atomically(Path(args.out), xml)
+        try:
+            _write_atomically(Path(args.out), xml)
+        except OSError as exc:
+            return _fail(f"cannot write {args.out}: {exc.strerror or exc}; nothing registered")
         if not args.no_register:
-            record(db, todo.entries, fecha(now), header.lote_id)
+            try:
+                record(db, todo.entries, fecha(now), header.lote_id)
+            except Exception as exc:  # the file is out: say so in one line, the next export resends
+                return _fail(f"{args.out} was written but the register could not record it ({exc}); "
+                             "the next export sends these records again")
     finally:
         db.close()
         log.close()

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
+from domain.errors import Refusal
 from domain.money import format_minor
 from ledger.round import round_id_for
 from ledger.store import open_app
@@ -68,9 +69,13 @@ def run_list(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since >= args.until:
         print("ledger round list: --since must be before --until", file=sys.stderr)
         return 2
-    with open_views(args.db) as views:
-        rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
-                               until=args.until, limit=args.limit)
+    try:
+        with open_views(args.db) as views:
+            rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
+                                   until=args.until, limit=args.limit)
+    except Refusal as exc:  # a refused store URL
+        print(f"ledger round list: {exc}", file=sys.stderr)
+        return 2
     listed = [{k: (f"{r['table_id']}#{r['round_no']}" if k == "round" else r[k]) for k in LIST_FIELDS} for r in rows]
     if args.json:
         sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)

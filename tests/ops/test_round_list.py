@@ -92,6 +92,9 @@ def test_table_for_people_and_refused_arguments(store, capsys) -> None:
     assert main(["round", "list", "--db", store, "--limit", "0"]) == 2
     assert "--limit" in capsys.readouterr().err
     assert main(["round", "list", "--db", store, "--since", "2026-11-22", "--until", "2026-11-21"]) == 2
+    assert capsys.readouterr().err == "ledger round list: --since must be before --until\n"
+    assert main(["round", "list", "--db", "foo://nowhere"]) == 2
+    assert capsys.readouterr().err.startswith("ledger round list: bad_db_url")
     with pytest.raises(SystemExit) as exit_:
         main(["round", "list", "--db", store, "--since", "yesterday"])
     assert exit_.value.code == 2

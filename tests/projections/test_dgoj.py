@@ -251,7 +251,8 @@ def test_invalid_batch_writes_nothing_and_registers_nothing(day, tmp_path, capsy
     assert "not valid against" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
     assert export(day, out, capsys)["new"] > 0  # nothing was registered by the failed run
-    for bad in (["--operator-id", "TOOLONG"], ["--session-gap-minutes", "0"], ["--xsd", str(tmp_path / "no.xsd")]):
+    for bad in (["--operator-id", "TOOLONG"], ["--session-gap-minutes", "0"], ["--xsd", str(tmp_path / "no.xsd")],
+                ["--out", str(tmp_path / "no-such-dir" / "x.xml")], ["--db", "foo://nowhere"]):
         args = ["export", "dgoj", "--db", day, "--operator-id", "OP01", "--store-id", "ALM1", "--out", str(out)]
         assert main(args + bad) == 2, bad
         assert capsys.readouterr().err.startswith("ledger export dgoj: ")
