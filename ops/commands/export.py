@@ -7,7 +7,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -144,14 +143,15 @@ def validate(xml: bytes, xsd: Path) -> list[str]:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """The whole file or none: written beside the target, then renamed over it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+    """The whole file or none: written beside the target (mode from the umask, as any
+    new file), then renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "xb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
