@@ -7,12 +7,13 @@ project --rebuild` never touches it. One row per `RegistroOtrosJuegos`
 written: its `RegistroId`, the session, its `Fecha`, the batch (`LoteId`) and
 the session's canonical content when exported (`Session.content`).
 
-Planning an export against it (`plan`): a closed session never exported gets a
-new record (`seq` 0, `SesionNueva` S); one whose content changed since its
+Planning an export against it (`plan`): a closed session of the period never
+exported gets a new record (`seq` 0, `SesionNueva` S); one whose content changed since its
 latest record (a settlement reversed and resettled or voided, a late round, the
 session now complete) gets a rectifying record (`seq` n + 1, `SesionNueva` N)
 whose `Rectificacion` names the latest record of that session, the one it
-replaces; an unchanged one is not sent again, so an export can be re-run.
+replaces, whatever the export's period; an unchanged one is not sent again, so
+an export can be re-run.
 """
 from __future__ import annotations
 
@@ -75,10 +76,14 @@ def latest(db: Db) -> dict[str, dict[str, object]]:
 
 def plan(sessions: list[Session], rules: ExportRules, exported: dict[str, dict[str, object]],
          since: datetime | None = None, until: datetime | None = None) -> Plan:
-    """What to write for the sessions that started in [since, until) (module doc)."""
+    """What to write: the sessions that started in [since, until) and were never sent,
+    and, whatever their period, the sent sessions whose content changed since (a
+    correction goes out with the next export, not only with one of its own period)."""
     result = Plan()
     for s in sessions:
-        if (since is not None and s.start < since) or (until is not None and s.start >= until):
+        before = exported.get(s.session_id)
+        in_period = not ((since is not None and s.start < since) or (until is not None and s.start >= until))
+        if not in_period and before is None:
             continue
         game_type = rules.game_type(s.game)
         if game_type is None:
@@ -87,7 +92,6 @@ def plan(sessions: list[Session], rules: ExportRules, exported: dict[str, dict[s
         if not s.closed:
             result.pending.append(s)
             continue
-        before = exported.get(s.session_id)
         if before is None:
             result.entries.append(Entry(s, game_type, registro_id(s.session_id, 0), 0, None))
         elif before["content"] == s.content(game_type):

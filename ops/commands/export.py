@@ -41,11 +41,12 @@ or voided (until then it is pending).
 
 Every record written is kept in the store's export register
 (proj_dgoj_register), so running the export again writes only what is new:
-sessions not sent yet, and for a session that changed since it was sent (a
-settlement reversed, then voided or resettled) a new record whose Rectificacion
-names the record it replaces. Teen Patti has no TipoJuego in v3.3: by default
+sessions of the period not sent yet, and, whatever its period, for a session
+that changed since it was sent (a settlement reversed and the round voided) a
+new record whose Rectificacion names the record it replaces. Teen Patti has no TipoJuego in v3.3: by default
 its sessions are left out and counted in the summary (--teen-patti)."""
 DGOJ_EPILOG = """\
+Sessions, money, field map and the register: docs/dgoj.md.
 Exit status: 0 written, 2 could not run (bad arguments, store, or the batch is
 not valid against --xsd: then nothing is written and nothing registered).
 

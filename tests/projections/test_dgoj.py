@@ -203,7 +203,7 @@ def test_reversal_after_an_export_is_rectified_once(day, tmp_path, capsys, xmlsc
                             "round_no": round_no, "studio_time": "2026-11-22T09:00:00.000+00:00",
                             "by": "sup-1", "reason": "dealer misread the third card", "then": "void"}).encode()])
     app.close()
-    info = export(day, tmp_path / "b.xml", capsys)
+    info = export(day, tmp_path / "b.xml", capsys, "--since", "2026-11-22")  # the next day's export carries it
     assert_valid(tmp_path / "b.xml", xmlschema_schema, lxml_schema)
     rects = records(tmp_path / "b.xml")
     # One rectifying record per player of that round (each in one session), nothing else sent again.
@@ -222,8 +222,9 @@ def test_reversal_after_an_export_is_rectified_once(day, tmp_path, capsys, xmlsc
     now = by_player_table([r for r in first if r["session"] not in {x["session"] for x in rects}] + rects)
     assert now == {k: {f: v[f] for f in ("staked", "refunded", "won", "rounds")}
                    for k, v in recall.items() if v["game"] != "teen-patti"}
-    # Nothing new: nothing sent again.
+    # Nothing new: nothing sent again, in any period.
     assert export(day, tmp_path / "c.xml", capsys)["records"] == 0 and records(tmp_path / "c.xml") == []
+    assert export(day, tmp_path / "d.xml", capsys, "--since", "2026-11-22")["records"] == 0
 
 
 def test_teen_patti_under_a_named_code_and_the_period(day, tmp_path, capsys, xmlschema_schema, lxml_schema) -> None:
