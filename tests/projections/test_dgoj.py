@@ -29,10 +29,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def find_xsd() -> Path:
-    """The regulator's schema from shared/ (beside the clone in CI, above a worktree here);
+    """The regulator's schema: the copy in ops/schemas/, else shared/ above the checkout;
     LEDGER_DGOJ_XSD overrides. Missing is a failure, never a skip."""
     if os.environ.get("LEDGER_DGOJ_XSD"):
         return Path(os.environ["LEDGER_DGOJ_XSD"])
+    bundled = ROOT / "ops" / "schemas" / XSD_NAME  # the copy shipped with the code (a fresh clone has it)
+    if bundled.is_file():
+        return bundled
     for parent in ROOT.parents:
         candidate = parent / "shared" / "schemas" / "es-dgoj" / XSD_NAME
         if candidate.is_file():
