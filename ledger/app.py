@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
@@ -51,7 +51,7 @@ from ledger.commands import (
 )
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
-from ledger.shards import can_fork, ingest_sharded
+from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
 
 A = TypeVar("A", bound=LedgerAggregate)
@@ -167,19 +167,30 @@ class LedgerApp(Application):
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
         batch commits (progress). `workers` > 1 splits the tables over that many processes
-        (ledger/shards.py: the feed is read in full first; per table the order is the feed's)."""
-        require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
+        (ledger/shards.py; per table the order is the feed's). Results in feed order."""
         if workers > 1 and can_fork():
+            require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
             return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
+        for batch_results in self.ingest_batches(raws, batch_size):
+            results.extend(batch_results)
+            if on_batch is not None:
+                on_batch(batch_results)
+        return results
+
+    def ingest_batches(self, raws: Iterable[Raw], batch_size: int = BATCH_SIZE_DEFAULT,
+                       workers: int = 1) -> Iterator[list[Result]]:
+        """Each batch's results as it commits, keeping none: memory stays flat however long
+        the feed. With workers > 1, in commit order (per table, the feed's order)."""
+        require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
+        if workers > 1 and can_fork():
+            for _, batch_results in sharded_batches(self, raws, batch_size, workers):
+                yield batch_results
+            return
         with collector_spared() as after_batch:
             for batch in batches(raws, batch_size):
-                batch_results = self.run_batch(batch)
-                results.extend(batch_results)
-                if on_batch is not None:
-                    on_batch(batch_results)
+                yield self.run_batch(batch)
                 after_batch()
-        return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
         found: Round = self.repository.get(round_id, version=version)
