@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import DataError, RecordConflictError
+from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -53,6 +53,7 @@ from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRo
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
+from ledger.startup import tables_created_alone
 
 A = TypeVar("A", bound=LedgerAggregate)
 __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
@@ -155,6 +156,11 @@ class LedgerApp(Application):
     # are. No deepcopy from the cache: a refused command never changes an aggregate
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        """The library's recorder; on PostgreSQL its tables are created by one process at a time."""
+        with tables_created_alone(self.env):
+            return super().construct_recorder()
 
     # ------------------------------------------------------------ public API
 
