@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
 from pydantic import ValidationError
 
@@ -393,17 +393,18 @@ class UnitOfWork:
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id, aggregate in self.aggregates.items():
-                if aggregate.version > 0:  # a new round whose command was refused stays unknown
+                if isinstance(aggregate, Round) and aggregate.is_closed:
+                    # Done with: a late command reads it from the store. Caching only live rounds
+                    # keeps ingest's memory flat however many rounds a feed holds.
+                    _evict(cache, aggregate_id)
+                elif aggregate.version > 0:  # a new round whose command was refused stays unknown
                     cache.put(aggregate_id, aggregate)
 
     def evict(self) -> None:
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id in self.aggregates:
-                try:
-                    cache.get(aggregate_id, evict=True)
-                except KeyError:
-                    pass
+                _evict(cache, aggregate_id)
 
     # -- one command
 
@@ -546,6 +547,13 @@ class UnitOfWork:
             status="refused", command_id=ids[0], code=refusal.code, message=refusal.message,
             round_id=round_id, events=events,
         )
+
+
+def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:
+    try:
+        cache.get(aggregate_id, evict=True)
+    except KeyError:
+        pass
 
 
 def _as(kind: type[A], found: object) -> A:

@@ -78,7 +78,7 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     plan = _plan(log, start, stop)
     n = _worker_count(workers, sum(events for events, _ in plan.values()), len(plan))
     outcome = RangeReplay(workers=n)
-    for chunk in _completed_rounds(log, plan, progress):
+    for chunk in _completed_rounds(log, plan, CHUNK_EVENTS * n, progress):
         outcome.add(replay_rounds(log, chunk) if n == 1 or len(chunk) < n else _replay_forked(log, _blocks(chunk, n)))
     # Rounds complete out of order; the findings go back in their rounds' first-event order.
     ordered = sorted(zip(outcome.round_starts, range(len(outcome.findings)), outcome.findings))
@@ -87,7 +87,7 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     return outcome
 
 
-CHUNK_EVENTS = 40_000  # events of completed rounds replayed at once (with workers: one fork per chunk)
+CHUNK_EVENTS = 5_000  # events of completed rounds replayed at once, per worker (with workers: one fork per chunk)
 
 
 def _key(n: Notification) -> Any:
@@ -114,7 +114,7 @@ def _plan(log: EventLog, start: int, stop: int | None) -> dict[Any, tuple[int, i
     return {key: (entry[0], entry[1]) for key, entry in seen.items() if entry[2]}
 
 
-def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]],
+def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]], chunk_events_max: int,
                       progress: Callable[[int], Any] | None) -> Iterator[list[Rows]]:
     """Pass 2: the wanted rounds' rows, each yielded with its round complete, in chunks."""
     open_rounds: dict[Any, Rows] = {}
@@ -131,9 +131,9 @@ def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]],
             if n.id == entry[1]:  # its last event: complete
                 chunk.append(open_rounds.pop(key))
                 chunk_events += len(events)
-        if chunk_events >= CHUNK_EVENTS:
-            yield chunk
-            chunk, chunk_events = [], 0
+                if chunk_events >= chunk_events_max:
+                    yield chunk
+                    chunk, chunk_events = [], 0
     if chunk:
         yield chunk
 
