@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import RecordConflictError
+from eventsourcing.application import AggregateNotFoundError, Application, Cache
+from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -51,14 +51,16 @@ from ledger.commands import (
 )
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
-from ledger.shards import can_fork, ingest_sharded
+from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
+from ledger.startup import tables_created_alone
 
 A = TypeVar("A", bound=LedgerAggregate)
 __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
 
 BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a 500-command batch writes ~20% less per command than 200
 BATCH_SIZE_MAX = 10_000
+UNSTORABLE = (DataError, OverflowError, UnicodeError)  # a value the store cannot hold: one command's fault
 
 
 def payload_hash(cmd: Command) -> str:
@@ -81,20 +83,43 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+PAYLOAD_STORED_MAX = 65_536  # characters of a refused line kept in the rejections log
+INT64_MAX = 2**63 - 1
+
+
+def storable(text: str) -> str:
+    """`text` as every store can hold it: a NUL (PostgreSQL text refuses it) and lone
+    surrogates (not encodable as UTF-8) are written as backslash escapes."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    return text
+
+
 def _raw_text(raw: Raw) -> str:
+    """A refused line as text for the rejections log: bytes that are not UTF-8 kept as
+    escapes (the evidence stays readable), a very long line cut with a note of its length."""
     if isinstance(raw, bytes):
-        return raw.decode("utf-8", errors="replace")
-    return raw if isinstance(raw, str) else raw.model_dump_json()
+        text = raw.decode("utf-8", errors="backslashreplace")
+    else:
+        text = raw if isinstance(raw, str) else raw.model_dump_json()
+    if len(text) > PAYLOAD_STORED_MAX:
+        text = text[:PAYLOAD_STORED_MAX] + f"... [cut: {len(text)} characters in all]"
+    return storable(text)
 
 
 Ids = tuple[str | None, str | None, int | None, str | None]  # command_id, table_id, round_no, type
 
 
 def _peek(raw: Raw) -> Ids:
-    """Best-effort ids from a command that failed validation, for the rejections log."""
+    """Best-effort ids from a command that failed validation, for the rejections log.
+    Any input at all: too deep, not JSON, ids the store cannot hold give no id."""
     try:
         data = json.loads(raw) if isinstance(raw, (bytes, str)) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         data = None
     if not isinstance(data, dict):
         return (None, None, None, None)
@@ -103,12 +128,14 @@ def _peek(raw: Raw) -> Ids:
 
 def _field(data: dict[str, object], key: str) -> str | None:
     value = data.get(key)
-    return value[:128] if isinstance(value, str) else None
+    return storable(value[:128]) if isinstance(value, str) else None
 
 
 def _number(data: dict[str, object], key: str) -> int | None:
     value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool) and -INT64_MAX <= value <= INT64_MAX:
+        return value
+    return None  # beyond a 64-bit column: the payload keeps it
 
 
 @runtime_checkable
@@ -130,6 +157,11 @@ class LedgerApp(Application):
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
 
+    def construct_recorder(self) -> ApplicationRecorder:
+        """The library's recorder; on PostgreSQL its tables are created by one process at a time."""
+        with tables_created_alone(self.env):
+            return super().construct_recorder()
+
     # ------------------------------------------------------------ public API
 
     def handle(self, cmd: Raw) -> Result:
@@ -141,19 +173,30 @@ class LedgerApp(Application):
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
         batch commits (progress). `workers` > 1 splits the tables over that many processes
-        (ledger/shards.py: the feed is read in full first; per table the order is the feed's)."""
-        require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
+        (ledger/shards.py; per table the order is the feed's). Results in feed order."""
         if workers > 1 and can_fork():
+            require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
             return ingest_sharded(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
+        for batch_results in self.ingest_batches(raws, batch_size):
+            results.extend(batch_results)
+            if on_batch is not None:
+                on_batch(batch_results)
+        return results
+
+    def ingest_batches(self, raws: Iterable[Raw], batch_size: int = BATCH_SIZE_DEFAULT,
+                       workers: int = 1) -> Iterator[list[Result]]:
+        """Each batch's results as it commits, keeping none: memory stays flat however long
+        the feed. With workers > 1, in commit order (per table, the feed's order)."""
+        require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
+        if workers > 1 and can_fork():
+            for _, batch_results in sharded_batches(self, raws, batch_size, workers):
+                yield batch_results
+            return
         with collector_spared() as after_batch:
             for batch in batches(raws, batch_size):
-                batch_results = self.run_batch(batch)
-                results.extend(batch_results)
-                if on_batch is not None:
-                    on_batch(batch_results)
+                yield self.run_batch(batch)
                 after_batch()
-        return results
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
         found: Round = self.repository.get(round_id, version=version)
@@ -200,6 +243,12 @@ class LedgerApp(Application):
                 return [self._conflict(parsed[0])]
             # Someone else wrote in between: rerun one command at a time on fresh state.
             return [r for raw in raws for r in self.run_batch([raw])]
+        except UNSTORABLE as err:
+            unit.evict()
+            if len(raws) == 1:
+                return [self._unstorable(raws[0], err)]
+            # One command the store cannot hold must not cost the batch: find it alone.
+            return [r for raw in raws for r in self.run_batch([raw])]
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
@@ -234,7 +283,17 @@ class LedgerApp(Application):
         except ValidationError as err:
             if err.errors() and err.errors()[0]["type"] == "json_invalid":
                 return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-            return Refusal(RefusalCode.BAD_COMMAND, describe_validation_error(err))
+            return Refusal(RefusalCode.BAD_COMMAND, storable(describe_validation_error(err)))
+        except (ValueError, RecursionError, UnicodeError) as err:  # a str the parser cannot take (e.g. surrogates)
+            return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {type(err).__name__}")
+
+    def _unstorable(self, raw: Raw, err: BaseException) -> Result:
+        """Last resort for a command that passed every check but that the store refused
+        (every known case is refused earlier): a `bad_command` refusal, kept in the log."""
+        unit = UnitOfWork(self, {})
+        result = unit.apply(Refusal(RefusalCode.BAD_COMMAND, f"the store cannot hold this command: {err}"), raw)
+        unit.save()
+        return result
 
     def _conflict(self, cmd: Command | Refusal) -> Result:
         message = "another writer changed this round first; nothing was recorded, retry the command"
@@ -334,17 +393,18 @@ class UnitOfWork:
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id, aggregate in self.aggregates.items():
-                if aggregate.version > 0:  # a new round whose command was refused stays unknown
+                if isinstance(aggregate, Round) and aggregate.is_closed:
+                    # Done with: a late command reads it from the store. Caching only live rounds
+                    # keeps ingest's memory flat however many rounds a feed holds.
+                    _evict(cache, aggregate_id)
+                elif aggregate.version > 0:  # a new round whose command was refused stays unknown
                     cache.put(aggregate_id, aggregate)
 
     def evict(self) -> None:
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate_id in self.aggregates:
-                try:
-                    cache.get(aggregate_id, evict=True)
-                except KeyError:
-                    pass
+                _evict(cache, aggregate_id)
 
     # -- one command
 
@@ -480,12 +540,20 @@ class UnitOfWork:
                 events: tuple[str, ...] = ()) -> Result:
         ids = (cmd.command_id, cmd.table_id, cmd.round_no, cmd.type) if cmd is not None else _peek(raw)
         self.rows.rejections.append(
-            RejectionRow(*ids, code=refusal.code, message=refusal.message, payload=_raw_text(raw), received_at=_now())
+            RejectionRow(*ids, code=refusal.code, message=storable(refusal.message), payload=_raw_text(raw),
+                         received_at=_now())
         )
         return Result(
             status="refused", command_id=ids[0], code=refusal.code, message=refusal.message,
             round_id=round_id, events=events,
         )
+
+
+def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:
+    try:
+        cache.get(aggregate_id, evict=True)
+    except KeyError:
+        pass
 
 
 def _as(kind: type[A], found: object) -> A:

@@ -2,9 +2,11 @@
 
 Checking a command is Python work, so one process uses one core. Everything a
 command touches belongs to one table (its round, the table's shoes), so the
-tables can be checked apart: each table goes whole to one shard, and each shard is ingested in feed order by its own worker process with its
-own `LedgerApp` and store connections, in batches, exactly as `LedgerApp.ingest`
-does. Tables are dealt to shards by their command counts, so the workers finish together. Per table, the order of commands, events and results is the feed's.
+tables can be checked apart: each table goes whole to one shard, and each shard
+is ingested in feed order by its own worker process with its own `LedgerApp` and
+store connections, in batches, exactly as `LedgerApp.ingest` does. A table goes
+to a shard when it is first seen (Router). Per table, the order of commands,
+events and results is the feed's.
 
 What changes with several workers:
 - the interleaving of different tables' events in the store's global order (the
@@ -15,8 +17,9 @@ What changes with several workers:
   and a retry is refused), but which of the two wins is the first to commit, not
   necessarily the first in the feed.
 
-The feed is read in full before the workers start (a live stream is ingested
-with one worker). The parent process only routes and collects: it touches no
+The feed is read as it comes and handed on in batches (memory stays flat in the
+feed's length); a worker's batch waits until it is full, so a slow live stream
+is better ingested with one worker. The parent process only routes and collects: it touches no
 aggregate and writes nothing; its aggregate cache is cleared afterwards, since
 the workers changed the rounds behind it.
 """
@@ -26,7 +29,7 @@ import json
 import multiprocessing
 import os
 import queue as queue_errors
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import Any, Protocol
@@ -34,10 +37,11 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from domain.errors import require
-from ledger.batching import Raw, Result, batches, collector_spared
+from ledger.batching import Raw, Result, collector_spared
 
 WORKERS_MAX = 16
 POLL_S = 0.5  # how often the parent checks that every worker is still alive
+INBOX_BATCHES = 4  # batches waiting per worker: enough to keep it busy, few enough to bound memory
 
 
 class Ingester(Protocol):
@@ -54,6 +58,7 @@ class Ingester(Protocol):
     def close(self) -> None: ...
 
 
+Batch = tuple[list[int], list[Raw]]  # feed positions and their raw commands
 Message = tuple[str, list[int] | None, Any]  # ("batch", positions, results) | ("error", None, text) | ("done", None, None)
 
 
@@ -102,22 +107,32 @@ def table_of(raw: Raw) -> str:
     return value if isinstance(value, str) else ""
 
 
-def split(raws: Sequence[Raw], shards: int) -> list[list[tuple[int, Raw]]]:
-    """(feed position, raw) per shard, in feed order. Every table goes whole to one shard;
-    the tables are dealt largest first to the shard with the fewest commands so far, so
-    the workers finish together (ties by table id: the same feed splits the same way)."""
-    tables = [table_of(raw) for raw in raws]
-    sizes: dict[str, int] = {}
-    for t in tables:
-        sizes[t] = sizes.get(t, 0) + 1
-    load = [0] * shards
-    home: dict[str, int] = {}
-    for t in sorted(sizes, key=lambda t: (-sizes[t], t)):
-        home[t] = min(range(shards), key=lambda k: (load[k], k))
-        load[home[t]] += sizes[t]
+class Router:
+    """Which shard each table goes to, decided when the table is first seen (a stream is
+    never read ahead): the shard with the fewest commands routed so far (ties: the lowest),
+    so the tables of a studio feed, which all start early, are dealt round-robin and the
+    workers finish together. The same feed is always routed the same way."""
+
+    def __init__(self, shards: int) -> None:
+        self.load = [0] * shards
+        self.home: dict[str, int] = {}
+
+    def route(self, raw: Raw) -> int:
+        table = table_of(raw)
+        k = self.home.get(table)
+        if k is None:
+            k = self.home[table] = min(range(len(self.load)), key=lambda i: (self.load[i], i))
+        self.load[k] += 1
+        return k
+
+
+def split(raws: Iterable[Raw], shards: int) -> list[list[tuple[int, Raw]]]:
+    """(feed position, raw) per shard, in feed order, as the workers get them: every table
+    goes whole to one shard (Router)."""
+    router = Router(shards)
     out: list[list[tuple[int, Raw]]] = [[] for _ in range(shards)]
-    for i, (raw, t) in enumerate(zip(raws, tables)):
-        out[home[t]].append((i, raw))
+    for i, raw in enumerate(raws):
+        out[router.route(raw)].append((i, raw))
     return out
 
 
@@ -125,64 +140,125 @@ def ingest_sharded(app: Ingester, raws: Iterable[Raw], batch_size: int, workers:
                    on_batch: Callable[[list[Result]], None] | None = None) -> list[Result]:
     """`LedgerApp.ingest` over `workers` processes (see the module doc). Results come back
     in feed order; `on_batch` sees each batch as it commits, in commit order."""
+    results: dict[int, Result] = {}
+    for positions, batch in sharded_batches(app, raws, batch_size, workers):
+        results.update(zip(positions, batch))
+        if on_batch is not None:
+            on_batch(batch)
+    return [results[i] for i in range(len(results))]
+
+
+def sharded_batches(app: Ingester, raws: Iterable[Raw], batch_size: int,
+                    workers: int) -> Iterator[tuple[list[int], list[Result]]]:
+    """(feed positions, results) of each batch as a worker commits it. The feed is read as
+    it comes: a worker's inbox holds a few batches at most, so memory does not grow with
+    the feed. A failed worker stops the routing; what was committed stays; ShardFailed."""
     require(2 <= workers <= WORKERS_MAX, f"workers must be 2..{WORKERS_MAX}, got {workers}")
-    items = list(raws)
-    shards = [s for s in split(items, workers) if s]
-    results: list[Result | None] = [None] * len(items)
     ctx = multiprocessing.get_context("fork")  # the workers inherit the code; each opens its own store
     channel: Queue[Message] = ctx.Queue()
-    procs = [
-        ctx.Process(target=_work, args=(type(app), app.env, shard, batch_size, channel), daemon=True)
-        for shard in shards
-    ]
+    inboxes: list[Queue[Batch | None]] = [ctx.Queue(maxsize=INBOX_BATCHES) for _ in range(workers)]
+    procs = [ctx.Process(target=_work, args=(type(app), app.env, inbox, channel), daemon=True) for inbox in inboxes]
     for p in procs:
         p.start()
+    run = _Run(channel, procs)
     try:
-        errors = _collect(channel, procs, results, on_batch)
+        yield from _route(run, inboxes, raws, batch_size)
+        for k, inbox in enumerate(inboxes):  # after a failure too: the others finish what they hold
+            yield from run.send(k, inbox, None)
+        yield from run.drain_until_done()
     finally:
         for p in procs:
             p.join(timeout=60)
         app.forget_cached()  # the workers moved these rounds on
-    if errors:
-        raise ShardFailed("; ".join(errors))
-    return [r for r in results if r is not None]  # every position is filled when no worker failed
+    if run.errors:
+        raise ShardFailed("; ".join(run.errors))
 
 
-def _collect(channel: Queue[Message], procs: Sequence[BaseProcess], results: list[Result | None],
-             on_batch: Callable[[list[Result]], None] | None) -> list[str]:
-    done = 0
-    errors: list[str] = []
-    while done < len(procs):
+def _route(run: _Run, inboxes: Sequence[Queue[Batch | None]], raws: Iterable[Raw],
+           batch_size: int) -> Iterator[tuple[list[int], list[Result]]]:
+    router = Router(len(inboxes))
+    pending: list[Batch] = [([], []) for _ in inboxes]
+    for i, raw in enumerate(raws):
+        k = router.route(raw)
+        pending[k][0].append(i)
+        pending[k][1].append(raw)
+        if len(pending[k][0]) >= batch_size:
+            yield from run.send(k, inboxes[k], pending[k])
+            pending[k] = ([], [])
+        if run.errors:
+            return  # stop reading the feed
+    for k, batch in enumerate(pending):
+        if batch[0]:
+            yield from run.send(k, inboxes[k], batch)
+
+
+class _Run:
+    """The parent's side: batches out to the workers' inboxes, results in from the channel."""
+
+    def __init__(self, channel: Queue[Message], procs: Sequence[BaseProcess]) -> None:
+        self.channel, self.procs = channel, procs
+        self.errors: list[str] = []
+        self.done = 0
+
+    def send(self, k: int, inbox: Queue[Batch | None], batch: Batch | None) -> Iterator[tuple[list[int], list[Result]]]:
+        """Put `batch` in worker k's `inbox`, collecting results while the inbox is full."""
+        while self.procs[k].exitcode is None:
+            try:
+                inbox.put(batch, timeout=POLL_S)
+                break
+            except queue_errors.Full:
+                yield from self.receive(block=False)
+        yield from self.receive(block=False)
+
+    def drain_until_done(self) -> Iterator[tuple[list[int], list[Result]]]:
+        while self.done < len(self.procs) and any(p.exitcode is None for p in self.procs):
+            yield from self.receive(block=True)
+        yield from self.receive(block=False)  # what the last workers sent before they exited
+
+    def receive(self, block: bool) -> Iterator[tuple[list[int], list[Result]]]:
+        while True:
+            try:
+                kind, positions, payload = self.channel.get(timeout=POLL_S) if block else self.channel.get_nowait()
+            except queue_errors.Empty:
+                self._note_deaths()
+                return
+            if kind == "batch" and positions is not None:
+                yield positions, payload
+            else:
+                self.done += 1
+                if kind == "error":
+                    self.errors.append(payload)
+            if block:
+                return
+
+    def _note_deaths(self) -> None:
+        """A worker killed without a word (no "error" message): say so once."""
+        dead = [p for p in self.procs if p.exitcode not in (None, 0)]
+        if dead and self.channel.empty() and not any("died" in e for e in self.errors):
+            self.errors.append(f"{len(dead)} ingest worker(s) died (exit codes {[p.exitcode for p in dead]})")
+
+
+def _next(inbox: Queue[Batch | None]) -> Batch | None:
+    """The next batch; None at the end, or when the parent died (a kill -9 leaves no one to wait for)."""
+    parent = os.getppid()
+    while True:
         try:
-            kind, positions, payload = channel.get(timeout=POLL_S)
+            return inbox.get(timeout=POLL_S)
         except queue_errors.Empty:
-            dead = [p for p in procs if p.exitcode not in (None, 0)]
-            if dead and channel.empty():
-                errors.append(f"{len(dead)} ingest worker(s) died (exit codes {[p.exitcode for p in dead]})")
-                return errors
-            continue
-        if kind == "batch" and positions is not None:
-            for i, result in zip(positions, payload):
-                results[i] = result
-            if on_batch is not None:
-                on_batch(payload)
-        else:
-            done += 1
-            if kind == "error":
-                errors.append(payload)
-    return errors
+            if os.getppid() != parent:
+                return None
 
 
-def _work(make: Callable[..., Ingester], env: Mapping[str, str], shard: list[tuple[int, Raw]], batch_size: int,
+def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Batch | None],
           channel: Queue[Message]) -> None:
     try:
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
         app = make(env={**env, "CREATE_TABLE": "no"})
         try:
             with collector_spared() as after_batch:
-                for batch in batches(shard, batch_size):
-                    results = app.run_batch([raw for _, raw in batch])
-                    channel.put(("batch", [i for i, _ in batch], results))
+                while (batch := _next(inbox)) is not None:
+                    positions, raws = batch
+                    channel.put(("batch", positions, app.run_batch(raws)))
                     after_batch()
         finally:
             app.close()

@@ -23,15 +23,16 @@ platform cannot fork, the replay runs in this process.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
 from domain.errors import InvariantBroken, require
 from ledger.eventlog import EventLog
-from ledger.records import Opened, Record
+from ledger.records import Opened, Record, is_round_topic
 from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 
@@ -52,6 +53,7 @@ class RangeReplay:
     findings: list[Finding] = field(default_factory=list)
     labels: dict[int, str] = field(default_factory=dict)  # finding position -> round label
     workers: int = 1
+    round_starts: list[int] = field(default_factory=list)  # per finding: its round's first position (ordering)
 
     def add(self, other: RangeReplay) -> None:
         self.rounds += other.rounds
@@ -59,22 +61,92 @@ class RangeReplay:
         self.bets_checked += other.bets_checked
         self.findings += other.findings
         self.labels.update(other.labels)
+        self.round_starts += other.round_starts
 
 
 def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
                  progress: Callable[[int], Any] | None = None, workers: int | None = None) -> RangeReplay:
     """Replay every round with an event in positions [start, stop] (stop None: the head).
-    `progress(n)` is called with the number of events read, page by page.
-    `workers`: processes to use (None: one per available core, fewer for small ranges)."""
+    `progress(n)` is called with the number of events read, page by page (the second pass).
+    `workers`: processes to use (None: one per available core, fewer for small ranges).
+
+    Memory stays flat in the number of rounds: a first pass notes, per round touching the
+    range, where its last event lies (two integers per round, no rows); the second pass
+    keeps only the rows of rounds still in flight and replays completed rounds a chunk
+    at a time. Findings are put back in the order of their rounds' first events."""
     require(workers is None or 1 <= workers <= WORKERS_MAX, f"workers {workers} outside 1..{WORKERS_MAX}")
-    rounds = rounds_to_replay(log, start, stop, progress)
-    n = _worker_count(workers, rounds)
-    if n == 1:
-        outcome = replay_rounds(log, rounds)
-    else:
-        outcome = _replay_forked(log, _blocks(rounds, n))
-    outcome.workers = n
+    plan = _plan(log, start, stop)
+    n = _worker_count(workers, sum(events for events, _ in plan.values()), len(plan))
+    outcome = RangeReplay(workers=n)
+    for chunk in _completed_rounds(log, plan, CHUNK_EVENTS * n, progress):
+        outcome.add(replay_rounds(log, chunk) if n == 1 or len(chunk) < n else _replay_forked(log, _blocks(chunk, n)))
+    # Rounds complete out of order; the findings go back in their rounds' first-event order.
+    ordered = sorted(zip(outcome.round_starts, range(len(outcome.findings)), outcome.findings))
+    outcome.findings = [f for _, _, f in ordered]
+    outcome.round_starts = [first for first, _, _ in ordered]
     return outcome
+
+
+CHUNK_EVENTS = 5_000  # events of completed rounds replayed at once, per worker (with workers: one fork per chunk)
+
+
+def _key(n: Notification) -> Any:
+    key: Any = n.originator_id
+    return key.int if type(key) is UUID else key  # hash an int: UUID.__hash__ is a Python call per event
+
+
+def _plan(log: EventLog, start: int, stop: int | None) -> dict[Any, tuple[int, int]]:
+    """Pass 1: per round with an event in [start, stop], (its events, its last position)."""
+    seen: dict[Any, list[int]] = {}  # every round: [events, last position, touches the range]
+    is_round: dict[str, bool] = {}
+    for rows in _pages(log, None):  # progress counts the replaying pass only
+        for n in rows:
+            flag = is_round.get(n.topic)
+            if flag is None:
+                flag = is_round[n.topic] = is_round_topic(n.topic)
+            if not flag:
+                continue
+            entry = seen.setdefault(_key(n), [0, 0, 0])
+            entry[0] += 1
+            entry[1] = n.id
+            if n.id >= start and (stop is None or n.id <= stop):
+                entry[2] = 1
+    return {key: (entry[0], entry[1]) for key, entry in seen.items() if entry[2]}
+
+
+def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]], chunk_events_max: int,
+                      progress: Callable[[int], Any] | None) -> Iterator[list[Rows]]:
+    """Pass 2: the wanted rounds' rows, each yielded with its round complete, in chunks."""
+    open_rounds: dict[Any, Rows] = {}
+    chunk: list[Rows] = []
+    chunk_events = 0
+    for rows in _pages(log, progress):
+        for n in rows:
+            key = _key(n)
+            entry = plan.get(key)  # shoes' ids are never a round's
+            if entry is None:
+                continue
+            events = open_rounds.setdefault(key, [])
+            events.append(n)
+            if n.id == entry[1]:  # its last event: complete
+                chunk.append(open_rounds.pop(key))
+                chunk_events += len(events)
+                if chunk_events >= chunk_events_max:
+                    yield chunk
+                    chunk, chunk_events = [], 0
+    if chunk:
+        yield chunk
+
+
+def _pages(log: EventLog, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
+    position = 1
+    while rows := log.notifications(position, PAGE_SIZE):
+        yield rows
+        if progress is not None:
+            progress(len(rows))
+        if len(rows) < PAGE_SIZE:
+            return
+        position = rows[-1].id + 1
 
 
 def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
@@ -101,6 +173,7 @@ def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
                 if f.position is not None:  # a replay finding always names its event
                     out.labels[f.position] = label
             out.findings += result.findings
+            out.round_starts += [rows[0].id] * len(result.findings)
     return out
 
 
@@ -119,13 +192,12 @@ def default_workers() -> int:
     return min(available_cores(), AUTO_WORKERS_MAX)
 
 
-def _worker_count(workers: int | None, rounds: Sequence[Rows]) -> int:
+def _worker_count(workers: int | None, events: int, rounds: int) -> int:
     if not can_fork():
         return 1
     if workers is None:  # auto: enough events per worker to pay for the fork
-        events = sum(len(r) for r in rounds)
         workers = max(1, min(default_workers(), events // EVENTS_PER_WORKER_MIN))
-    return max(1, min(workers, len(rounds)))
+    return max(1, min(workers, rounds))
 
 
 def _blocks(rounds: Sequence[Rows], n: int) -> list[Sequence[Rows]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.errors import require
+from domain.errors import InvariantBroken, require
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ledger.records import Record, RecordType
 from projections import balances, ggr, recall, refunds, rounds
@@ -45,6 +45,10 @@ class ConcurrentRunner(Exception):
     """Another runner advanced a view first; this page was rolled back."""
 
 
+class Unfoldable(Exception):
+    """A page of events the views cannot fold (a store altered behind the ledger's back)."""
+
+
 @dataclass
 class CatchUp:
     events: int = 0  # events read (each folded by every view that handles it and had not seen it)
@@ -52,6 +56,7 @@ class CatchUp:
     rows_written: int = 0
     position: int = 0
     conflicts: int = 0
+    finding: str | None = None  # why catch-up stopped early: events that cannot be folded (views stay consistent)
 
 
 ProgressFn = Callable[[int, int], None]  # (position, head)
@@ -94,7 +99,11 @@ class Projector:
     # ---------------------------------------------------------------- setup
     def setup(self) -> None:
         """Create missing tables; a view whose definition changed is rebuilt
-        (all views are, since later views read earlier ones)."""
+        (all views are, since later views read earlier ones). One runner at a time."""
+        with self.db.exclusive("projector"):
+            self._setup()
+
+    def _setup(self) -> None:
         self.db.create(TRACKING)
         for view in self.views:
             for table in view.tables:
@@ -112,7 +121,7 @@ class Projector:
                     self.db.execute("DELETE FROM proj_tracking WHERE view=?", (view.name,))
                     self.db.execute("INSERT INTO proj_tracking (view, position, fingerprint, updated_at) "
                                     "VALUES (?, 0, ?, ?)", (view.name, view.fingerprint(), _now()))
-            self.rebuild()  # later views read earlier ones: never mix old and new positions
+            self._rebuild()  # later views read earlier ones: never mix old and new positions
         self._load_positions()
 
     def _load_positions(self) -> None:
@@ -124,6 +133,10 @@ class Projector:
 
     def rebuild(self) -> None:
         """Empty every view and start again from position 0 (one transaction)."""
+        with self.db.exclusive("projector"):
+            self._rebuild()
+
+    def _rebuild(self) -> None:
         with self.db.transaction():
             for view in self.views:
                 for table in view.tables:
@@ -136,14 +149,27 @@ class Projector:
     # ---------------------------------------------------------------- run
     def catch_up(self, progress: ProgressFn | None = None, *, max_pages: int | None = None,
                  after_commit: Callable[[int], None] | None = None) -> CatchUp:
-        """Fold every recorded event the views have not seen yet."""
-        result = CatchUp(position=min(self.positions.values(), default=0))
-        head = self.log.head()
-        try:
-            self._catch_up(result, head, progress, max_pages, after_commit)
-        finally:
-            gc.unfreeze()
+        """Fold every recorded event the views have not seen yet. Runners take turns (a second
+        one waits, then finds little left); events that cannot be folded stop it cleanly with
+        `finding` set, the views left at the last page that folded."""
+        with self.db.exclusive("projector"):
+            self._refresh_positions()
+            result = CatchUp(position=min(self.positions.values(), default=0))
+            head = self.log.head()
+            try:
+                self._catch_up(result, head, progress, max_pages, after_commit)
+            except Unfoldable as damage:
+                result.finding = str(damage)
+            finally:
+                gc.unfreeze()
         return result
+
+    def _refresh_positions(self) -> None:
+        """Another runner may have moved the views while this one waited: start from there."""
+        before = dict(self.positions)
+        self._load_positions()
+        if self.positions != before:
+            self.rows.forget()
 
     def _catch_up(self, result: CatchUp, head: int, progress: ProgressFn | None, max_pages: int | None,
                   after_commit: Callable[[int], None] | None) -> None:
@@ -157,13 +183,11 @@ class Projector:
         try:
             while max_pages is None or result.pages + (pending is not None) < max_pages:
                 start = min(folded.values()) + 1
-                # Events no view handles (the shoes') are read but never decoded.
-                page, read, last = self.log.page(start, self.page_size, self._kinds)
-                if not read:
-                    break
                 try:
-                    with _no_cyclic_gc():
-                        self._fold(page, start, folded)
+                    # Events no view handles (the shoes') are read but never decoded.
+                    page, read, last = self._read_and_fold(start, folded)
+                    if not read:
+                        break
                     if pending is not None:
                         done, pending = pending, None
                         self._finish(done, result, head, progress, after_commit)
@@ -200,6 +224,22 @@ class Projector:
         finally:
             if writer is not None:
                 writer.shutdown(wait=True)
+
+    def _read_and_fold(self, start: int, folded: dict[str, int]) -> tuple[list[Record], int, int]:
+        """Read the page from `start` and fold it into the cache; a page that does not decode or
+        breaks a view's invariant (events swapped, edited or deleted in the store) is Unfoldable."""
+        try:
+            page, read, last = self.log.page(start, self.page_size, self._kinds)
+            if read:
+                with _no_cyclic_gc():
+                    self._fold(page, start, folded)
+        except (InvariantBroken, ValueError, KeyError) as err:
+            raise Unfoldable(
+                f"events from position {start} cannot be folded ({type(err).__name__}: {err}); the views stop at "
+                f"position {min(folded.values())}: the store may have been altered, check it with "
+                "`ledger audit verify --db URL`"
+            ) from err
+        return page, read, last
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
         """Fold `page` (the decoded records from position `first` on) into the cache."""

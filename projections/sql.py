@@ -129,6 +129,21 @@ class Db:
         return list(cur.fetchall())
 
     @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """One process at a time in the block, per database and schema. PostgreSQL: a session
+        advisory lock (creating tables, or folding pages, from several processes at once races
+        in the catalog and on the positions). SQLite needs none: BEGIN IMMEDIATE serialises."""
+        if self.dialect == "sqlite":
+            yield
+            return
+        key = f"casino-ledger:{self.schema}:{name}"
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         """All or nothing. SQLite takes the write lock up front (BEGIN
         IMMEDIATE) so two runners never interleave a page."""

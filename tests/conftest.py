@@ -54,3 +54,18 @@ def store_url(request, tmp_path):  # type: ignore[no-untyped-def]
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
     return request.getfixturevalue("pg_schema_url")
+
+
+@pytest.fixture
+def second_store(store_url, tmp_path):  # type: ignore[no-untyped-def]
+    """A second empty store of the same kind as `store_url`."""
+    if store_url.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'second.db'}"
+        return
+    schema = store_url.rsplit("schema=", 1)[1] + "_b"
+    conn = _pg_connect(pg_base_url())
+    try:
+        yield store_url + "_b"
+    finally:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        conn.close()

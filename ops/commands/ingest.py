@@ -19,11 +19,12 @@ saved in batches (one transaction per batch). Examples:
   ledger ingest feed.jsonl
   ledger simulate --tables 5 --rounds 20 | ledger ingest - --db sqlite:///demo.db
   ledger ingest feed.jsonl --db postgresql://postgres@127.0.0.1:5432/postgres --json
-  ledger ingest big-day.jsonl --workers 2     # tables split over 2 processes (reads the file first)
+  ledger ingest big-day.jsonl --workers 2     # tables split over 2 processes
 
 --workers N (default 1) checks the feed's tables in N processes at once: each
-table goes whole to one process, in feed order. The file is read in full first,
-so keep 1 for a live stream on standard input.
+table goes whole to one process, in feed order. A process's batch is written when
+it is full, so keep 1 for a slow live stream on standard input. A UTF-8 byte-order
+mark at the start is accepted; blank lines are skipped and counted.
 
 Exit status: 0 everything accepted (or duplicate); 1 something was refused or
 conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds).
@@ -45,25 +46,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _lines(path: str) -> Iterator[bytes]:
+BOM = b"\xef\xbb\xbf"
+
+
+def _lines(path: str, blank: Counter[str]) -> Iterator[bytes]:
+    """The feed's lines as they are read; a UTF-8 byte-order mark before the first is
+    dropped, blank lines are counted in `blank["lines"]` and skipped."""
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")
     with stream:
-        for line in stream:
+        for n, line in enumerate(stream):
+            if n == 0 and line.startswith(BOM):
+                line = line[len(BOM):]
             if line.strip():
                 yield line
+            else:
+                blank["lines"] += 1
+
+
+class Tally:
+    """The summary, kept up to date batch by batch (no result is kept: memory stays flat)."""
+
+    def __init__(self) -> None:
+        self.by_status: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()
+        self.events = 0
+
+    def add(self, results: list[Result]) -> None:
+        for r in results:
+            self.by_status[r.status] += 1
+            self.events += len(r.events)
+            if r.status in ("refused", "conflict"):
+                self.refused[str(r.code)] += 1
 
 
 def summarize(results: list[Result]) -> dict:
-    by_status = Counter(r.status for r in results)
-    refused = Counter(r.code for r in results if r.status in ("refused", "conflict"))
+    tally = Tally()
+    tally.add(results)
+    return _summary(tally)
+
+
+def _summary(tally: Tally, blank_lines: int = 0) -> dict:
+    by_status = tally.by_status
     return {
-        "commands": len(results),
+        "commands": sum(by_status.values()),
         "accepted": by_status["accepted"],
         "duplicate": by_status["duplicate"],
         "refused": by_status["refused"],
         "conflict": by_status["conflict"],
-        "events": sum(len(r.events) for r in results),
-        "refused_by_code": dict(sorted(refused.items())),
+        "events": tally.events,
+        "refused_by_code": dict(sorted(tally.refused.items())),
+        "blank_lines": blank_lines,
     }
 
 
@@ -77,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     ledger_logging.configure(args.log_level)
     log = ledger_logging.get_logger()
     app = open_app(args.db)
-    results: list[Result] = []
+    tally, blank = Tally(), Counter[str]()
     try:
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -86,17 +118,19 @@ def run(args: argparse.Namespace) -> int:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),
                       TimeElapsedColumn(), console=console, transient=not console.is_terminal) as progress:
             task = progress.add_task("ingesting", total=None)
-            results = app.ingest(_lines(args.feed), batch_size=args.batch_size, workers=args.workers,
-                                 on_batch=lambda batch: progress.advance(task, len(batch)))
+            for batch in app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers):
+                tally.add(batch)
+                progress.advance(task, len(batch))
     finally:
         app.close()
-    summary = summarize(results)
+    summary = _summary(tally, blank["lines"])
     log.info("ingest finished", db=db_url_from(args.db).split("@")[-1], **{k: v for k, v in summary.items()})
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate, "
-              f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded")
+              f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded"
+              + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""))
         for code, n in summary["refused_by_code"].items():
             print(f"  {code}: {n}")
     failed = summary["refused"] + summary["conflict"]

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed_s = time.monotonic() - started
     summary = {"rebuilt": args.rebuild, "events": result.events, "pages": result.pages,
                "rows_written": result.rows_written, "conflicts": result.conflicts, "positions": positions,
-               "elapsed_s": round(elapsed_s, 3)}
+               "elapsed_s": round(elapsed_s, 3), "finding": result.finding}
     if args.json:
         print(json.dumps(summary, indent=2))
     elif not args.quiet:
@@ -94,4 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'rebuilt' if args.rebuild else 'caught up'}: {result.events} events in {result.pages} pages "
               f"({result.rows_written} rows written{rate}); views at position {max(positions.values(), default=0)}",
               file=sys.stderr)
+    if result.finding:  # a store altered behind the ledger's back: the views stop short of it
+        print(f"ledger project: stopped: {result.finding}", file=sys.stderr)
+        return 1
     return 0

@@ -23,3 +23,4 @@ def open_ledger(store_url):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def ledger(open_ledger):  # type: ignore[no-untyped-def]
     return open_ledger()
+

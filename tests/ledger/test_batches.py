@@ -89,3 +89,41 @@ def test_ingest_leaves_a_callers_frozen_objects_frozen(ledger):
     finally:
         gc.unfreeze()
     assert any(o is mine for o in gc.get_objects())
+
+
+def test_a_command_the_store_cannot_hold_is_refused_alone_and_the_batch_lands(ledger, monkeypatch):
+    """The last resort behind the parser's checks: a value the database refuses (DataError,
+    a >64-bit int, an unencodable string) costs its own command only, refused and logged."""
+    from eventsourcing.persistence import DataError
+
+    good, bad = Feed("GOOD"), Feed("POISON")
+    feed = lines(good.open("teen-patti/20-20"), bad.open("teen-patti/20-20"),
+                 good.bet("g1", "p1", "table", "player_a", 100))
+    recorder_class = type(ledger.recorder)
+    original = recorder_class.insert_events
+
+    def refusing_insert(recorder, stored_events, **kwargs):  # type: ignore[no-untyped-def]
+        if any(b'"POISON"' in e.state for e in stored_events):
+            raise DataError("value out of range")
+        return original(recorder, stored_events, **kwargs)
+
+    monkeypatch.setattr(recorder_class, "insert_events", refusing_insert)
+    results = ledger.ingest(feed, batch_size=10)
+    assert [(r.status, r.code) for r in results] == [("accepted", None), ("refused", "bad_command"),
+                                                     ("accepted", None)]
+    assert "cannot hold" in results[1].message and results[1].command_id == "POISON/1/1"
+    assert set(ledger.find_round("GOOD", 1).bets) == {"g1"}
+    (logged,) = ledger.rejections()
+    assert (logged["code"], logged["table_id"]) == ("bad_command", "POISON")
+
+
+def test_only_live_rounds_stay_cached_and_a_late_command_reads_the_store(ledger):
+    done, live = Feed("DONE"), Feed("LIVE")
+    ledger.ingest(lines(*teen_patti_round(done), live.open("teen-patti/20-20")))
+    cached = set(ledger.repository.cache.cache)
+    assert ledger.find_round("LIVE", 1).id in cached
+    from ledger.round import round_id_for
+
+    assert round_id_for("DONE", 1) not in cached  # settled: memory does not grow with finished rounds
+    late = ledger.handle(lines(done.void())[0])
+    assert (late.status, late.code) == ("refused", "round_settled")

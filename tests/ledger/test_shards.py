@@ -60,23 +60,6 @@ def _round_facts(app):  # type: ignore[no-untyped-def]
     return facts
 
 
-@pytest.fixture
-def second_store(store_url, tmp_path):  # type: ignore[no-untyped-def]
-    """A second empty store of the same kind as `store_url`."""
-    if store_url.startswith("sqlite"):
-        yield f"sqlite:///{tmp_path / 'second.db'}"
-        return
-    from tests.conftest import _pg_connect, pg_base_url
-
-    schema = store_url.rsplit("schema=", 1)[1] + "_b"
-    conn = _pg_connect(pg_base_url())
-    try:
-        yield store_url + "_b"
-    finally:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        conn.close()
-
-
 def test_two_workers_give_the_same_results_and_rounds_as_one(store_url, second_store) -> None:
     from ledger.store import open_app
 

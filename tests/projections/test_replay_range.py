@@ -159,3 +159,18 @@ def test_blocks_are_contiguous_non_empty_and_cover_every_round(sizes: list[int],
     biggest = max(sizes)
     total = sum(sizes)
     assert all(sum(map(len, b)) <= total / n + biggest for b in blocks)  # balanced up to one round
+
+
+def test_small_chunks_give_the_same_outcome_in_the_same_order(day, monkeypatch) -> None:
+    """Rounds are replayed a chunk at a time as they complete (memory stays flat): with tiny
+    chunks, one and two workers, the findings still come back in store order."""
+    url, app = day
+    settlements = paying_settlements(app)
+    store = Store(app)
+    for s in (settlements[-1], settlements[0], settlements[len(settlements) // 2]):
+        store.edit_state(s.position, pay_more)
+    whole = replay_all(EventLog.open(url), workers=1)
+    assert [f.position for f in whole["findings"]] == sorted(f.position for f in whole["findings"])
+    monkeypatch.setattr(rr, "CHUNK_EVENTS", 30)
+    for workers in (1, 2):
+        assert outcome(replay_all(EventLog.open(url), workers=workers)) == outcome(whole)

@@ -96,15 +96,29 @@ def test_crash_after_a_page_or_inside_one_counts_nothing_twice(app, write_behind
     p2.close()
 
 
-def test_two_runners_at_once_never_double_count(app) -> None:
+def test_two_runners_at_once_never_double_count(app, monkeypatch) -> None:
     events = random_history(seed=8, rounds=40)
     store(app, events)
     a = Projector(EventLog(app), page_size=20)
     b = Projector(EventLog(app), page_size=20)  # both start from position 0
     b.catch_up(max_pages=2)
+    monkeypatch.setattr(a, "_refresh_positions", lambda: None)  # as if a had read its positions just before b wrote
     result = a.catch_up()  # its first page conflicts with b's: rolled back, re-read, continued
     assert result.conflicts >= 1
     b.catch_up()
+    assert as_dicts(a) == memory_snapshot(events)
+    a.close()
+    b.close()
+
+
+def test_a_runner_that_waited_starts_where_the_other_stopped(app) -> None:
+    events = random_history(seed=8, rounds=40)
+    store(app, events)
+    a = Projector(EventLog(app), page_size=20)
+    b = Projector(EventLog(app), page_size=20)
+    first = b.catch_up(max_pages=2)
+    rest = a.catch_up()  # took its turn after b: reads its positions afresh, no conflict
+    assert (rest.conflicts, first.events + rest.events) == (0, len(events))
     assert as_dicts(a) == memory_snapshot(events)
     a.close()
     b.close()
