@@ -76,7 +76,10 @@ def _ensure_pg_schema(env: dict[str, str]) -> None:
         dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
         user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
-    ) as conn:
+    ) as conn, conn.transaction():
+        # CREATE SCHEMA IF NOT EXISTS races in the catalog when two processes start on a
+        # fresh schema at once (duplicate key on pg_namespace): one process at a time.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('casino-ledger:create-schema', 0))")
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
 
 
