@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
@@ -26,6 +27,9 @@ Examples:
   ledger replay bj-live-1#3 --at 5          # the round as of its 5th event
   ledger replay bj-live-1#3 --json | jq '.results'
   ledger replay tp-1#9 --proof               # also each event's audit-chain hash
+  ledger replay bj-live-1#3 --html dispute.html        # open it in any browser, offline
+  ledger replay bj-live-1#3 --bundle dispute.zip --manifest exports/day1/manifest.json
+  python3 verify.py dispute.zip               # (verify.py is inside the bundle) exit 0 ok, 1 findings
 
 Exit status: 0 no findings; 1 findings (printed); 2 round not found or bad arguments.
 """
@@ -43,6 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--proof", action="store_true",
                    help="also print each event's audit-chain hash and the store's head hash (reads the whole store)")
+    p.add_argument("--html", metavar="FILE",
+                   help="write the dispute page: one self-contained HTML file (no network), cards, a step control, "
+                   "state per step, settlement with explanations, refunds, the chain proof")
+    p.add_argument("--bundle", metavar="FILE.zip",
+                   help="write a self-verifying dispute bundle: canonical events, the chain segment to the head, "
+                   "the page, replay.json and verify.py (python3 verify.py FILE.zip, standard library only)")
+    p.add_argument("--manifest", metavar="PATH",
+                   help="with --bundle: anchor the chain segment to this audit export's manifest.json head "
+                   "(default: the store's head now)")
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.set_defaults(func=run)
 
@@ -50,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
     from projections.audit_store import parse_round_ref, round_events
+    from projections import replay_view
     from projections.replay import recompute
 
     try:
@@ -68,44 +82,39 @@ def run(args: argparse.Namespace) -> int:
             return 2
         events = events[: args.at]
     replay = recompute(events)
-    proof = _proof(log, {e.position for e in events}) if args.proof else None
+    wants_proof = args.proof or args.html or args.bundle
+    proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
+    document = replay_view.replay_document(round_id, events, replay, proof, args.at)
+    if args.html or args.bundle:
+        return _write_files(args, log, document)
     if args.json:
-        print(json.dumps(_as_json(round_id, events, replay, proof, args.at), indent=2, default=str))
+        print(json.dumps(document, indent=2, default=str))
     else:
         _print_text(round_id, events, replay, proof, args.at)
     return 1 if replay.findings else 0
 
 
-def _proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
-    from projections.audit import chain
+def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, Any]) -> int:
+    """--html and --bundle: the dispute page and the self-verifying bundle (ops/dispute_bundle.py)."""
+    from ops.dispute_bundle import BundleError, write_bundle
+    from projections.replay_page import render_html
 
-    hashes, head = {}, None
-    for link in chain(log.stored(1, page_size=5000)):
-        if link.position in positions:
-            hashes[link.position] = {"seq": link.seq, "hash": link.hash}
-        head = link
-    return {"events": hashes, "head_position": head.position if head else None,
-            "head_hash": head.hash if head else None}
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(render_html(document))
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.bundle:
+        try:
+            summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest)
+        except BundleError as exc:
+            print(f"bundle_refused: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
+    return 1 if document["findings"] else 0
 
 
 def _opened(events: list[Record]) -> Opened | None:
     return events[0] if isinstance(events[0], Opened) else None
-
-
-def _as_json(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> dict[str, Any]:
-    opened = _opened(events)
-    return {
-        "round_id": str(round_id),
-        "table_id": opened.table_id if opened else None, "round_no": opened.round_no if opened else None,
-        "ruleset": {"ruleset_id": opened.ruleset_id if opened else None,
-                    "ruleset_version": opened.ruleset_version if opened else None,
-                    "ruleset_hash": opened.ruleset_hash if opened else None},
-        "at": at,
-        "steps": [s.as_dict() for s in replay.steps],
-        "results": [r.as_dict() for r in replay.results],
-        "findings": [f.as_dict() for f in replay.findings],
-        "proof": proof,
-    }
 
 
 def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> None:

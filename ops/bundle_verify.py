@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""verify.py: check a casino-ledger dispute bundle offline (Python 3.9+, standard library only).
+
+    python3 verify.py dispute.zip          # or the directory the zip was unpacked into
+    python3 verify.py dispute.zip --json   # the findings and the recomputed amounts as JSON
+
+What it checks, naming the file, line and event position of anything wrong:
+  1. every member of the zip reads back intact (CRC) and hashes to its line in SHA256SUMS;
+  2. chain.jsonl is an unbroken SHA-256 chain (hash = SHA-256(prev || canonical record), the
+     casino-ledger-audit/1 form of docs/audit.md) ending at manifest.json's head_hash and last_seq;
+  3. events.jsonl holds exactly the round's links of that chain, byte for byte, numbered 1..n;
+  4. the money, recomputed from the events alone: what each bet put in (stakes, doubles, splits,
+     follows), each event's postings summing to zero, each settlement line staking what its bet
+     put in, the settlement's postings (round -> player the amount returned, round <-> house
+     staked - returned), the refunds of a void (everything put in), a reversal negating its
+     settlement; and replay.json and the page's embedded data showing those very amounts.
+It does NOT re-deal the game: whether the rules give these payouts is recomputed by
+`ledger replay` with the project's rules engine (replay.json records that comparison).
+The anchor: compare the printed head hash with the head_hash of the audit manifest the operator
+published; if they are equal, every event of the round is the one that was exported.
+
+Exit status: 0 the bundle verifies; 1 findings (printed); 2 the bundle cannot be read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+GENESIS = "00" * 32
+SUMS = "SHA256SUMS"
+FILES = ("README.txt", "events.jsonl", "chain.jsonl", "manifest.json", "replay.json", "replay.html", "verify.py")
+EMBEDDED = re.compile(r'<script type="application/json" id="replay-data">(.*?)</script>', re.S)
+
+
+class Bundle:
+    """The members' bytes (None for one that does not read back) and the findings so far."""
+
+    def __init__(self, files: dict, findings: list) -> None:
+        self.files = files
+        self.findings = findings
+
+    def find(self, kind: str, where: str, message: str, position: object = None) -> None:
+        self.findings.append({"kind": kind, "file": where, "position": position, "message": message})
+
+    def text(self, name: str) -> str | None:
+        data = self.files.get(name)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.find("unreadable", name, f"not UTF-8 at byte {exc.start}")
+            return None
+
+
+def load(path: Path) -> Bundle:
+    findings: list = []
+    files: dict = {}
+    if path.is_dir():
+        for p in sorted(path.iterdir()):
+            files[p.name] = p.read_bytes()
+        return Bundle(files, findings)
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            try:
+                files[info.filename] = zf.read(info)
+            except (zipfile.BadZipFile, OSError, ValueError) as exc:  # a changed byte fails the CRC
+                files[info.filename] = None
+                findings.append({"kind": "corrupt", "file": info.filename, "position": None,
+                                 "message": f"the member does not read back intact: {exc}"})
+    return Bundle(files, findings)
+
+
+def check_sums(b: Bundle) -> None:
+    text = b.text(SUMS)
+    if text is None:
+        b.find("missing", SUMS, "no SHA256SUMS in the bundle")
+        return
+    listed = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or not name:
+            b.find("sums", SUMS, f"line {number} is not 'HEX  NAME'")
+            continue
+        listed[name] = digest
+    for name in FILES:
+        if name not in listed:
+            b.find("sums", SUMS, f"{name} is not listed")
+    for name, digest in listed.items():
+        data = b.files.get(name)
+        if name not in b.files:
+            b.find("missing", name, "listed in SHA256SUMS but not in the bundle")
+        elif data is not None and hashlib.sha256(data).hexdigest() != digest:
+            b.find("changed", name, f"does not hash to its SHA256SUMS line ({digest[:16]}...)")
+    for name in b.files:
+        if name != SUMS and name not in listed:
+            b.find("extra", name, "in the bundle but not listed in SHA256SUMS")
+
+
+def canonical(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def parse_links(b: Bundle, name: str) -> list:
+    """(line number, raw line, link) for each line that is a link at all."""
+    text = b.text(name)
+    if text is None:
+        return []
+    links = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line:
+            continue
+        try:
+            link = json.loads(line)
+            record = link["record"]
+            assert isinstance(record["seq"], int) and isinstance(record["position"], int)
+            links.append((number, line, link))
+        except (ValueError, KeyError, TypeError, AssertionError):
+            b.find("unreadable", name, f"line {number} is not a chain link")
+    return links
+
+
+def check_chain(b: Bundle, manifest: dict) -> dict:
+    """The segment's links by seq, once the chain and its anchor were checked."""
+    links = parse_links(b, "chain.jsonl")
+    by_seq = {}
+    previous = None
+    for number, line, link in links:
+        record = link["record"]
+        where = f"chain.jsonl line {number}"
+        try:
+            own = hashlib.sha256(bytes.fromhex(link["prev"]) + canonical(record)).hexdigest()
+        except (ValueError, TypeError):
+            own = None
+        if own != link["hash"]:
+            b.find("edited", where, f"seq {record['seq']} ({record.get('event')}): its hash does not match "
+                   "its content", record["position"])
+        if previous is not None:
+            if record["seq"] != previous["record"]["seq"] + 1:
+                b.find("deleted", where, f"seq {record['seq']} follows seq {previous['record']['seq']}",
+                       record["position"])
+            if link["prev"] != previous["hash"]:
+                b.find("broken", where, f"seq {record['seq']} does not continue the hash before it",
+                       record["position"])
+        by_seq[record["seq"]] = (line, link)
+        previous = link
+    if previous is None:
+        b.find("missing", "chain.jsonl", "no chain segment")
+    elif (previous["hash"], previous["record"]["seq"]) != (manifest.get("head_hash"), manifest.get("last_seq")):
+        b.find("anchor", "manifest.json", f"the segment ends at seq {previous['record']['seq']} hash "
+               f"{previous['hash']}; the manifest's head is seq {manifest.get('last_seq')} hash "
+               f"{manifest.get('head_hash')}")
+    return by_seq
+
+
+def check_round_events(b: Bundle, by_seq: dict, round_id: str) -> list:
+    """The round's records (in order) once events.jsonl was matched with the chain."""
+    links = parse_links(b, "events.jsonl")
+    for number, line, link in links:
+        record = link["record"]
+        chained = by_seq.get(record["seq"])
+        if chained is None or chained[0] != line:
+            b.find("not_in_chain", f"events.jsonl line {number}", f"{record.get('event')} (seq {record['seq']}) "
+                   "differs from the chain segment's line for it", record["position"])
+    records = [link["record"] for _, _, link in links]
+    in_chain = [seq for seq, (_, lk) in by_seq.items() if lk["record"].get("originator_id") == round_id]
+    if sorted(in_chain) != sorted(r["seq"] for r in records):
+        b.find("incomplete", "events.jsonl", f"the chain holds the round's events at seq {sorted(in_chain)}; "
+               f"events.jsonl lists {[r['seq'] for r in records]}")
+    for expected, record in enumerate(records, 1):
+        if record.get("originator_id") != round_id or record.get("originator_version") != expected:
+            b.find("sequence", "events.jsonl", f"event {expected} of round {round_id} expected, found "
+                   f"{record.get('originator_id')} v{record.get('originator_version')}", record["position"])
+            break
+    return records
+
+
+def _add(net: dict, account: str, amount: int) -> None:
+    net[account] = net.get(account, 0) + amount
+
+
+def _net(postings: list) -> dict:
+    net: dict = {}
+    for p in postings:
+        _add(net, p["account"], p["amount_minor"])
+    return {k: v for k, v in net.items() if v}
+
+
+def recompute_money(b: Bundle, records: list) -> dict:
+    """The money of the round from its events alone (see the module doc)."""
+    put_in: dict = {}
+    settlements: dict = {}
+    lines: list = []
+    refunds: list = []
+    round_id = records[0]["originator_id"] if records else ""
+    table = records[0]["fields"].get("table_id", "") if records else ""
+    for r in records:
+        name, f, pos = r["event"].rpartition(".")[2], r["fields"], r["position"]
+        postings = f.get("postings") or []
+        if sum(p["amount_minor"] for p in postings):
+            b.find("unbalanced", "events.jsonl", f"{name}: postings sum to {sum(p['amount_minor'] for p in postings)}",
+                   pos)
+        if name == "BetPlaced":
+            key = (f["bet_id"], f["player_id"])
+            put_in[key] = put_in.get(key, 0) + f["stake_minor"]
+        for m in f.get("stake_moves") or []:
+            key = (m["bet_id"], m["player_id"])
+            put_in[key] = put_in.get(key, 0) + m["amount_minor"]
+        if name == "Settled":
+            lines += _settled(b, f, pos, put_in, round_id, table)
+            settlements[f["settlement_no"]] = postings
+        elif name == "Voided":
+            refunds += _voided(b, f, pos, put_in, round_id)
+        elif name == "SettlementReversed":
+            original = settlements.get(f.get("settlement_no"))
+            if original is None or _net(postings) != {k: -v for k, v in _net(original).items()}:
+                b.find("reversal", "events.jsonl", "the reversal does not negate its settlement", pos)
+    return {"put_in": [{"bet_id": k[0], "player_id": k[1], "amount_minor": v} for k, v in put_in.items()],
+            "results": lines, "refunds": refunds}
+
+
+def _settled(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str, table: str) -> list:
+    net: dict = {}
+    out = []
+    for line in f["results"]:
+        staked, returned = line["staked_minor"], line["returned_minor"]
+        if staked != put_in.get((line["bet_id"], line["player_id"]), 0):
+            b.find("stake", "events.jsonl", f"bet {line['bet_id']} settles a stake of {staked}; it put in "
+                   f"{put_in.get((line['bet_id'], line['player_id']), 0)}", pos)
+        _add(net, f"round:{round_id}", -staked)
+        _add(net, f"player:{line['player_id']}", returned)
+        _add(net, f"house:{table}", staked - returned)
+        out.append({"settlement_no": f["settlement_no"], "position": pos, "bet_id": line["bet_id"],
+                    "player_id": line["player_id"], "outcome": line["outcome"], "staked_minor": staked,
+                    "returned_minor": returned, "net_minor": returned - staked})
+    if _net(f.get("postings") or []) != {k: v for k, v in net.items() if v}:
+        b.find("postings", "events.jsonl", f"settlement {f['settlement_no']}: its postings are not what its "
+               f"lines give ({sorted(net.items())})", pos)
+    return out
+
+
+def _voided(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str) -> list:
+    given = sorted((r["bet_id"], r["player_id"], r["amount_minor"]) for r in f.get("refunds") or [])
+    owed = sorted((k[0], k[1], v) for k, v in put_in.items() if v > 0)
+    if given != owed:
+        b.find("refunds", "events.jsonl", f"refunds {given}; everything put in is {owed}", pos)
+    net: dict = {}
+    for bet_id, player_id, amount in given:
+        _add(net, f"player:{player_id}", amount)
+        _add(net, f"round:{round_id}", -amount)
+    if _net(f.get("postings") or []) != {k: v for k, v in net.items() if v}:
+        b.find("postings", "events.jsonl", "the void's postings are not its refunds", pos)
+    return [{"position": pos, "bet_id": x[0], "player_id": x[1], "amount_minor": x[2]} for x in given]
+
+
+def check_documents(b: Bundle, money: dict) -> dict | None:
+    """replay.json and the page show the amounts the events give."""
+    text = b.text("replay.json")
+    try:
+        doc = json.loads(text) if text is not None else None
+    except ValueError:
+        doc = None
+    if doc is None:
+        b.find("unreadable", "replay.json", "not JSON")
+        return None
+    shown = [{"settlement_no": c["settlement_no"], "position": c["position"], "bet_id": c["bet_id"],
+              "player_id": c["recorded"]["player_id"], "outcome": c["recorded"]["outcome"],
+              "staked_minor": c["recorded"]["staked_minor"], "returned_minor": c["recorded"]["returned_minor"],
+              "net_minor": c["recorded"]["returned_minor"] - c["recorded"]["staked_minor"]}
+             for c in doc.get("results", []) if c.get("recorded")]
+    if shown != money["results"]:
+        b.find("amounts", "replay.json", "its settlement amounts differ from the events'")
+    refunds = [{k: r[k] for k in ("position", "bet_id", "player_id", "amount_minor")} for r in doc.get("refunds", [])]
+    if sorted(refunds, key=str) != sorted(money["refunds"], key=str):
+        b.find("amounts", "replay.json", "its refunds differ from the events'")
+    page = b.text("replay.html")
+    match = EMBEDDED.search(page or "")
+    try:
+        embedded = json.loads(match.group(1)) if match else None
+    except ValueError:
+        embedded = None
+    if embedded != doc:
+        b.find("page", "replay.html", "the page's embedded replay data differs from replay.json")
+    return doc
+
+
+def verify(path: Path) -> tuple:
+    b = load(path)
+    check_sums(b)
+    try:
+        manifest = json.loads(b.text("manifest.json") or "{}")
+    except ValueError:
+        b.find("unreadable", "manifest.json", "not JSON")
+        manifest = {}
+    by_seq = check_chain(b, manifest)
+    try:
+        round_id = json.loads(b.text("replay.json") or "{}").get("round_id", "")
+    except ValueError:
+        round_id = ""
+    records = check_round_events(b, by_seq, round_id)
+    money = recompute_money(b, records)
+    doc = check_documents(b, money)
+    report = {"round": doc.get("round") if doc else None, "round_id": round_id, "currency":
+              doc.get("currency") if doc else None, "head_seq": manifest.get("last_seq"),
+              "head_hash": manifest.get("head_hash"), "events": len(records), **money, "findings": b.findings}
+    return report, b.findings
+
+
+def amount(minor: int, currency: str | None) -> str:
+    sign = "-" if minor < 0 else ""
+    units, cents = divmod(abs(minor), 100)
+    return f"{sign}{units:,}.{cents:02d}" + (f" {currency}" if currency else "")
+
+
+def print_report(report: dict) -> None:
+    cur = report["currency"]
+    print(f"Round {report['round']} (id {report['round_id']}): {report['events']} events")
+    for line in report["results"]:
+        print(f"  settlement {line['settlement_no']} bet {line['bet_id']} ({line['player_id']}): {line['outcome']}, "
+              f"staked {amount(line['staked_minor'], cur)}, returned {amount(line['returned_minor'], cur)}, "
+              f"net {amount(line['net_minor'], cur)}")
+    for r in report["refunds"]:
+        print(f"  refund bet {r['bet_id']} ({r['player_id']}): {amount(r['amount_minor'], cur)}")
+    print(f"Anchored to chain head seq {report['head_seq']} hash {report['head_hash']}")
+    print("  (compare with the head_hash of the audit manifest the operator published)")
+    if report["findings"]:
+        print(f"FINDINGS ({len(report['findings'])}):")
+        for f in report["findings"]:
+            where = f" position {f['position']}" if f["position"] is not None else ""
+            print(f"  {f['kind']} in {f['file']}{where}: {f['message']}")
+    else:
+        print("OK: the bundle verifies.")
+
+
+def main(argv: list) -> int:
+    args = [a for a in argv if a != "--json"]
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(args) != 1:
+        print("usage: python3 verify.py BUNDLE.zip|DIR [--json]", file=sys.stderr)
+        return 2
+    path = Path(args[0])
+    try:
+        report, findings = verify(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        print(f"cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    if "--json" in argv:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print_report(report)
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
