@@ -250,7 +250,7 @@ def _voided(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str) -> list:
     if given != owed:
         b.find("refunds", "events.jsonl", f"refunds {given}; everything put in is {owed}", pos)
     net: dict = {}
-    for bet_id, player_id, amount in given:
+    for _bet, player_id, amount in given:
         _add(net, f"player:{player_id}", amount)
         _add(net, f"round:{round_id}", -amount)
     if _net(f.get("postings") or []) != {k: v for k, v in net.items() if v}:

@@ -55,7 +55,7 @@ def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
     if document.get("at") is not None:
         raise BundleError("a bundle holds the whole round: drop --at")
     seqs = sorted(p["seq"] for p in document["proof"]["events"].values())
-    manifest_bytes, manifest = _anchor(log, manifest_path)
+    manifest_bytes, manifest = _anchor(document["proof"], manifest_path)
     if seqs[-1] > manifest["last_seq"]:
         raise BundleError(f"the round has events after the manifest's head (seq {manifest['last_seq']}): "
                           "anchor it to a later export")
@@ -85,7 +85,8 @@ def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
     return f"{len(wanted)} events, chain segment of {len(segment)} links to head seq {manifest['last_seq']}"
 
 
-def _anchor(log: EventLog, manifest_path: str | Path | None) -> tuple[bytes, dict[str, Any]]:
+def _anchor(proof: dict[str, Any], manifest_path: str | Path | None) -> tuple[bytes, dict[str, Any]]:
+    """The manifest given, or a statement of the head the replay's proof read."""
     if manifest_path is not None:
         try:
             data = Path(manifest_path).read_bytes()
@@ -96,13 +97,9 @@ def _anchor(log: EventLog, manifest_path: str | Path | None) -> tuple[bytes, dic
                 and isinstance(manifest.get("head_hash"), str)):
             raise BundleError(f"{manifest_path} is not an audit export manifest (last_seq, head_hash)")
         return data, manifest
-    head = None
-    for head in chain(log.stored(1, page_size=5000)):
-        pass
-    if head is None:
-        raise BundleError("the store is empty")
     manifest = {"format": FORMAT, "kind": "store head when the bundle was made (not a published export)",
-                "last_seq": head.seq, "last_position": head.position, "head_hash": head.hash, "made_at": _now()}
+                "last_seq": proof["head_seq"], "last_position": proof["head_position"],
+                "head_hash": proof["head_hash"], "made_at": _now()}
     return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(), manifest
 
 

@@ -62,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
-    from projections.audit_store import parse_round_ref, round_events
     from projections import replay_view
+    from projections.audit_store import parse_round_ref, round_events
     from projections.replay import recompute
 
     try:
