@@ -95,7 +95,8 @@ def check_sums(b: Bundle) -> None:
         if name not in b.files:
             b.find("missing", name, "listed in SHA256SUMS but not in the bundle")
         elif data is not None and hashlib.sha256(data).hexdigest() != digest:
-            b.find("changed", name, f"does not hash to its SHA256SUMS line ({digest[:16]}...)")
+            # The sums are not an anchor: either side may be the changed one; the content checks say which.
+            b.find("changed", f"{name} (or its line in {SUMS})", f"does not hash to {digest[:16]}...")
     for name in b.files:
         if name != SUMS and name not in listed:
             b.find("extra", name, "in the bundle but not listed in SHA256SUMS")
