@@ -35,7 +35,7 @@ def _template() -> str:
 def embedded_json(document: dict[str, Any]) -> str:
     """JSON safe inside a <script> element: no `<`, `>` or `&` can end it or open a comment
     (escaped as JSON unicode escapes, which decode to the same text)."""
-    text = json.dumps(document, ensure_ascii=False, sort_keys=True, default=str)
+    text = json.dumps(document, ensure_ascii=False, default=str)  # key order kept: the page draws hands in it
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
