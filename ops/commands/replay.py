@@ -99,17 +99,20 @@ def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, An
     from ops.dispute_bundle import BundleError, write_bundle
     from projections.replay_page import render_html
 
-    if args.html:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(render_html(document))
-        print(f"wrote {args.html}", file=sys.stderr)
-    if args.bundle:
-        try:
+    try:
+        if args.html:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(render_html(document))
+            print(f"wrote {args.html}", file=sys.stderr)
+        if args.bundle:
             summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest)
-        except BundleError as exc:
-            print(f"bundle_refused: {exc}", file=sys.stderr)
-            return 2
-        print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
+            print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
+    except BundleError as exc:
+        print(f"bundle_refused: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"cannot_write: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     return 1 if document["findings"] else 0
 
 

@@ -176,6 +176,14 @@ def test_bundle_refuses_at(store: str, tmp_path: Path, capsys: pytest.CaptureFix
     assert "whole round" in capsys.readouterr().err
 
 
+def test_unwritable_output_is_one_line_and_exit_2(store: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for option in ("--html", "--bundle"):
+        assert cli(["replay", SPLIT, "--db", store, option, str(tmp_path / "no-such-dir" / "x")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("cannot_write:") and "\n" not in err
+
+
 def test_zip_members_are_reproducible_bytes(store: str, tmp_path: Path) -> None:
     with zipfile.ZipFile(io.BytesIO(bundle(store, SPLIT, tmp_path).read_bytes())) as zf:
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
