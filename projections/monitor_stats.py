@@ -98,19 +98,17 @@ def groups(rows: Iterable[dict[str, Any]]) -> list[Group]:
             found[key] = Group(table, dealer, bet, level)
         return found[key]
 
+    tables_of: dict[str, set[str]] = {}
     for row in rows:
-        bet = f"{row['ruleset_id']}/{row['bet_type']}"
+        bet_type = f"{row['ruleset_id']}/{row['bet_type']}"
+        tables_of.setdefault(bet_type, set()).add(row["table_id"])
         group("table", row["table_id"], None, None).add(row)
         group("dealer", None, row["dealer_id"], None).add(row)
-        group("bet_type", None, None, bet).add(row)
-        group("table_bet_type", row["table_id"], None, bet).add(row)
+        group("bet_type", None, None, bet_type).add(row)
+        group("table_bet_type", row["table_id"], None, bet_type).add(row)
     # A bet type played at one table only is the same test twice: keep the table's.
-    tables_of: dict[str | None, set[str | None]] = {}
-    for (level, table, _dealer, bet) in found:
-        if level == "table_bet_type":
-            tables_of.setdefault(bet, set()).add(table)
-    return [g for (level, _t, _d, bet), g in found.items()
-            if g.variance > 0 and not (level == "bet_type" and len(tables_of.get(bet, ())) < 2)]
+    return [g for g in found.values()
+            if g.variance > 0 and not (g.level == "bet_type" and len(tables_of[g.bet_type or ""]) < 2)]
 
 
 def rtp_p_value(g: Group) -> float:

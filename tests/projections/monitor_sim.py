@@ -11,9 +11,9 @@ from typing import Any
 from domain.registry import all_rule_sets
 from domain.ruleset import RuleSet
 from ledger.records import SettlementLine
-from ops.simulator import PLAYER_POOL_MIN, plan_tables
 from ops.sim_core import player_pool
 from ops.sim_table import TableSim
+from ops.simulator import PLAYER_POOL_MIN, plan_tables
 from projections.monitor import Sums, settlement_sums
 
 TESTED_RULE_SETS = ("baccarat/live-8d", "teen-patti/20-20", "blackjack/live-8d")  # where the monitor has exact math
