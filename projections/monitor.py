@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.records import BetPlaced, Opened, Paused, Record, Settled, SettlementLine, SettlementReversed, Voided
-from projections.monitor_math import bet_math
+from projections.monitor_math import bet_math, decimal_text
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
@@ -184,9 +184,9 @@ def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_ty
         "bet_type": bet_type, "day": day, "currency": info["currency"], "lines": new.lines,
         "rounds": old_rounds + rounds, "staked_minor": new.staked, "returned_minor": new.returned,
         "rounding_kept": fraction_text(new.kept), "stake_sq_sum": new.stake_sq, "stake_max": new.stake_max,
-        "observed_rtp": None if observed is None else f"{float(observed):.6f}",
-        "theoretical_rtp": None if math is None else f"{float(math.mean):.6f}",
-        "sd_per_unit": None if math is None else f"{math.sd:.6f}",
+        "observed_rtp": None if observed is None else decimal_text(observed),
+        "theoretical_rtp": None if math is None else decimal_text(math.mean),
+        "sd_per_unit": None if math is None else math.sd_text(),
     })
 
 

@@ -23,10 +23,10 @@ offered when the dealer shows an ace and its odds depend on the cards seen
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
+from math import isqrt
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,18 @@ class BetMath:
     variance: Fraction
     top: Fraction
 
-    @property
-    def sd(self) -> float:
-        return math.sqrt(self.variance)
+    def sd_text(self, places: int = 6) -> str:
+        """The standard deviation per unit staked as a decimal, rounded down (integer arithmetic)."""
+        scale = 10 ** (2 * places)
+        return decimal_text(Fraction(isqrt(self.variance.numerator * scale // self.variance.denominator),
+                                     10**places), places)
+
+
+def decimal_text(f: Fraction, places: int = 6) -> str:
+    """An exact fraction as a decimal with `places` digits (rounded half to even), no float."""
+    scaled = round(f * 10**places)
+    sign, scaled = ("-" if scaled < 0 else ""), abs(scaled)
+    return f"{sign}{scaled // 10**places}.{scaled % 10**places:0{places}d}"
 
 
 # (rule set id, version, bet type) -> (mean, variance, largest return) per unit staked.

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from ops.commands.project import add_db_argument, open_views
+from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
 from projections.monitor import monitor_rows, ops_rows
-from projections.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at

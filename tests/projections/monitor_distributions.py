@@ -38,7 +38,8 @@ def baccarat() -> dict[str, Distribution]:
     return out
 
 
-def teen_patti() -> dict[str, Distribution]:
+def teen_patti_hands() -> dict[str, Distribution]:
+    """Teen Patti A, B, Tie and 6 Card Bonus: the long enumerations (seconds of CPU)."""
     rules = tp.TWENTY_TWENTY_V1
     main, pairs_total = rtp._teenpatti_main(rules)
     out = {}
@@ -46,12 +47,6 @@ def teen_patti() -> dict[str, Distribution]:
         weights = Counter({("win", "player"): main[mine], ("push", None): main[0], ("lose", None): main[-mine]})
         out[bet_type] = _dist(weights, pairs_total, rules.odds)
     out["tie"] = _dist(Counter({("win", "tie"): main[0], ("lose", None): main[1] + main[-1]}), pairs_total, rules.odds)
-    hands = list(combinations(rtp.DECK, 3))
-    pp: Counter[tuple[str, str | None]] = Counter()
-    for hand in hands:
-        res = tp.resolve_pair_plus("pair_plus_a", hand)
-        pp[(res.outcome, res.line)] += 1
-    out["pair_plus_a"] = out["pair_plus_b"] = _dist(pp, len(hands), rules.odds)
     six, six_total = rtp._six_card_weights(rules)
     sc: Counter[tuple[str, str | None]] = Counter()
     for category, n in six.items():
@@ -61,6 +56,17 @@ def teen_patti() -> dict[str, Distribution]:
     return out
 
 
+def teen_patti_pair_plus() -> dict[str, Distribution]:
+    rules = tp.TWENTY_TWENTY_V1
+    hands = list(combinations(rtp.DECK, 3))
+    pp: Counter[tuple[str, str | None]] = Counter()
+    for hand in hands:
+        res = tp.resolve_pair_plus("pair_plus_a", hand)
+        pp[(res.outcome, res.line)] += 1
+    dist = _dist(pp, len(hands), rules.odds)
+    return {"pair_plus_a": dist, "pair_plus_b": dist}
+
+
 def blackjack_pair() -> Distribution:
     """The live-8d Pair side bet pays one line (11:1) or loses: two points, mean = ops' exact RTP."""
     mean = rtp_blackjack.pair_rtp(BJ_LIVE, BJ_LIVE.decks)
@@ -68,9 +74,12 @@ def blackjack_pair() -> Distribution:
     return {Fraction(0): 1 - mean / back, back: mean / back}
 
 
-def all_distributions() -> dict[tuple[str, str], Distribution]:
+def all_distributions(*, long: bool = True) -> dict[tuple[str, str], Distribution]:
+    """Every tested bet's distribution; `long=False` leaves out teen_patti_hands()."""
     out = {("baccarat/live-8d", k): d for k, d in baccarat().items()}
-    out.update({("teen-patti/20-20", k): d for k, d in teen_patti().items()})
+    out.update({("teen-patti/20-20", k): d for k, d in teen_patti_pair_plus().items()})
+    if long:
+        out.update({("teen-patti/20-20", k): d for k, d in teen_patti_hands().items()})
     out[("blackjack/live-8d", "pair")] = blackjack_pair()
     return out
 

@@ -1,5 +1,6 @@
 """The monitor's tests: is a table, dealer or bet type returning what the game
-math says, and is a dealer voiding or erring more than the studio?
+math says, and is a dealer voiding or erring more than the studio? (In ops/:
+p-values are floats; the view they read, projections/monitor.py, is exact.)
 
 RTP. A group of settlement lines (a table, a dealer, a bet type studio-wide,
 a bet type at a table) returns R = sum of (returned + rounding remainder);
