@@ -36,6 +36,10 @@ STEPS_MAX = 400  # cards + decisions in one round: far above any legal round
 SUPERVISORS = ("sup-anna", "sup-bram", "sup-chen", "sup-dara")
 DEALERS_PER_TABLE = 3
 ROUNDS_PER_DEALER_SHIFT = 25
+# A biased table (`ledger simulate --biased-table`): a round the players would
+# win on balance is dealt again up to this many times from the same shoe, its
+# undealt cards reshuffled (so every card is still one the shoe holds).
+BIASED_REDEALS = 3
 
 
 @dataclass
@@ -65,8 +69,10 @@ class TableSim:
         players: list[str],
         fault_rate: Fraction,
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
+        biased: bool = False,
     ) -> None:
         self.table_id = table_id
+        self.biased = biased
         self.rules = rules
         self.rng = stable_rng(seed, table_id)
         self.driver: GameDriver = driver_for(rules)
@@ -79,6 +85,7 @@ class TableSim:
         self.shoe_no = 0
         self.round_in_shoe = 0
         self.retire_shoe = False
+        self.last_round: RoundCtx | None = None
 
     # ------------------------------------------------------------ shoe
 
@@ -114,6 +121,7 @@ class TableSim:
             rules=self.rules, round_no=round_no, round_in_shoe=self.round_in_shoe, players=seated, fault=fault,
         )
         self._play(ctx)
+        self.last_round = ctx  # for tests that fold the model's own settlement (no ledger)
         if fault == "duplicate":
             self._duplicate(ctx)
         if fault == "early_void":
@@ -138,7 +146,10 @@ class TableSim:
         w.tick(rng.randint(1_000, 3_000))
         w.emit("close_betting")
         ctx.model.close_betting()
-        self._deal_and_decide(ctx)
+        if self.biased and ctx.fault is None:
+            self._deal_biased(ctx)
+        else:
+            self._deal_and_decide(ctx)
         if not ctx.ended and ctx.fault == "reversal":
             self._reversal(ctx)
 
@@ -198,6 +209,26 @@ class TableSim:
                     f"{model.view()}")
             self._decide(ctx, decisions)
         require(False, f"{self.table_id} round {ctx.round_no}: more than {STEPS_MAX} steps")
+
+    def _deal_biased(self, ctx: RoundCtx) -> None:
+        """Deal; while the players come out ahead, take the deal back and deal
+        again (at most BIASED_REDEALS times) from the reshuffled rest of the shoe.
+        Only the last deal reaches the feed: a shoe stacked toward the house."""
+        w, shoe = ctx.writer, ctx.shoe
+        start = (copy.deepcopy(ctx.model), shoe.pos, len(w.lines), w.seq, w.cards_dealt, w.clock_ms)
+        for _ in range(BIASED_REDEALS):
+            self._deal_and_decide(ctx)
+            results = copy.deepcopy(ctx.model).settle()
+            if sum(r.returned_minor - r.staked_minor for r in results) <= 0:
+                return
+            model, shoe.pos, lines, w.seq, w.cards_dealt, w.clock_ms = copy.deepcopy(start[0]), *start[1:]
+            ctx.model = model
+            del w.lines[lines:]
+            ctx.answered.clear()
+            rest = shoe.cards[shoe.pos:]
+            ctx.rng.shuffle(rest)
+            shoe.cards[shoe.pos:] = rest
+        self._deal_and_decide(ctx)
 
     def _deal(self, ctx: RoundCtx, target: str) -> None:
         ctx.writer.tick(ctx.rng.randint(1_200, 2_600))

@@ -88,6 +88,7 @@ class Studio:
         *,
         rule_sets: list[RuleSet] | None = None,
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
+        biased_tables: frozenset[str] = frozenset(),
     ) -> None:
         if not 1 <= tables <= TABLES_MAX:
             raise ValueError(f"tables must be 1..{TABLES_MAX}, got {tables}")
@@ -103,6 +104,11 @@ class Studio:
         self.players = player_pool(max(PLAYER_POOL_MIN, PLAYERS_PER_TABLE * len(self.plan) // 2))
         self.stats = SimStats(tables=[t for t, _ in self.plan])
         self.fault_kinds = fault_kinds
+        unknown_tables = biased_tables - set(self.stats.tables)
+        if unknown_tables:
+            raise ValueError(f"no table {', '.join(sorted(unknown_tables))} to bias; tables: "
+                             f"{', '.join(self.stats.tables)}")
+        self.biased_tables = biased_tables
 
     def _table_stream(self, index: int, table_id: str, rules: RuleSet) -> Iterator[tuple[int, int, int, bytes]]:
         sim = TableSim(
@@ -113,6 +119,7 @@ class Studio:
             players=self.players,
             fault_rate=self.fault_rate,
             fault_kinds=self.fault_kinds,
+            biased=table_id in self.biased_tables,
         )
         n = 0
         for round_no in range(1, self.rounds + 1):

@@ -24,6 +24,7 @@ Examples:
   ledger simulate --tables 10 --rounds 200 --seed 1 --fault-rate 50 --out - | head
   ledger simulate --tables 10 --rounds 100 --seed 1 --out feed.jsonl \\
       --wallet-out wallet.csv --wallet-discrepancies 5
+  ledger simulate --tables 5 --rounds 200 --biased-table bacc-1 --out feed.jsonl
   ledger ingest feed.jsonl            # then load it into the ledger
 """
 
@@ -48,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the operator's wallet transactions for this feed (ops/wallet.py)")
     p.add_argument("--wallet-discrepancies", type=int, default=0, metavar="N",
                    help="plant N discrepancies in the wallet file (missing, duplicated, amount differs)")
+    p.add_argument("--biased-table", action="append", default=[], metavar="TABLE",
+                   help="deal TABLE from a shoe stacked toward the house (a round the players win on balance "
+                   "is dealt again from the reshuffled rest of the shoe); repeatable; for `ledger monitor`")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=run)
 
@@ -82,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"ledger simulate: {problem}", file=sys.stderr)
         return 2
-    studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate)
+    try:
+        studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate,
+                        biased_tables=frozenset(args.biased_table))
+    except ValueError as exc:
+        print(f"ledger simulate: {exc}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     if args.out == "-":
         written = _write(studio, sys.stdout.buffer, args.quiet or not sys.stderr.isatty())

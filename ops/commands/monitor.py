@@ -1,0 +1,82 @@
+"""`ledger monitor`: the RTP and integrity monitor. Tests every table, dealer and
+bet type against the exact game math, and every dealer's void and human-error
+rates against the studio; lists what is flagged, with p-values corrected for
+the number of tests (Holm). Exit 1 when anything is flagged, 0 when nothing
+is, 2 when it could not run."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ops.commands.project import add_db_argument, open_views
+from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
+from projections.monitor import monitor_rows, ops_rows
+
+EPILOG = """\
+RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
+each table, over every day in the view (or --since/--until, UTC days). Return =
+paid + rounding remainders (what the paytable pays exactly) against the exact
+mean and variance of each bet type (projections/monitor_math.py); house side:
+normal approximation, player side: Bennett's bound (exact). Blackjack main and
+insurance bets are shown in the view but not tested (they depend on the
+players' decisions). Operational tests: each dealer's void and human-error
+rates against the rest of the studio (exact binomial tail). Holm's correction
+per family at --alpha. See docs/monitor.md.
+
+Examples:
+  ledger simulate --tables 5 --rounds 300 --biased-table bacc-1 --out feed.jsonl
+  ledger ingest feed.jsonl && ledger monitor          # bacc-1 is flagged, exit 1
+  ledger monitor --json --all                         # every test, one JSON object per line
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("monitor", help="RTP and integrity monitor: flag tables, dealers and bet types (exit 1)",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per test line on stdout")
+    p.add_argument("--alpha", type=float, default=ALPHA_DEFAULT,
+                   help=f"family-wise false-alarm rate per family of tests (default {ALPHA_DEFAULT})")
+    p.add_argument("--all", action="store_true", help="list every test, not only the flagged ones")
+    p.add_argument("--since", metavar="YYYY-MM-DD", help="first gaming day (UTC) to include")
+    p.add_argument("--until", metavar="YYYY-MM-DD", help="last gaming day (UTC) to include")
+    p.set_defaults(func=run)
+
+
+def _in_days(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if (args.since is None or r["day"] >= args.since)
+            and (args.until is None or r["day"] <= args.until)]
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.alpha < 1:
+        print(f"ledger monitor: --alpha must be between 0 and 1, got {args.alpha}", file=sys.stderr)
+        return 2
+    try:
+        with open_views(args.db) as views:
+            rtp_rows, ops = monitor_rows(views.db), ops_rows(views.db)
+    except Exception as exc:  # any failure to read the store: the monitor could not run
+        print(f"ledger monitor: could not read the views: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    findings = evaluate(_in_days(args, rtp_rows), _in_days(args, ops), args.alpha)
+    shown = [f for f in findings if args.all or f.flagged]
+    if args.json:
+        for f in shown:
+            print(json.dumps(f.as_dict()))
+    else:
+        _print(findings, shown, args.alpha)
+    return 1 if any(f.flagged for f in findings) else 0
+
+
+def _print(findings: list[Finding], shown: list[Finding], alpha: float) -> None:
+    flagged = sum(f.flagged for f in findings)
+    print(f"{len(findings)} tests (Holm-corrected per family at alpha {alpha}): {flagged} flagged")
+    if shown:
+        print(f"  {'test':<16} {'table':<16} {'dealer':<12} {'bet type':<38} {'p-value':>10} {'adjusted':>10}  "
+              "detail")
+    for f in shown:
+        detail = ", ".join(f"{k} {v}" for k, v in f.detail.items())
+        print(f"  {f.level:<16} {f.table_id or '-':<16} {f.dealer_id or '-':<12} {f.bet_type or '-':<38} "
+              f"{f.p_value:>10.3g} {f.p_adjusted:>10.3g}  {'FLAGGED ' if f.flagged else ''}{detail}")

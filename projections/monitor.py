@@ -1,0 +1,212 @@
+"""View `monitor`: what the RTP and integrity monitor (`ledger monitor`) tests.
+
+`proj_monitor`: one row per table, dealer, rule set, bet type and gaming day
+(the UTC day of the settlement, as in `ggr`): settlement lines, rounds,
+staked, returned, the rounding remainders (exact, TEXT `n/d`: returned plus
+remainders is what the paytable pays exactly, so the test compares like with
+like), the sum of squared stakes and the largest stake (the variance and the
+tail bound of the test need them), the observed RTP and, for the bet types of
+projections/monitor_math.py, the theoretical RTP and the standard deviation
+of the return per unit staked.
+
+A Banker bet's line carries no mode, so the view remembers each Banker bet's
+mode from its `BetPlaced` and keys the line `banker:<mode>`.
+
+A reversed settlement is taken out of the rows it was added to (its own day,
+not the reversal's: the monitor's figures are statistics of what was dealt,
+not bookings); `stake_max` is not lowered again (the tail bound only gets
+more conservative).
+
+`proj_monitor_ops`: per table, dealer and day of the round's opening: rounds
+opened, rounds voided, rounds with a human error (a pause or void whose cause
+is `human_error`, counted once per round).
+`proj_monitor_rounds` keeps per round what the folds above need later.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from ledger.records import BetPlaced, Opened, Paused, Record, Settled, SettlementLine, SettlementReversed, Voided
+from projections.monitor_math import bet_math, decimal_text
+from projections.rounds import round_row
+from projections.sql import Db, Table
+from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
+
+HUMAN_ERROR = "human_error"
+
+MONITOR = Table(
+    "proj_monitor",
+    key=("table_id", "dealer_id", "ruleset_id", "ruleset_version", "bet_type", "day"),
+    columns=(
+        ("table_id", "text"), ("dealer_id", "text"), ("ruleset_id", "text"), ("ruleset_version", "int"),
+        ("bet_type", "text"), ("day", "text"), ("currency", "text"), ("lines", "int"), ("rounds", "int"),
+        ("staked_minor", "int"), ("returned_minor", "int"), ("rounding_kept", "text"),
+        ("stake_sq_sum", "int"), ("stake_max", "int"), ("observed_rtp", "text"), ("theoretical_rtp", "text"),
+        ("sd_per_unit", "text"),
+    ),
+)
+OPS = Table(
+    "proj_monitor_ops",
+    key=("table_id", "dealer_id", "day"),
+    columns=(("table_id", "text"), ("dealer_id", "text"), ("day", "text"), ("rounds", "int"),
+             ("voided", "int"), ("human_errors", "int")),
+)
+ROUNDS = Table(
+    "proj_monitor_rounds",
+    key=("round_id",),
+    columns=(("round_id", "text"), ("modes", "json"), ("settled", "json"), ("day", "text"),
+             ("human_error", "int")),
+)
+
+
+class Sums(NamedTuple):
+    """One bet type's lines in one settlement (or many, added up)."""
+
+    lines: int
+    staked: int
+    returned: int
+    kept: Fraction
+    stake_sq: int
+    stake_max: int
+
+
+def bet_key(line: SettlementLine, modes: dict[str, str]) -> str:
+    mode = modes.get(line.bet_id)
+    return f"{line.bet_type}:{mode}" if mode else line.bet_type
+
+
+def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) -> dict[str, Sums]:
+    """A settlement's lines added up per bet type (Banker bets by mode)."""
+    out: dict[str, Sums] = {}
+    for line in results:
+        key = bet_key(line, modes)
+        s = line.staked_minor
+        kept = Fraction(line.remainder_num, line.remainder_den) if line.remainder_num else Fraction(0)
+        old = out.get(key)
+        out[key] = Sums(1, s, line.returned_minor, kept, s * s, s) if old is None else Sums(
+            old.lines + 1, old.staked + s, old.returned + line.returned_minor, old.kept + kept,
+            old.stake_sq + s * s, max(old.stake_max, s))
+    return out
+
+
+def _round_state(rows: Rows, round_id: str) -> dict[str, Any]:
+    return rows.get(ROUNDS.name, (round_id,)) or {"round_id": round_id, "modes": None, "settled": None,
+                                                  "day": None, "human_error": 0}
+
+
+def fold(rows: Rows, ev: Record) -> list[Change]:
+    match ev:
+        case BetPlaced(mode=str(mode)):
+            state = _round_state(rows, ev.aggregate_id)
+            return [Put(ROUNDS.name, dict(state, modes=(state["modes"] or {}) | {ev.bet_id: mode}))]
+        case Opened():
+            return [_ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)]
+        case Settled():
+            return _settled(rows, ev)
+        case SettlementReversed():
+            return _reversed(rows, ev)
+        case Voided() | Paused():
+            return _incident(rows, ev)
+    return []
+
+
+def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0, voided: int = 0,
+         human_errors: int = 0) -> Put:
+    old = rows.get(OPS.name, (table_id, dealer_id, day)) or {"rounds": 0, "voided": 0, "human_errors": 0}
+    return Put(OPS.name, {"table_id": table_id, "dealer_id": dealer_id, "day": day,
+                          "rounds": old["rounds"] + rounds, "voided": old["voided"] + voided,
+                          "human_errors": old["human_errors"] + human_errors})
+
+
+def _incident(rows: Rows, ev: Voided | Paused) -> list[Change]:
+    info = round_row(rows, ev.aggregate_id)
+    if info is None or info["table_id"] is None:  # tombstone void: no table, no dealer
+        return []
+    voided = isinstance(ev, Voided)
+    state = _round_state(rows, ev.aggregate_id)
+    human = ev.cause == HUMAN_ERROR and not state["human_error"]
+    if not (voided or human):
+        return []
+    changes: list[Change] = [_ops(rows, info["table_id"], info["dealer_id"], info["opened_at"][:10],
+                                  voided=int(voided), human_errors=int(human))]
+    if human:
+        changes.append(Put(ROUNDS.name, dict(state, human_error=1)))
+    return changes
+
+
+def _settled(rows: Rows, ev: Settled) -> list[Change]:
+    info = round_row(rows, ev.aggregate_id)
+    if info is None:
+        return []
+    state = _round_state(rows, ev.aggregate_id)
+    sums = settlement_sums(ev.results, state["modes"] or {})
+    day = day_of(ev.server_time)
+    changes: list[Change] = [_add(rows, info, ev.ruleset_id, ev.ruleset_version, key, day, s, 1)
+                             for key, s in sums.items()]
+    settled = {"ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
+               "sums": {k: [*s[:3], fraction_text(s.kept), *s[4:]] for k, s in sums.items()}}
+    changes.append(Put(ROUNDS.name, dict(state, settled=settled, day=day)))
+    return changes
+
+
+def _reversed(rows: Rows, ev: SettlementReversed) -> list[Change]:
+    info = round_row(rows, ev.aggregate_id)
+    state = rows.get(ROUNDS.name, (ev.aggregate_id,))
+    if info is None or state is None or state["settled"] is None:
+        return []
+    settled, day = state["settled"], state["day"]
+    changes: list[Change] = []
+    for key, (lines, staked, returned, kept, sq, top) in settled["sums"].items():
+        back = Sums(-lines, -staked, -returned, -parse_fraction(kept), -sq, top)
+        changes.append(_add(rows, info, settled["ruleset_id"], settled["ruleset_version"], key, day, back, -1))
+    changes.append(Put(ROUNDS.name, dict(state, settled=None, day=None)))
+    return changes
+
+
+def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_type: str, day: str, s: Sums,
+         rounds: int) -> Put:
+    key = (info["table_id"], info["dealer_id"], ruleset_id, version, bet_type, day)
+    old = rows.get(MONITOR.name, key)
+    if old is None:
+        total = Sums(0, 0, 0, Fraction(0), 0, 0)
+        old_rounds = 0
+    else:
+        total = Sums(old["lines"], old["staked_minor"], old["returned_minor"], parse_fraction(old["rounding_kept"]),
+                     old["stake_sq_sum"], old["stake_max"])
+        old_rounds = old["rounds"]
+    new = Sums(total.lines + s.lines, total.staked + s.staked, total.returned + s.returned, total.kept + s.kept,
+               total.stake_sq + s.stake_sq, max(total.stake_max, s.stake_max))
+    math = bet_math(ruleset_id, version, bet_type)
+    observed = (new.returned + new.kept) / new.staked if new.staked else None
+    return Put(MONITOR.name, {
+        "table_id": key[0], "dealer_id": key[1], "ruleset_id": ruleset_id, "ruleset_version": version,
+        "bet_type": bet_type, "day": day, "currency": info["currency"], "lines": new.lines,
+        "rounds": old_rounds + rounds, "staked_minor": new.staked, "returned_minor": new.returned,
+        "rounding_kept": fraction_text(new.kept), "stake_sq_sum": new.stake_sq, "stake_max": new.stake_max,
+        "observed_rtp": None if observed is None else decimal_text(observed),
+        "theoretical_rtp": None if math is None else decimal_text(math.mean),
+        "sd_per_unit": None if math is None else math.sd_text(),
+    })
+
+
+def monitor_rows(db: Db) -> list[dict[str, Any]]:
+    cols = MONITOR.column_names
+    found = db.query(f"SELECT {', '.join(cols)} FROM {MONITOR.name} ORDER BY day, table_id, dealer_id, bet_type")
+    return [dict(zip(cols, r)) for r in found]
+
+
+def ops_rows(db: Db) -> list[dict[str, Any]]:
+    cols = OPS.column_names
+    found = db.query(f"SELECT {', '.join(cols)} FROM {OPS.name} ORDER BY day, table_id, dealer_id")
+    return [dict(zip(cols, r)) for r in found]
+
+
+VIEW = View(
+    name="monitor",
+    version=1,
+    tables=(MONITOR, OPS, ROUNDS),
+    handles=frozenset({BetPlaced, Opened, Settled, SettlementReversed, Voided, Paused}),
+    fold=fold,
+    reads=("rounds",),
+)
