@@ -106,18 +106,19 @@ class Projector:
 
     def _setup(self) -> None:
         self.db.create(TRACKING)
+        tracked = {r[0]: (r[1], r[2]) for r in self.db.query("SELECT view, position, fingerprint FROM proj_tracking")}
+        stale = [v for v in self.views if v.name not in tracked or tracked[v.name][1] != v.fingerprint()]
+        changed = [v for v in stale if v.name in tracked]
+        if changed:  # definition changed: drop its old tables BEFORE creating (new indexes name new columns)
+            with self.db.transaction():
+                for view in changed:
+                    for table in view.tables:
+                        self.db.drop(table)
         for view in self.views:
             for table in view.tables:
                 self.db.create(table)
-        tracked = {r[0]: (r[1], r[2]) for r in self.db.query("SELECT view, position, fingerprint FROM proj_tracking")}
-        stale = [v for v in self.views if v.name not in tracked or tracked[v.name][1] != v.fingerprint()]
         if stale:
-            changed = [v for v in stale if v.name in tracked]
             with self.db.transaction():
-                for view in changed:  # definition changed: recreate its tables
-                    for table in view.tables:
-                        self.db.drop(table)
-                        self.db.create(table)
                 for view in stale:
                     self.db.execute("DELETE FROM proj_tracking WHERE view=?", (view.name,))
                     self.db.execute("INSERT INTO proj_tracking (view, position, fingerprint, updated_at) "

@@ -173,3 +173,26 @@ def test_a_page_fold_view_is_folded_after_the_others_and_read_by_none(app) -> No
     reader = View("reader", 1, (), frozenset({Opened}), lambda rows, ev: [], ("timeline",))
     with pytest.raises(InvariantBroken, match="page at a time"):
         Projector(EventLog(app), [TIMELINE_VIEW, reader])
+
+
+def test_a_view_whose_new_version_indexes_a_new_column_upgrades_old_tables(app) -> None:
+    """Upgrading a store whose views were built by an older definition (rounds v1 had no
+    studio_time column): the old tables go before the new ones, with their new indexes, are made."""
+    from dataclasses import replace
+
+    from projections.rounds import ROUNDS
+
+    events = random_history(seed=5, rounds=10)
+    store(app, events)
+    old_rounds = replace(ROUNDS, columns=tuple(c for c in ROUNDS.columns if c[0] != "studio_time"),
+                         indexes=tuple(i for i in ROUNDS.indexes if "studio_time" not in i))
+    old = [View(v.name, v.version - (v.name == "rounds"), tuple(old_rounds if t is ROUNDS else t for t in v.tables),
+                v.handles, v.fold, v.reads) for v in ALL_VIEWS]
+    p_old = Projector(EventLog(app), old)
+    p_old.catch_up()
+    p_old.close()
+    p = Projector(EventLog(app))  # the current definitions on the old tables
+    assert set(p.positions.values()) == {0}
+    p.catch_up()
+    assert as_dicts(p) == memory_snapshot(events)
+    p.close()
