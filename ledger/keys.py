@@ -103,11 +103,13 @@ class KeyStore:
 
     def revoke(self, key_id_or_name: str) -> int:
         """Revoke by key id or name; how many keys were revoked (0: none matched)."""
+        where = "WHERE (key_id = ? OR name = ?) AND revoked_at IS NULL"
         with self._cursor() as c:
-            c.execute(self._sql(f"UPDATE {self.table} SET revoked_at = ? WHERE (key_id = ? OR name = ?) "
-                                "AND revoked_at IS NULL"),
+            c.execute(self._sql(f"SELECT COUNT(*) AS n FROM {self.table} {where}"), (key_id_or_name, key_id_or_name))
+            count = int(c.fetchone()["n"])
+            c.execute(self._sql(f"UPDATE {self.table} SET revoked_at = ? {where}"),
                       (datetime.now(UTC).isoformat(), key_id_or_name, key_id_or_name))
-            return int(c.rowcount)
+        return count
 
     def check(self, key: str) -> ApiKey | None:
         """The live key this plain key is, or None (unknown, wrong secret, revoked)."""

@@ -12,29 +12,24 @@ import asyncio
 import json
 import os
 import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from ledger import logging as ledger_logging
 from ledger.keys import ApiKey, KeyStore
 from ledger.store import db_url_from, open_app
 from ops.service import metrics
+from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, Writer
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
 from ops.service.logs import RequestLog
 
 COMMANDS_PER_REQUEST_MAX = 10_000
-KEY_CACHE_S_DEFAULT = 2.0  # a revoked key stops working within this long
-ROLE_WRITE = ("studio", "admin")
-ROLE_READ = ("backoffice", "auditor", "admin")
-ROLE_AUDIT = ("auditor", "admin")
 NDJSON = "application/x-ndjson"
 
 
@@ -68,46 +63,6 @@ class CommandResult(BaseModel):
     original_status: str | None
 
 
-class Keys:
-    """KeyStore lookups with a short cache (a store read per request would cost more than the check)."""
-
-    def __init__(self, store: KeyStore, ttl_s: float) -> None:
-        self.store, self.ttl_s = store, ttl_s
-        self._seen: dict[str, tuple[float, ApiKey | None]] = {}
-        self._lock = threading.Lock()
-
-    def check(self, key: str) -> ApiKey | None:
-        now = time.monotonic()
-        with self._lock:
-            hit = self._seen.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        found = self.store.check(key)
-        with self._lock:
-            if len(self._seen) > 10_000:
-                self._seen.clear()
-            self._seen[key] = (now + self.ttl_s, found)
-        return found
-
-
-bearer = HTTPBearer(auto_error=False, description="an API key made with `ledger keys add`")
-
-
-def role(*allowed: str) -> Callable[..., ApiKey]:
-    """A dependency: the caller's key, which must have one of `allowed` roles (401 without a valid key, 403 else)."""
-
-    def check(request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
-        key = request.app.state.keys.check(creds.credentials) if creds is not None else None
-        if key is None:
-            raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
-                                headers={"WWW-Authenticate": "Bearer"})
-        if key.role not in allowed:
-            raise HTTPException(403, f"role {key.role} may not use this route (needs {' or '.join(allowed)})")
-        return key
-
-    return check
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
 
@@ -134,7 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _command_routes(api)
     from ops.service.reads import read_routes
 
-    read_routes(api, role)
+    read_routes(api)
     return api
 
 
@@ -186,7 +141,7 @@ def _command_routes(api: FastAPI) -> None:
               openapi_extra={"requestBody": COMMANDS_BODY},
               responses={413: {"description": "too many commands"}, 422: {"description": "body is no JSON array"},
                          503: {"description": "the store failed; nothing of this request is known committed"}})
-    async def post_commands(request: Request, key: Annotated[ApiKey, Depends(role(*ROLE_WRITE))]) -> Response:
+    async def post_commands(request: Request, key: Writer) -> Response:
         raws = split_body(await request.body(), request.headers.get("content-type", ""))
         answers: list[dict[str, Any] | None] = [None] * len(raws)
         allowed: list[int] = []

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 from eventsourcing.application import AggregateNotFoundError
-from fastapi import Depends, FastAPI, File, HTTPException, Query, Request, UploadFile
+from fastapi import FastAPI, File, HTTPException, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
 from domain.errors import Refusal
-from ledger.keys import ApiKey
+from ops.service.auth import Auditor, Reader
 
-ROLE_READ = ("backoffice", "auditor", "admin")
-ROLE_AUDIT = ("auditor", "admin")
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
 
@@ -59,9 +57,7 @@ def views(request: Request) -> Iterator[Any]:
             projector.close()
 
 
-def read_routes(api: FastAPI, role: Callable[..., Callable[..., ApiKey]]) -> None:
-    Reader = Annotated[ApiKey, Depends(role(*ROLE_READ))]
-    Auditor = Annotated[ApiKey, Depends(role(*ROLE_AUDIT))]
+def read_routes(api: FastAPI) -> None:
     not_found: dict[int | str, dict[str, Any]] = {404: {"description": "no such round"}, 422: {"description": "bad round reference"}}
 
     @api.get("/v1/rounds/{round_ref}", tags=["reads"], summary="one round (TABLE#NO, URL-encoded, or UUID)",

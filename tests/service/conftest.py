@@ -53,8 +53,8 @@ def cli_results(lines: list[bytes], db_url: str) -> list[dict[str, Any]]:
 
 def round_events(db_url: str, lines: list[bytes]) -> dict[str, list[tuple[Any, ...]]]:
     """Every round's stored events (name, version, fields without times): the state to compare."""
-    from projections.audit_store import round_events as events_of
     from projections.audit_store import parse_round_ref
+    from projections.audit_store import round_events as events_of
 
     refs = set()
     for line in lines:
