@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.errors import Refusal
+from domain.errors import require
 
 KEYS_TABLE = "ledger_api_keys"
 ROLES = ("studio", "backoffice", "auditor", "admin")
@@ -84,11 +84,8 @@ class KeyStore:
 
     def add(self, role: str, name: str = "", tables: Sequence[str] = ()) -> tuple[str, ApiKey]:
         """A new key: (the plain key, shown once; its stored description)."""
-        if role not in ROLES:
-            raise Refusal("bad_role", f"role {role!r} is not one of {', '.join(ROLES)}")
-        bad = [t for t in tables if not t or "," in t]
-        if bad:
-            raise Refusal("bad_tables", f"table ids {bad!r} are empty or contain a comma")
+        require(role in ROLES, f"role {role!r} is not one of {', '.join(ROLES)}")
+        require(all(t and "," not in t for t in tables), f"table ids {list(tables)!r}: empty or with a comma")
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         row = ApiKey(key_id, name or f"{role}-{key_id}", role, tuple(tables), datetime.now(UTC).isoformat(), None)
         with self._cursor() as c:

@@ -51,14 +51,9 @@ def _store(db: str | None):  # type: ignore[no-untyped-def]
 
 
 def run_add(args: argparse.Namespace) -> int:
-    from domain.errors import Refusal
-
     app, store = _store(args.db)
     try:
         key, row = store.add(args.role, args.name, [t.strip() for t in args.tables.split(",") if t.strip()])
-    except Refusal as refusal:
-        print(f"{refusal.code}: {refusal.message}", file=sys.stderr)
-        return 2
     finally:
         app.close()
     if args.json:

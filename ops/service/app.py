@@ -21,7 +21,9 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
+from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
+from ledger.app import Result
 from ledger.keys import ApiKey, KeyStore
 from ledger.store import db_url_from, open_app
 from ops.service import metrics
@@ -191,10 +193,10 @@ def scope_refusal(key: ApiKey, raw: str | bytes) -> dict[str, Any] | None:
     if not isinstance(data, dict) or not isinstance(data.get("table_id"), str) or key.allows_table(data["table_id"]):
         return None
     cid = data.get("command_id")
-    return {"status": "refused", "command_id": cid if isinstance(cid, str) else None, "code": "table_not_allowed",
-            "message": f"this API key may write tables {', '.join(key.tables)} only, not {data['table_id']}; "
-                       "nothing was recorded",
-            "round_id": None, "events": [], "original_status": None}
+    metrics.COMMANDS.labels("refused", RefusalCode.TABLE_NOT_ALLOWED.value).inc()
+    message = RefusalCode.TABLE_NOT_ALLOWED.template.format(tables=", ".join(key.tables), table_id=data["table_id"])
+    return Result(status="refused", command_id=cid if isinstance(cid, str) else None,
+                  code=RefusalCode.TABLE_NOT_ALLOWED, message=message).as_dict()
 
 
 def app_from_env() -> FastAPI:
