@@ -159,17 +159,21 @@ class GroupCommitter:
             at += len(request.raws)
 
     def write(self, raws: list[bytes | str]) -> list[Result]:
-        """One transaction (`run_batch`); a command that met another writer is retried on fresh state."""
         with self.locks.hold(raws) if self.locks else _nothing():
-            results = self.app.run_batch(raws)
-            for _ in range(CONFLICT_RETRIES):
-                again = [i for i, r in enumerate(results) if r.status == "conflict"]
-                if not again:
-                    break
-                retried = self.app.run_batch([raws[i] for i in again])
-                for i, result in zip(again, retried):
-                    results[i] = result
-        return list(results)
+            return write_batch(self.app, raws)
+
+
+def write_batch(app: Any, raws: Sequence[bytes | str]) -> list[Result]:
+    """One transaction (`run_batch`); a command that met another writer is retried on fresh
+    state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once."""
+    results = list(app.run_batch(raws))
+    for _ in range(CONFLICT_RETRIES):
+        again = [i for i, r in enumerate(results) if r.status == "conflict"]
+        if not again:
+            break
+        for i, result in zip(again, app.run_batch([raws[i] for i in again])):
+            results[i] = result
+    return results
 
 
 @contextmanager
