@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from ledger.app import LedgerApp
 
 KEYS_TABLE = "ledger_api_keys"
 ROLES = ("studio", "backoffice", "auditor", "admin")
@@ -122,6 +123,11 @@ class KeyStore:
         if not hmac.compare_digest(row["secret_hash"], _hash(secret)):
             return None
         return _key(row)
+
+
+def key_store(app: LedgerApp) -> KeyStore:
+    """The key table of the store `app` writes to."""
+    return KeyStore(app.recorder.datastore)  # type: ignore[attr-defined]  # both library recorders have one
 
 
 def _key(row: Any) -> ApiKey:

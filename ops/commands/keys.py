@@ -43,11 +43,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _store(db: str | None):  # type: ignore[no-untyped-def]
-    from ledger.keys import KeyStore
+    from ledger.keys import key_store
     from ledger.store import open_app
 
     app = open_app(db)
-    return app, KeyStore(app.recorder.datastore)
+    return app, key_store(app)
 
 
 def run_add(args: argparse.Namespace) -> int:

@@ -58,6 +58,15 @@ def run(args: argparse.Namespace) -> int:
         env["LEDGER_SERVE_LOCK_DIR"] = os.path.join(private, "locks")
     import uvicorn
 
+    from ledger.keys import key_store
+    from ops.service.startup import open_store
+
+    app = open_store(env["LEDGER_DB"])  # tables made once, before the workers start together
+    try:
+        key_store(app)
+    finally:
+        app.close()
+
     try:
         uvicorn.run("ops.service.app:app_from_env", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="warning", access_log=False, timeout_graceful_shutdown=30)

@@ -23,13 +23,15 @@ from pydantic import BaseModel
 
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
-from ledger.app import Result
-from ledger.keys import ApiKey, KeyStore
-from ledger.store import db_url_from, open_app
+from ledger.batching import Result
+from ledger.eventlog import EventLog
+from ledger.keys import ApiKey, key_store
+from ledger.store import db_url_from
 from ops.service import metrics
 from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, Writer
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
 from ops.service.logs import RequestLog
+from ops.service.startup import open_store
 
 COMMANDS_PER_REQUEST_MAX = 10_000
 NDJSON = "application/x-ndjson"
@@ -70,9 +72,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-        writer_app = open_app(settings.db_url)
-        api.state.reader = open_app(settings.db_url)
-        api.state.keys = Keys(KeyStore(api.state.reader.recorder.datastore), settings.key_cache_s)
+        writer_app = open_store(settings.db_url)
+        api.state.reader = EventLog(open_store(settings.db_url))
+        api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s)
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
                                              max_batch=settings.max_batch, locks=locks, on_commit=_observe)
@@ -110,7 +112,7 @@ def _health_routes(api: FastAPI) -> None:
              responses={503: {"description": "store unreachable"}})
     def readyz(request: Request) -> JSONResponse:
         try:
-            head = request.app.state.reader.recorder.max_notification_id() or 0
+            head = request.app.state.reader.head()
         except Exception as exc:  # any store failure means not ready
             return JSONResponse({"status": "unavailable", "error": str(exc)[:200]}, status_code=503)
         return JSONResponse({"status": "ready", "position": head})

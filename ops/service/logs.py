@@ -5,12 +5,28 @@ start, so streamed bodies stream and the request path costs little.
 """
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from typing import Any
 
-from ledger import logging as ledger_logging
+import structlog
+
 from ops.service import metrics
+
+
+class _Stderr:
+    """Writes to whatever sys.stderr is at the time (a captured or replaced stream included)."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    info = msg
+
+
+REQUEST_LOG = structlog.wrap_logger(_Stderr(), processors=[
+    structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True),
+    structlog.processors.JSONRenderer()])
 
 
 class RequestLog:
@@ -38,7 +54,7 @@ class RequestLog:
             route = getattr(scope.get("route"), "path", "unmatched")
             metrics.REQUESTS.labels(route, str(status["code"])).inc()
             metrics.REQUEST_SECONDS.labels(route).observe(seconds)
-            ledger_logging.get_logger().info(
+            REQUEST_LOG.info(
                 "request", request_id=request_id, method=scope["method"], path=scope["path"], route=route,
                 status=status["code"], ms=round(seconds * 1000, 2),
                 client=(scope.get("client") or ("-",))[0],

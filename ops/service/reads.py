@@ -18,6 +18,7 @@ from fastapi import FastAPI, File, HTTPException, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
 from domain.errors import Refusal
+from ledger.eventlog import EventLog
 from ops.service.auth import Auditor, Reader
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
@@ -27,13 +28,12 @@ def _json(value: Any) -> Response:
     return Response(json.dumps(value, default=str), media_type="application/json")
 
 
-def projection_lag(app: Any) -> int:
+def projection_lag(log: EventLog) -> int:
     """Events recorded but not yet folded into every view (all of them before the first catch-up)."""
-    from projections.reader import head_position
     from projections.sql import Db
 
-    head = head_position(app)
-    db = Db.for_app(app)
+    head = log.head()
+    db = Db.for_store(log.backend)
     try:
         rows = db.query("SELECT MIN(position) FROM proj_tracking")
     except Exception:  # no views yet
@@ -67,7 +67,7 @@ def read_routes(api: FastAPI) -> None:
 
         round_id = _round_id(round_ref)
         try:
-            return _json(describe(request.app.state.reader, round_id))
+            return _json(describe(request.app.state.reader.app, round_id))
         except AggregateNotFoundError:
             raise HTTPException(404, f"no round {round_ref} in the store") from None
 
@@ -91,10 +91,11 @@ def read_routes(api: FastAPI) -> None:
     def get_balances(request: Request, key: Reader, account: Annotated[list[str] | None, Query()] = None,
                      kind: Annotated[str | None, Query(pattern="^(player|round|house)$")] = None,
                      nonzero: bool = False) -> Response:
-        from ops.commands.balances import query, totals
+        from projections.balances import balance_rows, balance_totals
 
         with views(request) as db:
-            return _json({"accounts": query(db, account or [], kind, nonzero), "sum_by_currency": totals(db)})
+            return _json({"accounts": balance_rows(db, account or [], kind, nonzero),
+                          "sum_by_currency": balance_totals(db)})
 
     @api.get("/v1/refunds", tags=["reads"], summary="refunded bets and totals by day and cause")
     def get_refunds(request: Request, key: Reader,
@@ -133,8 +134,7 @@ def read_routes(api: FastAPI) -> None:
     @api.post("/v1/reconcile", tags=["reads"], summary="reconcile an operator wallet CSV with the ledger",
               responses={422: {"description": "malformed wallet file"}})
     def post_reconcile(request: Request, key: Reader, wallet: Annotated[UploadFile, File()]) -> Response:
-        from ops.wallet import WalletFormatError, expected_movements, read_wallet, reconcile
-        from projections.reader import read_events
+        from projections.reconcile import WalletFormatError, expected_movements, read_wallet, reconcile
 
         with tempfile.TemporaryDirectory() as tmp:
             path = _save(wallet, Path(tmp) / "wallet.csv")
@@ -142,7 +142,7 @@ def read_routes(api: FastAPI) -> None:
                 rows = read_wallet(path)
             except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
                 raise HTTPException(422, str(exc).replace(str(path), "wallet")) from None
-        report = reconcile(rows, expected_movements(read_events(request.app.state.reader)))
+        report = reconcile(rows, expected_movements(request.app.state.reader.records()))
         return _json(report.as_dict())
 
     @api.get("/v1/audit/export", tags=["audit"], summary="the hash-chained audit trail as events.jsonl (streamed)")
@@ -158,7 +158,6 @@ def read_routes(api: FastAPI) -> None:
                           events_csv: Annotated[UploadFile | None, File()] = None,
                           against_store: bool = False) -> Response:
         from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, verify_against_store, verify_files
-        from projections.reader import read_events
 
         with tempfile.TemporaryDirectory() as tmp:
             _save(events_jsonl, Path(tmp) / EVENTS_JSONL)
@@ -169,7 +168,7 @@ def read_routes(api: FastAPI) -> None:
         findings = list(verified.findings)
         last = verified.manifest.get("last_position")
         if against_store and verified.manifest:
-            store = read_events(request.app.state.reader, 1, last, page_size=5000) if isinstance(last, int) else []
+            store = request.app.state.reader.stored(1, last, page_size=5000) if isinstance(last, int) else []
             findings += verify_against_store(verified, store)
         return _json({"count": verified.manifest.get("count"), "head_hash": verified.manifest.get("head_hash"),
                       "checked_store": against_store, "findings": [f.as_dict() for f in findings]})
@@ -192,11 +191,10 @@ def _save(upload: UploadFile, path: Path) -> Path:
     return path
 
 
-def _export_lines(app: Any, start: int | None, stop: int | None) -> Iterator[bytes]:
+def _export_lines(log: EventLog, start: int | None, stop: int | None) -> Iterator[bytes]:
     """events.jsonl of `ledger audit export`: the chain always starts at position 1."""
     from projections.audit import chain
-    from projections.reader import read_events
 
-    for link in chain(read_events(app, 1, stop, page_size=5000)):
+    for link in chain(log.stored(1, stop, page_size=5000)):
         if start is None or link.position >= start:
             yield (link.line() + "\n").encode("utf-8")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from ledger.app import Result
-from ledger.keys import KeyStore
+from ledger.batching import Result
+from ledger.keys import key_store
 from ledger.store import open_app
 from ops.service.app import Settings, create_app
 from ops.simulator import simulate
@@ -25,7 +25,7 @@ def make_keys(db_url: str, **scoped: list[str]) -> dict[str, str]:
     """A key per role, plus `name=tables` studio keys scoped to those tables."""
     app = open_app(db_url)
     try:
-        store = KeyStore(app.recorder.datastore)
+        store = key_store(app)
         keys = {r: store.add(r, name=f"test-{r}")[0] for r in ROLES}
         for name, tables in scoped.items():
             keys[name] = store.add("studio", name=name, tables=tables)[0]
@@ -52,9 +52,9 @@ def cli_results(lines: list[bytes], db_url: str) -> list[dict[str, Any]]:
 
 
 def round_events(db_url: str, lines: list[bytes]) -> dict[str, list[tuple[Any, ...]]]:
-    """Every round's stored events (name, version, fields without times): the state to compare."""
+    """Every round's stored events (type and fields, without position and server time): the state to compare."""
+    from ledger.eventlog import EventLog
     from projections.audit_store import parse_round_ref
-    from projections.audit_store import round_events as events_of
 
     refs = set()
     for line in lines:
@@ -63,20 +63,16 @@ def round_events(db_url: str, lines: list[bytes]) -> dict[str, list[tuple[Any, .
             refs.add(f"{data['table_id']}#{data['round_no']}")
         except (ValueError, KeyError, TypeError):
             continue
-    app = open_app(db_url)
+    log = EventLog.open(db_url)
     try:
-        out = {}
-        for ref in sorted(refs):
-            events = events_of(app, parse_round_ref(ref))
-            out[ref] = [(e.name, e.originator_version, json.dumps(_timeless(e.fields), sort_keys=True, default=str))
-                        for e in events]
-        return out
+        return {ref: [(type(e).__name__, _timeless(e._asdict())) for e in log.round_records(parse_round_ref(ref))]
+                for ref in sorted(refs)}
     finally:
-        app.close()
+        log.close()
 
 
 def _timeless(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if k not in ("timestamp", "recorded_at", "received_at")}
+    return {k: v for k, v in fields.items() if k not in ("position", "server_time")}
 
 
 def second_store(store_url: str, tmp_path: Any, request: Any) -> str:

@@ -32,7 +32,7 @@ def test_answer_means_committed(client, keys, store_url):
     assert r.status_code == 200 and all(x["status"] == "accepted" for x in r.json())
     fresh = open_app(store_url)  # another connection sees every command
     try:
-        known = fresh.recorder.select_commands([json.loads(x)["command_id"] for x in lines])
+        known = fresh.ledger_recorder().select_commands([json.loads(x)["command_id"] for x in lines])
     finally:
         fresh.close()
     assert len(known) == len(lines)

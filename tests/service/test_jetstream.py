@@ -50,7 +50,7 @@ def state(db_url: str, lines: list[bytes]) -> tuple[object, ...]:
     ids = [json.loads(x)["command_id"] for x in lines if x.startswith(b"{") and b'"command_id"' in x]
     app = open_app(db_url)
     try:
-        known = sorted(app.recorder.select_commands(ids).items())
+        known = sorted(app.ledger_recorder().select_commands(ids).items())
         rejected = sorted((r["command_id"] or "", r["code"]) for r in app.rejections(limit=100_000))
     finally:
         app.close()
@@ -69,7 +69,15 @@ def clean_state(lines: list[bytes], store_url: str, tmp_path, request) -> tuple[
 
 def consume(db: str, nats_url: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([*CONSUME, "--db", db, "--nats", nats_url, "--ack-wait-s", "1", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def finished(proc: subprocess.Popen) -> dict[str, int]:
+    """The consumer's closing summary line (its standard error in the failure message otherwise)."""
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and out.strip(), err[-3000:]
+    return json.loads(out.splitlines()[-1])
 
 
 def test_sigkill_between_commit_and_ack_then_restart(store_url, nats_url, tmp_path, request):
@@ -77,16 +85,15 @@ def test_sigkill_between_commit_and_ack_then_restart(store_url, nats_url, tmp_pa
     published = asyncio.run(publish(lines, nats_url))["published"]
     assert published < len(lines)  # the feed's own redeliveries (same command id) are dropped
     crashed = consume(store_url, nats_url, "--batch", "40", env={"LEDGER_TEST_KILL_AFTER_BATCH": "2"})
-    assert crashed.wait(timeout=120) == -signal.SIGKILL
+    crashed.communicate(timeout=120)
+    assert crashed.returncode == -signal.SIGKILL
     app = open_app(store_url)
     try:  # batches 1 and 2 are committed; batch 2 was never acked
-        assert len(app.recorder.select_commands([json.loads(x)["command_id"] for x in lines])) >= 40
+        assert len(app.ledger_recorder().select_commands([json.loads(x)["command_id"] for x in lines])) >= 40
     finally:
         app.close()
     again = consume(store_url, nats_url, "--batch", "40", "--idle-exit")
-    out, _ = again.communicate(timeout=120)
-    assert again.returncode == 0
-    assert json.loads(out.splitlines()[-1])["commands"] == published - 40  # batch 2 came again, batch 1 did not
+    assert finished(again)["commands"] == published - 40  # batch 2 came again, batch 1 did not
     assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
 
 
@@ -95,8 +102,7 @@ def test_two_partitions_in_two_processes(store_url, nats_url, tmp_path, request)
     asyncio.run(publish(lines, nats_url))
     procs = [consume(store_url, nats_url, "--partitions", "2", "--partition", str(i), "--batch", "50", "--idle-exit")
              for i in (0, 1)]
-    outs = [json.loads(p.communicate(timeout=120)[0].splitlines()[-1]) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
+    outs = [finished(p) for p in procs]
     assert all(o["commands"] > 0 and o["skipped"] > 0 for o in outs)  # each wrote its own share only
     assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ledger.keys import KeyStore
+from ledger.keys import key_store
 from ledger.store import open_app
 from tests.service.conftest import ROLES, auth, feed
 
@@ -18,14 +18,14 @@ WALLET_HEADER = "transaction_id,type,reference,player,amount_minor,currency,time
 
 
 def _export_files(store_url: str, directory: Path) -> dict[str, Any]:
+    from ledger.eventlog import EventLog
     from projections.audit_export import export
-    from projections.reader import read_events
 
-    app = open_app(store_url)
+    log = EventLog.open(store_url)
     try:
-        export(directory, read_events(app), exported_at="2026-01-01T00:00:00Z")
+        export(directory, log.stored(), exported_at="2026-01-01T00:00:00Z")
     finally:
-        app.close()
+        log.close()
     return {"events_jsonl": (directory / "events.jsonl").read_bytes(),
             "manifest_json": (directory / "manifest.json").read_bytes(),
             "events_csv": (directory / "events.csv").read_bytes()}
@@ -113,7 +113,7 @@ def test_a_revoked_key_is_refused(client, keys, store_url):
     assert client.get("/v1/ggr", headers=h).status_code == 200
     app = open_app(store_url)
     try:
-        assert KeyStore(app.recorder.datastore).revoke("test-backoffice") == 1
+        assert key_store(app).revoke("test-backoffice") == 1
     finally:
         app.close()
     assert client.get("/v1/ggr", headers=h).status_code == 401

@@ -99,6 +99,6 @@ def test_serve_two_workers_metrics_and_sigterm(tmp_path):
 
     app = open_app(db)
     try:
-        assert len(app.recorder.select_commands([json.loads(x)["command_id"] for x in lines])) == len(lines)
+        assert len(app.ledger_recorder().select_commands([json.loads(x)["command_id"] for x in lines])) == len(lines)
     finally:
         app.close()
