@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ledger.keys import ApiKey, KeyStore
@@ -30,28 +31,39 @@ class Keys:
         self._seen: dict[str, tuple[float, ApiKey | None]] = {}
         self._lock = threading.Lock()
 
-    def check(self, key: str) -> ApiKey | None:
-        now = time.monotonic()
+    def cached(self, key: str) -> tuple[bool, ApiKey | None]:
+        """(known, the key): no store read, so the event loop may call it."""
         with self._lock:
             hit = self._seen.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        if hit is not None and hit[0] > time.monotonic():
+            return True, hit[1]
+        return False, None
+
+    def check(self, key: str) -> ApiKey | None:
+        """The key as the store has it now (a store read), remembered for `ttl_s`."""
         found = self.store.check(key)
         with self._lock:
             if len(self._seen) > 10_000:
                 self._seen.clear()
-            self._seen[key] = (now + self.ttl_s, found)
+            self._seen[key] = (time.monotonic() + self.ttl_s, found)
         return found
 
 
 bearer = HTTPBearer(auto_error=False, description="an API key made with `ledger keys add`")
 
 
-def role(*allowed: str) -> Callable[..., ApiKey]:
+def role(*allowed: str) -> Callable[..., Awaitable[ApiKey]]:
     """A dependency: the caller's key, which must have one of `allowed` roles (401 without a valid key, 403 else)."""
 
-    def check(request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
-        key = request.app.state.keys.check(creds.credentials) if creds is not None else None
+    async def check(request: Request,
+                    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
+        # async, so a cached key costs no thread hop; a store read goes to the thread pool
+        key = None
+        if creds is not None:
+            keys: Keys = request.app.state.keys
+            known, key = keys.cached(creds.credentials)
+            if not known:
+                key = await run_in_threadpool(keys.check, creds.credentials)
         if key is None:
             raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
                                 headers={"WWW-Authenticate": "Bearer"})
