@@ -25,7 +25,8 @@ import nats
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
 from nats.js.errors import NotFoundError
 
-from ledger.app import Result
+from ledger.app import LedgerApp
+from ledger.batching import Result
 from ops.service.committer import partition_of, write_batch
 
 NATS_URL_DEFAULT = "nats://127.0.0.1:4222"
@@ -102,7 +103,7 @@ class ConsumeStats:
 
 
 class Consumer:
-    def __init__(self, app: Any, *, nats_url: str = NATS_URL_DEFAULT, stream: str = STREAM_DEFAULT,
+    def __init__(self, app: LedgerApp, *, nats_url: str = NATS_URL_DEFAULT, stream: str = STREAM_DEFAULT,
                  partitions: int = 1, partition: int = 0, batch: int = BATCH_DEFAULT,
                  ack_wait_s: float = ACK_WAIT_S_DEFAULT, prefix: str = PREFIX_DEFAULT) -> None:
         self.app, self.nats_url, self.stream, self.prefix = app, nats_url, stream, prefix

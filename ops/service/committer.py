@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
-from ledger.app import Result
+from ledger.app import LedgerApp
+from ledger.batching import Result
 
 MAX_WAIT_MS_DEFAULT = 2.0
 MAX_BATCH_DEFAULT = 500
@@ -80,7 +80,7 @@ BatchHook = Callable[[int, float, list[Result]], None]  # (commands, seconds, re
 
 
 class GroupCommitter:
-    def __init__(self, app: Any, *, max_wait_ms: float = MAX_WAIT_MS_DEFAULT, max_batch: int = MAX_BATCH_DEFAULT,
+    def __init__(self, app: LedgerApp, *, max_wait_ms: float = MAX_WAIT_MS_DEFAULT, max_batch: int = MAX_BATCH_DEFAULT,
                  locks: TableLocks | None = None, on_commit: BatchHook | None = None) -> None:
         self.app, self.max_wait_s, self.max_batch = app, max_wait_ms / 1000.0, max_batch
         self.locks, self.on_commit = locks, on_commit
@@ -163,7 +163,7 @@ class GroupCommitter:
             return write_batch(self.app, raws)
 
 
-def write_batch(app: Any, raws: Sequence[bytes | str]) -> list[Result]:
+def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:
     """One transaction (`run_batch`); a command that met another writer is retried on fresh
     state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once."""
     results = list(app.run_batch(raws))
