@@ -1,10 +1,10 @@
 """The live service: FastAPI over the ledger (`ledger serve`).
 
 Writes go through one GroupCommitter per process (ops/service/committer.py): a
-request is answered only after its commands are committed. Reads use a second
-LedgerApp of their own (the writer's aggregate cache is the writer thread's alone)
-and call the same functions as the read commands of the command line.
-Routes and roles: docs/service.md... in short, see ROLE_* below and README "Live service".
+request is answered only after its commands are committed. Reads use an EventLog
+on a second LedgerApp (the writer's aggregate cache is the writer thread's alone)
+and call the same functions as the read commands of the command line
+(ops/service/reads.py). Roles: ops/service/auth.py; README "Live service".
 """
 from __future__ import annotations
 

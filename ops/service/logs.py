@@ -14,6 +14,8 @@ import structlog
 
 from ops.service import metrics
 
+DOC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
 
 class _Stderr:
     """Writes to whatever sys.stderr is at the time (a captured or replaced stream included)."""
@@ -51,7 +53,9 @@ class RequestLog:
             await self.app(scope, receive, watch)
         finally:
             seconds = time.perf_counter() - started
-            route = getattr(scope.get("route"), "path", "unmatched")
+            # the route's template (bounded label values); the docs routes are plain paths
+            route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS
+                                                                  else "unmatched")
             metrics.REQUESTS.labels(route, str(status["code"])).inc()
             metrics.REQUEST_SECONDS.labels(route).observe(seconds)
             REQUEST_LOG.info(
