@@ -146,3 +146,22 @@ def test_subject_tokens():
     assert token_for("bj-live-1") == "bj-live-1"
     assert token_for("a.b*c>d #e") == "a%2Eb%2Ac%3Ed%20%23e"
     assert token_for(None) == "_"
+
+
+def test_sigterm_finishes_the_batch_then_a_restart_completes(store_url, nats_url, tmp_path, request):
+    lines = feed(tables=5, rounds=2)
+    asyncio.run(publish(lines, nats_url))
+    ids = [json.loads(x)["command_id"] for x in lines]
+    proc = consume(store_url, nats_url, "--batch", "20")
+    app = open_app(store_url)
+    try:
+        while len(app.ledger_recorder().select_commands(ids)) < 20:  # until a batch has landed
+            assert proc.poll() is None
+            time.sleep(0.05)
+    finally:
+        app.close()
+    proc.send_signal(signal.SIGTERM)
+    stopped = finished(proc)  # exit 0 with its summary: the batch in hand was committed and acked
+    again = finished(consume(store_url, nats_url, "--batch", "20", "--idle-exit"))
+    assert stopped["commands"] >= 20 and stopped["commands"] + again["commands"] >= len(set(ids))
+    assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
