@@ -23,6 +23,7 @@ from typing import Any
 
 from domain.errors import require
 from ledger.app import LedgerApp
+from ledger.startup import tables_created_alone
 
 KEYS_TABLE = "ledger_api_keys"
 ROLES = ("studio", "backoffice", "auditor", "admin")
@@ -126,8 +127,9 @@ class KeyStore:
 
 
 def key_store(app: LedgerApp) -> KeyStore:
-    """The key table of the store `app` writes to."""
-    return KeyStore(app.recorder.datastore)  # type: ignore[attr-defined]  # both library recorders have one
+    """The key table of the store `app` writes to (created by one process at a time, as the ledger's)."""
+    with tables_created_alone(app.env):
+        return KeyStore(app.recorder.datastore)  # type: ignore[attr-defined]  # both library recorders have one
 
 
 def _key(row: Any) -> ApiKey:

@@ -44,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     from ledger import logging as ledger_logging
+    from ledger.store import open_app
     from ops.jetstream.intake import Consumer
-    from ops.service.startup import open_store
 
     ledger_logging.configure("info")
-    app = open_store(args.db)
+    app = open_app(args.db)
     consumer = Consumer(app, nats_url=args.nats, stream=args.stream, partitions=args.partitions,
                         partition=args.partition, batch=args.batch, ack_wait_s=args.ack_wait_s,
                         prefix=args.subject_prefix)

@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ledger.keys import key_store
-    from ops.service.startup import open_store
+    from ledger.store import open_app
 
-    app = open_store(env["LEDGER_DB"])  # tables made once, before the workers start together
+    app = open_app(env["LEDGER_DB"])  # tables made once, before the workers start together
     try:
         key_store(app)
     finally:

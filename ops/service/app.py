@@ -26,12 +26,11 @@ from ledger import logging as ledger_logging
 from ledger.batching import Result
 from ledger.eventlog import EventLog
 from ledger.keys import ApiKey, key_store
-from ledger.store import db_url_from
+from ledger.store import db_url_from, open_app
 from ops.service import metrics
 from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, Writer
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
 from ops.service.logs import RequestLog
-from ops.service.startup import open_store
 
 COMMANDS_PER_REQUEST_MAX = 10_000
 NDJSON = "application/x-ndjson"
@@ -72,8 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-        writer_app = open_store(settings.db_url)
-        api.state.reader = EventLog(open_store(settings.db_url))
+        writer_app = open_app(settings.db_url)
+        api.state.reader = EventLog(open_app(settings.db_url))
         api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s)
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
