@@ -325,6 +325,11 @@ class RefusalCode(StrEnum):
         "a round reference that is neither a round UUID nor TABLE#ROUND_NO",
         "{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12",
     )
+    TABLE_NOT_ALLOWED = (
+        "table_not_allowed",
+        "a command posted to the live service with an API key scoped to other tables; nothing recorded, not logged",
+        "this API key may write tables {tables} only, not {table_id}; nothing was recorded",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,7 +529,14 @@ domain/ pass through unchanged.""", (
         "'bacc-1-12': use a round UUID or TABLE#ROUND_NO like bacc-1#12"),
 ))
 
-SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE)
+SERVICE = Section("Live service", """\
+Module: ops/service/app.py (`ledger serve`, POST /v1/commands). Answered per command in
+the results array, beside the ledger's own codes; the command never reaches the ledger.""", (
+    Use(C.TABLE_NOT_ALLOWED, "a studio key made with `ledger keys add --tables T1,T2` posts a command of another table",
+        "this API key may write tables T1, T2 only, not bacc-1; nothing was recorded"),
+))
+
+SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE, SERVICE)
 
 
 def markdown() -> str:

@@ -11,6 +11,7 @@ from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
 from ledger.shards import WORKERS_MAX
 from ledger.store import db_url_from, open_app
+from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
 
 EPILOG = """\
 One JSON command per line (docs/feed.md). Commands are checked one by one and
@@ -40,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"commands per transaction, 1..{BATCH_SIZE_MAX} (default {BATCH_SIZE_DEFAULT})")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help=f"processes, each checking a share of the tables, 1..{WORKERS_MAX} (default 1)")
+    p.add_argument("--max-wait-ms", type=float, default=None, metavar="MS",
+                   help="with FEED '-': commit what has arrived after MS milliseconds (default 50)")
+    p.add_argument("--results", metavar="FILE", help="one JSON result per command, in feed order ('-': stdout)")
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--log-level", default="info", help="debug logs one line per command")
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     log = ledger_logging.get_logger()
     app = open_app(args.db)
     tally, blank = Tally(), Counter[str]()
+    results_out = sys.stdout if args.results == "-" else open(args.results, "w") if args.results else None
     try:
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -118,20 +123,31 @@ def run(args: argparse.Namespace) -> int:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),
                       TimeElapsedColumn(), console=console, transient=not console.is_terminal) as progress:
             task = progress.add_task("ingesting", total=None)
-            for batch in app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers):
+            write = results_writer(results_out) if results_out else None
+            if args.feed == "-" and args.workers == 1:  # a live stream: commit on time too
+                wait = STREAM_MAX_WAIT_MS_DEFAULT if args.max_wait_ms is None else args.max_wait_ms
+                batches = stream_batches(app, _lines("-", blank), args.batch_size, wait)
+            else:
+                batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
+            for batch in batches:
                 tally.add(batch)
                 progress.advance(task, len(batch))
+                if write:
+                    write(batch)
     finally:
         app.close()
+        if results_out not in (None, sys.stdout):
+            results_out.close()
     summary = _summary(tally, blank["lines"])
     log.info("ingest finished", db=db_url_from(args.db).split("@")[-1], **{k: v for k, v in summary.items()})
+    out = sys.stderr if args.results == "-" else sys.stdout  # stdout carries the results then
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2), file=out)
     else:
         print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate, "
               f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded"
-              + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""))
+              + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""), file=out)
         for code, n in summary["refused_by_code"].items():
-            print(f"  {code}: {n}")
+            print(f"  {code}: {n}", file=out)
     failed = summary["refused"] + summary["conflict"]
     return 1 if failed and not args.allow_refusals else 0

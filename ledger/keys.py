@@ -1,0 +1,137 @@
+"""API keys of the live service: who may call which route, for which tables.
+
+Keys are not events (they grant access, they are no fact of a game), so they live
+in their own table beside the ledger's, created the way ledger/persistence.py
+creates `ledger_commands` (CREATE TABLE IF NOT EXISTS, in the store's schema on
+PostgreSQL). Only a SHA-256 of the secret is stored: a key is 32 random bytes,
+so a fast hash is enough (no password stretching needed), and the plain key is
+shown once, when it is made.
+
+A key reads `lk_<key_id>_<secret>`; the key id finds the row, the secret's hash
+is compared in constant time.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from domain.errors import require
+from ledger.app import LedgerApp
+from ledger.startup import tables_created_alone
+
+KEYS_TABLE = "ledger_api_keys"
+ROLES = ("studio", "backoffice", "auditor", "admin")
+KEY_PREFIX = "lk_"
+COLUMNS = ("key_id", "name", "role", "tables", "secret_hash", "created_at", "revoked_at")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    key_id: str
+    name: str
+    role: str
+    tables: tuple[str, ...]  # empty: every table
+    created_at: str
+    revoked_at: str | None
+
+    def allows_table(self, table_id: str) -> bool:
+        return not self.tables or table_id in self.tables
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key_id": self.key_id, "name": self.name, "role": self.role, "tables": list(self.tables),
+                "created_at": self.created_at, "revoked_at": self.revoked_at}
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def split_key(key: str) -> tuple[str, str] | None:
+    """(key_id, secret) of a well-formed key, else None."""
+    if not key.startswith(KEY_PREFIX):
+        return None
+    key_id, sep, secret = key[len(KEY_PREFIX):].partition("_")
+    if not sep or not key_id or not secret:
+        return None
+    return key_id, secret
+
+
+class KeyStore:
+    """The key table in the ledger's own store (the recorder's datastore: SQLite or PostgreSQL)."""
+
+    def __init__(self, datastore: Any) -> None:
+        self.datastore = datastore
+        self.postgres = hasattr(datastore, "schema")
+        self.table = f'"{datastore.schema}".{KEYS_TABLE}' if self.postgres else KEYS_TABLE
+        with self._cursor() as c:
+            c.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} (key_id text PRIMARY KEY, name text NOT NULL, "
+                "role text NOT NULL, tables text NOT NULL, secret_hash text NOT NULL, created_at text NOT NULL, "
+                "revoked_at text)"
+            )
+
+    @contextmanager
+    def _cursor(self, commit: bool = True) -> Iterator[Any]:
+        with self.datastore.transaction(commit=commit) as c:
+            yield c
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.postgres else text
+
+    def add(self, role: str, name: str = "", tables: Sequence[str] = ()) -> tuple[str, ApiKey]:
+        """A new key: (the plain key, shown once; its stored description)."""
+        require(role in ROLES, f"role {role!r} is not one of {', '.join(ROLES)}")
+        require(all(t and "," not in t for t in tables), f"table ids {list(tables)!r}: empty or with a comma")
+        key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+        row = ApiKey(key_id, name or f"{role}-{key_id}", role, tuple(tables), datetime.now(UTC).isoformat(), None)
+        with self._cursor() as c:
+            c.execute(self._sql(f"INSERT INTO {self.table} ({', '.join(COLUMNS)}) VALUES (?,?,?,?,?,?,?)"),
+                      (row.key_id, row.name, row.role, ",".join(row.tables), _hash(secret), row.created_at, None))
+        return f"{KEY_PREFIX}{key_id}_{secret}", row
+
+    def list(self) -> list[ApiKey]:
+        with self._cursor(commit=False) as c:
+            c.execute(f"SELECT {', '.join(COLUMNS)} FROM {self.table} ORDER BY created_at, key_id")
+            return [_key(row) for row in c.fetchall()]
+
+    def revoke(self, key_id_or_name: str) -> int:
+        """Revoke by key id or name; how many keys were revoked (0: none matched)."""
+        where = "WHERE (key_id = ? OR name = ?) AND revoked_at IS NULL"
+        with self._cursor() as c:
+            c.execute(self._sql(f"SELECT COUNT(*) AS n FROM {self.table} {where}"), (key_id_or_name, key_id_or_name))
+            count = int(c.fetchone()["n"])
+            c.execute(self._sql(f"UPDATE {self.table} SET revoked_at = ? {where}"),
+                      (datetime.now(UTC).isoformat(), key_id_or_name, key_id_or_name))
+        return count
+
+    def check(self, key: str) -> ApiKey | None:
+        """The live key this plain key is, or None (unknown, wrong secret, revoked)."""
+        parts = split_key(key)
+        if parts is None:
+            return None
+        key_id, secret = parts
+        with self._cursor(commit=False) as c:
+            c.execute(self._sql(f"SELECT {', '.join(COLUMNS)} FROM {self.table} WHERE key_id = ?"), (key_id,))
+            row = c.fetchone()
+        if row is None or row["revoked_at"] is not None:
+            return None
+        if not hmac.compare_digest(row["secret_hash"], _hash(secret)):
+            return None
+        return _key(row)
+
+
+def key_store(app: LedgerApp) -> KeyStore:
+    """The key table of the store `app` writes to (created by one process at a time, as the ledger's)."""
+    with tables_created_alone(app.env):
+        return KeyStore(app.recorder.datastore)  # type: ignore[attr-defined]  # both library recorders have one
+
+
+def _key(row: Any) -> ApiKey:
+    tables = tuple(t for t in row["tables"].split(",") if t)
+    return ApiKey(row["key_id"], row["name"], row["role"], tables, row["created_at"], row["revoked_at"])

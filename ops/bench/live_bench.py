@@ -1,0 +1,262 @@
+"""Live service benchmark: open-loop load against `ledger serve` on PostgreSQL, group commit
+vs one command per transaction (the same server with --max-batch 1), in the same run;
+then JetStream end to end with 1 and 2 consumer processes.
+
+The client is a minimal HTTP/1.1 keep-alive client of its own: httpx's asyncio client
+measured 5-6x slower than the server's /healthz on this machine, so it hid the server.
+
+Open loop: command i of the feed is due at start + i / rate, whatever the answers before
+it. Each of the 50 tables sends its own commands in feed order, one at a time (a table's
+next command waits for the previous answer, as a game server would), over many client
+connections. Latency is measured from the command's due time (so a server that falls
+behind is charged for the queue, not only for the service time).
+
+    python -m ops.bench.live_bench                      # rates 250..4000/s, 4 s per step
+    python -m ops.bench.live_bench --rates 1000 --seconds 5 --workers 2
+    python -m ops.bench.live_bench --skip-http --jetstream-commands 20000
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+PG_URL = os.environ.get("LEDGER_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TABLES = 50
+
+
+def fresh_schema_url() -> str:
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return f"{PG_URL}?schema={schema}"
+
+
+def drop_schema(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_URL.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{url.rsplit("=", 1)[1]}" CASCADE')
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def feed(commands: int, tag: str) -> list[bytes]:
+    """At least `commands` clean commands of 50 tables, table and command ids tagged (each step its own rounds)."""
+    from ops.simulator import simulate
+
+    rounds = 1
+    while True:
+        lines = [x.rstrip(b"\n") for x in simulate(TABLES, rounds, seed=11)]
+        if len(lines) >= commands:
+            break
+        rounds = rounds * 2
+    out = []
+    for line in lines[:commands]:
+        data = json.loads(line)
+        data["table_id"] += f"-{tag}"
+        data["command_id"] = f"{tag}/{data['command_id']}"
+        out.append(json.dumps(data).encode())
+    return out
+
+
+class Conn:
+    """A minimal HTTP/1.1 keep-alive client connection (the bench's own: httpx costs more CPU than the server)."""
+    def __init__(self, host: str, port: int, headers: str) -> None:
+        self.host, self.port, self.headers = host, port, headers
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      content_type: str = "application/x-ndjson") -> tuple[int, bytes]:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\nContent-Type: {content_type}\r\n{self.headers}\r\n"
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v)
+        data = await self.reader.readexactly(length)
+        return status, data
+
+
+class Server:
+    def __init__(self, url: str, port: int, workers: int, max_batch: int) -> None:
+        from ledger.keys import key_store
+        from ledger.store import open_app
+
+        app = open_app(url)
+        try:
+            self.key = key_store(app).add("studio", name=f"bench-{uuid.uuid4().hex[:6]}")[0]
+        finally:
+            app.close()
+        self.base = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ops.cli", "serve", "--db", url, "--port", str(port), "--workers", str(workers),
+             "--max-batch", str(max_batch), "--log-level", "warning"],
+            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+    def wait_ready(self) -> None:
+        import httpx
+
+        for _ in range(600):
+            try:
+                if httpx.get(self.base + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("ledger serve did not become ready")
+
+    def batches(self) -> dict[str, float]:
+        """Mean commit time and commands per transaction so far (from /metrics)."""
+        import urllib.request
+
+        text = urllib.request.urlopen(self.base + "/metrics", timeout=10).read().decode()
+        got = {k: 0.0 for k in ("ledger_batch_commit_seconds_sum", "ledger_batch_commit_seconds_count",
+                                "ledger_batch_commands_sum")}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in got:
+                got[name] = float(value)
+        n = got["ledger_batch_commit_seconds_count"] or 1.0
+        return {"transactions": int(n), "commit_ms_mean": round(1000 * got["ledger_batch_commit_seconds_sum"] / n, 2),
+                "commands_per_transaction": round(got["ledger_batch_commands_sum"] / n, 1)}
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=60)
+
+
+async def open_loop(base: str, key: str, lines: list[bytes], rate: float) -> dict[str, Any]:
+    by_table: dict[str, list[int]] = defaultdict(list)
+    for i, line in enumerate(lines):
+        by_table[json.loads(line)["table_id"]].append(i)
+    latencies: list[float] = []
+    errors = 0
+    port = int(base.rsplit(":", 1)[1])
+    start = time.perf_counter() + 0.2
+
+    async def table(indexes: list[int]) -> None:  # one connection per table (a game server's own)
+        nonlocal errors
+        conn = Conn("127.0.0.1", port, f"Authorization: Bearer {key}\r\n")
+        for i in indexes:
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            status, body = await conn.request("POST", "/v1/commands", lines[i])
+            if status != 200 or json.loads(body)[0]["status"] != "accepted":
+                errors += 1
+            latencies.append(time.perf_counter() - due)
+
+    await asyncio.gather(*(table(ix) for ix in by_table.values()))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+
+    def q(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
+
+    return {"offered_per_s": rate, "acked_per_s": round(len(latencies) / elapsed), "errors": errors,
+            "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2), "p999_ms": round(q(0.999), 2)}
+
+
+def http_steps(rates: list[float], seconds: float, workers: int) -> None:
+    modes = [("group commit", 500), ("one command per transaction", 1)]
+    best: dict[str, float] = {}
+    for rate in rates:
+        for name, max_batch in modes:  # interleaved: both modes see the same machine load
+            url = fresh_schema_url()
+            server = Server(url, free_port(), workers, max_batch)
+            try:
+                server.wait_ready()
+                lines = feed(int(rate * seconds), f"r{int(rate)}")
+                row = asyncio.run(open_loop(server.base, server.key, lines, rate))
+                row.update(server.batches())
+            finally:
+                server.stop()
+                drop_schema(url)
+            print(json.dumps({"mode": name, "workers": workers, **row}), flush=True)
+            if row["p99_ms"] <= 50 and row["errors"] == 0 and row["acked_per_s"] >= 0.9 * rate:
+                best[name] = max(best.get(name, 0), rate)
+    print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
+
+
+def jetstream(commands: int) -> None:
+    from ops.jetstream.intake import publish
+
+    for consumers in (1, 2):
+        url = fresh_schema_url()
+        stream, prefix = f"BENCH_{uuid.uuid4().hex[:8]}", f"bench{uuid.uuid4().hex[:8]}"
+        lines = feed(commands, f"js{consumers}")
+        try:
+            asyncio.run(publish(lines, stream=stream, prefix=prefix))
+            from ledger.store import open_app
+
+            open_app(url).close()  # tables made before the consumers start together
+            started = time.perf_counter()
+            procs = [subprocess.Popen([sys.executable, "-m", "ops.cli", "consume", "--db", url, "--stream", stream,
+                                       "--subject-prefix", prefix, "--partitions", str(consumers), "--partition",
+                                       str(i), "--idle-exit", "--batch", "500"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                     for i in range(consumers)]
+            for p in procs:
+                p.communicate(timeout=600)
+            elapsed = time.perf_counter() - started
+            print(json.dumps({"jetstream_consumers": consumers, "commands": len(lines),
+                              "commands_per_s": round(len(lines) / elapsed),
+                              "note": "includes process start and the idle check at the end"}), flush=True)
+        finally:
+            asyncio.run(_delete_stream(stream))
+            drop_schema(url)
+
+
+async def _delete_stream(stream: str) -> None:
+    import nats
+
+    nc = await nats.connect("nats://127.0.0.1:4222")
+    try:
+        await nc.jetstream().delete_stream(stream)
+    finally:
+        await nc.close()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rates", default="250,500,1000,2000,3000,4000", help="offered commands/s, comma-separated")
+    p.add_argument("--seconds", type=float, default=4.0, help="load per step")
+    p.add_argument("--workers", type=int, default=1, help="ledger serve --workers")
+    p.add_argument("--skip-http", action="store_true")
+    p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")
+    args = p.parse_args()
+    if not args.skip_http:
+        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers)
+    if args.jetstream_commands:
+        jetstream(args.jetstream_commands)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The live service: FastAPI over the ledger (`ledger serve`).
+
+Writes go through one GroupCommitter per process (ops/service/committer.py): a
+request is answered only after its commands are committed. Reads use an EventLog
+on a second LedgerApp (the writer's aggregate cache is the writer thread's alone)
+and call the same functions as the read commands of the command line
+(ops/service/reads.py). Roles: ops/service/auth.py; README "Live service".
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+from domain.refusals import RefusalCode
+from ledger import logging as ledger_logging
+from ledger.batching import Result
+from ledger.eventlog import EventLog
+from ledger.keys import ApiKey, key_store
+from ledger.store import db_url_from, open_app
+from ops.service import metrics
+from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, Writer
+from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
+from ops.service.logs import RequestLog
+
+COMMANDS_PER_REQUEST_MAX = 10_000
+NDJSON = "application/x-ndjson"
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    max_wait_ms: float = MAX_WAIT_MS_DEFAULT
+    max_batch: int = MAX_BATCH_DEFAULT
+    lock_dir: str | None = None  # set when several worker processes share the store
+    key_cache_s: float = KEY_CACHE_S_DEFAULT
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            db_url=db_url_from(None),
+            max_wait_ms=float(env.get("LEDGER_SERVE_MAX_WAIT_MS", MAX_WAIT_MS_DEFAULT)),
+            max_batch=int(env.get("LEDGER_SERVE_MAX_BATCH", MAX_BATCH_DEFAULT)),
+            lock_dir=env.get("LEDGER_SERVE_LOCK_DIR") or None,
+            key_cache_s=float(env.get("LEDGER_SERVE_KEY_CACHE_S", KEY_CACHE_S_DEFAULT)),
+        )
+
+
+class CommandResult(BaseModel):
+    status: str
+    command_id: str | None
+    code: str | None
+    message: str
+    round_id: str | None
+    events: list[str]
+    original_status: str | None
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        writer_app = open_app(settings.db_url)
+        api.state.reader = EventLog(open_app(settings.db_url))
+        api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s)
+        locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
+        api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
+                                             max_batch=settings.max_batch, locks=locks, on_commit=_observe)
+        api.state.views_lock = threading.Lock()
+        try:
+            yield
+        finally:  # SIGTERM: uvicorn stops taking requests, finishes the open ones, then this
+            api.state.committer.close()
+            writer_app.close()
+            api.state.reader.close()
+
+    api = FastAPI(title="casino-ledger", version="1", lifespan=lifespan,
+                  description="Live intake and reads of the casino ledger. Feed format: docs/feed.md.")
+    api.add_middleware(RequestLog)
+    _health_routes(api)
+    _command_routes(api)
+    from ops.service.reads import read_routes
+
+    read_routes(api)
+    return api
+
+
+def _observe(count: int, seconds: float, results: list) -> None:
+    metrics.BATCH_SECONDS.observe(seconds)
+    metrics.BATCH_COMMANDS.observe(count)
+    metrics.count_results(results)
+
+
+def _health_routes(api: FastAPI) -> None:
+    @api.get("/healthz", tags=["ops"], summary="the process is alive")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @api.get("/readyz", tags=["ops"], summary="the store answers (503 otherwise)",
+             responses={503: {"description": "store unreachable"}})
+    def readyz(request: Request) -> JSONResponse:
+        try:
+            head = request.app.state.reader.head()
+        except Exception as exc:  # any store failure means not ready
+            return JSONResponse({"status": "unavailable", "error": str(exc)[:200]}, status_code=503)
+        return JSONResponse({"status": "ready", "position": head})
+
+    @api.get("/metrics", tags=["ops"], summary="Prometheus metrics (all worker processes)",
+             response_class=Response)
+    def metrics_route(request: Request) -> Response:
+        from ops.service.reads import projection_lag
+
+        try:
+            metrics.PROJECTION_LAG.set(projection_lag(request.app.state.reader))
+        except Exception:  # the store is down: /readyz says so; metrics still answer
+            pass
+        return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
+
+
+COMMANDS_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": {"type": "array", "items": {"type": "object"},
+                                        "maxItems": COMMANDS_PER_REQUEST_MAX}},
+        NDJSON: {"schema": {"type": "string", "description": "one JSON command per line"}},
+    },
+}
+
+
+def _command_routes(api: FastAPI) -> None:
+    @api.post("/v1/commands", tags=["commands"], response_model=list[CommandResult],
+              summary="apply feed commands; answered after they are committed",
+              openapi_extra={"requestBody": COMMANDS_BODY},
+              responses={413: {"description": "too many commands"}, 422: {"description": "body is no JSON array"},
+                         503: {"description": "the store failed; nothing of this request is known committed"}})
+    async def post_commands(request: Request, key: Writer) -> Response:
+        raws = split_body(await request.body(), request.headers.get("content-type", ""))
+        answers: list[dict[str, Any] | None] = [None] * len(raws)
+        allowed: list[int] = []
+        for i, raw in enumerate(raws):
+            refusal = scope_refusal(key, raw)
+            if refusal is None:
+                allowed.append(i)
+            else:
+                answers[i] = refusal
+        if allowed:
+            future = request.app.state.committer.submit([raws[i] for i in allowed])
+            try:
+                results = await asyncio.wrap_future(future)
+            except Exception as exc:
+                raise HTTPException(503, f"the store failed: {str(exc)[:200]}") from exc
+            for i, result in zip(allowed, results):
+                answers[i] = result.as_dict()
+        body = json.dumps(answers).encode()
+        return Response(body, media_type="application/json")
+
+
+def split_body(body: bytes, content_type: str) -> list[str | bytes]:
+    """The commands of a request, each as the raw JSON the CLI would read from a feed line."""
+    if content_type.split(";")[0].strip().lower() == NDJSON:
+        raws: list[str | bytes] = [line for line in body.split(b"\n") if line.strip()]
+    else:
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise HTTPException(422, f"the body is not JSON: {exc}") from exc
+        if not isinstance(data, list):
+            raise HTTPException(422, "the body must be a JSON array of commands (or NDJSON lines)")
+        raws = [json.dumps(item) for item in data]
+    if len(raws) > COMMANDS_PER_REQUEST_MAX:
+        raise HTTPException(413, f"at most {COMMANDS_PER_REQUEST_MAX} commands per request")
+    return raws
+
+
+def scope_refusal(key: ApiKey, raw: str | bytes) -> dict[str, Any] | None:
+    """The `table_not_allowed` result for a command outside the key's tables (nothing is recorded)."""
+    if not key.tables:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None  # not JSON: the ledger refuses it as bad_command
+    if not isinstance(data, dict) or not isinstance(data.get("table_id"), str) or key.allows_table(data["table_id"]):
+        return None
+    cid = data.get("command_id")
+    metrics.COMMANDS.labels("refused", RefusalCode.TABLE_NOT_ALLOWED.value).inc()
+    message = RefusalCode.TABLE_NOT_ALLOWED.template.format(tables=", ".join(key.tables), table_id=data["table_id"])
+    return Result(status="refused", command_id=cid if isinstance(cid, str) else None,
+                  code=RefusalCode.TABLE_NOT_ALLOWED, message=message).as_dict()
+
+
+def app_from_env() -> FastAPI:
+    """The uvicorn factory (`ledger serve` passes its settings through the environment to every worker)."""
+    ledger_logging.configure(os.environ.get("LEDGER_LOG_LEVEL", "info"), json_output=True)
+    return create_app()

@@ -1,0 +1,181 @@
+"""Group commit: many callers' commands, one transaction per short window.
+
+Callers `submit(raws)` and get a Future of their own results. One writer thread
+takes what has queued, waits at most `max_wait_ms` after the first waiting
+command (or until `max_batch` commands are in), and writes everything taken in
+ONE `LedgerApp.run_batch` call (one transaction). Each future is resolved only
+after that commit, so an answer always means "durably recorded". The queue is
+FIFO and there is one writer per process, so the commands of a table keep their
+arrival order. Across processes (`ledger serve --workers N`), `TableLocks` makes
+sure no two processes write the same table at once.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+
+from ledger.app import LedgerApp
+from ledger.batching import Result
+
+MAX_WAIT_MS_DEFAULT = 2.0
+MAX_BATCH_DEFAULT = 500
+CONFLICT_RETRIES = 5
+LOCK_PARTITIONS = 64
+
+
+def table_of(raw: bytes | str) -> str | None:
+    """The table id of a raw command (None when it has none: it will be refused as bad_command)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    value = data.get("table_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def partition_of(table_id: str, partitions: int) -> int:
+    """A stable partition number (the same in every process and on every machine)."""
+    digest = hashlib.blake2b(table_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % partitions
+
+
+class TableLocks:
+    """File locks, one per table partition, shared by the worker processes of one
+    `ledger serve`: a batch holds the locks of every table it writes, taken in
+    partition order (no deadlock)."""
+
+    def __init__(self, directory: str, partitions: int = LOCK_PARTITIONS) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.directory, self.partitions = directory, partitions
+
+    @contextmanager
+    def hold(self, raws: Sequence[bytes | str]) -> Iterator[None]:
+        wanted = sorted({partition_of(t, self.partitions) for t in map(table_of, raws) if t is not None})
+        with ExitStack() as stack:
+            for p in wanted:
+                fd = os.open(os.path.join(self.directory, f"table-{p}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+                stack.callback(os.close, fd)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
+            yield
+
+
+@dataclass
+class _Request:
+    raws: list[bytes | str]
+    future: Future[list[Result]] = field(default_factory=Future)
+    arrived: float = field(default_factory=time.monotonic)
+
+
+BatchHook = Callable[[int, float, list[Result]], None]  # (commands, seconds, results) after each commit
+
+
+class GroupCommitter:
+    def __init__(self, app: LedgerApp, *, max_wait_ms: float = MAX_WAIT_MS_DEFAULT, max_batch: int = MAX_BATCH_DEFAULT,
+                 locks: TableLocks | None = None, on_commit: BatchHook | None = None) -> None:
+        self.app, self.max_wait_s, self.max_batch = app, max_wait_ms / 1000.0, max_batch
+        self.locks, self.on_commit = locks, on_commit
+        self._queue: deque[_Request] = deque()
+        self._queued = 0  # commands waiting
+        self._cv = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
+        self._thread.start()
+
+    def submit(self, raws: Sequence[bytes | str]) -> Future[list[Result]]:
+        request = _Request(list(raws))
+        if not request.raws:
+            request.future.set_result([])
+            return request.future
+        with self._cv:
+            if self._closing:
+                raise RuntimeError("the ledger writer is shutting down")
+            self._queue.append(request)
+            self._queued += len(request.raws)
+            self._cv.notify()
+        return request.future
+
+    def close(self) -> None:
+        """Write everything already submitted, then stop the writer thread."""
+        with self._cv:
+            self._closing = True
+            self._cv.notify()
+        self._thread.join()
+
+    # ----------------------------------------------------------- writer thread
+
+    def _run(self) -> None:
+        while True:
+            taken = self._take()
+            if not taken:
+                return
+            self._commit(taken)
+
+    def _take(self) -> list[_Request]:
+        """Wait for work, then for the window to close (or the batch to fill); take whole requests."""
+        with self._cv:
+            while not self._queue and not self._closing:
+                self._cv.wait()
+            if not self._queue:
+                return []
+            deadline = self._queue[0].arrived + self.max_wait_s
+            while self._queued < self.max_batch and not self._closing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cv.wait(left)
+            taken: list[_Request] = []
+            count = 0
+            while self._queue and (not taken or count + len(self._queue[0].raws) <= self.max_batch):
+                request = self._queue.popleft()
+                taken.append(request)
+                count += len(request.raws)
+            self._queued -= count
+            return taken
+
+    def _commit(self, taken: list[_Request]) -> None:
+        raws = [raw for request in taken for raw in request.raws]
+        started = time.perf_counter()
+        try:
+            results = self.write(raws)
+        except BaseException as exc:  # every caller hears of it; the writer lives on
+            for request in taken:
+                request.future.set_exception(exc)
+            return
+        if self.on_commit is not None:
+            self.on_commit(len(raws), time.perf_counter() - started, results)
+        at = 0
+        for request in taken:
+            request.future.set_result(results[at : at + len(request.raws)])
+            at += len(request.raws)
+
+    def write(self, raws: list[bytes | str]) -> list[Result]:
+        with self.locks.hold(raws) if self.locks else _nothing():
+            return write_batch(self.app, raws)
+
+
+def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:
+    """One transaction (`run_batch`); a command that met another writer is retried on fresh
+    state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once."""
+    results = list(app.run_batch(raws))
+    for _ in range(CONFLICT_RETRIES):
+        again = [i for i, r in enumerate(results) if r.status == "conflict"]
+        if not again:
+            break
+        for i, result in zip(again, app.run_batch([raws[i] for i in again])):
+            results[i] = result
+    return results
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

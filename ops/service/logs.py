@@ -1,0 +1,65 @@
+"""One JSON log line per request (structlog), and the per-route request metrics.
+
+A plain ASGI middleware (not BaseHTTPMiddleware): it only watches the response
+start, so streamed bodies stream and the request path costs little.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from typing import Any
+
+import structlog
+
+from ops.service import metrics
+
+DOC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+class _Stderr:
+    """Writes to whatever sys.stderr is at the time (a captured or replaced stream included)."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    info = msg
+
+
+REQUEST_LOG = structlog.wrap_logger(_Stderr(), processors=[
+    structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True),
+    structlog.processors.JSONRenderer()])
+
+
+class RequestLog:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = {"code": 500}
+        request_id = uuid.uuid4().hex[:16]
+
+        async def watch(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            seconds = time.perf_counter() - started
+            # the route's template (bounded label values); the docs routes are plain paths
+            route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS
+                                                                  else "unmatched")
+            metrics.REQUESTS.labels(route, str(status["code"])).inc()
+            metrics.REQUEST_SECONDS.labels(route).observe(seconds)
+            REQUEST_LOG.info(
+                "request", request_id=request_id, method=scope["method"], path=scope["path"], route=route,
+                status=status["code"], ms=round(seconds * 1000, 2),
+                client=(scope.get("client") or ("-",))[0],
+            )

@@ -1,0 +1,50 @@
+"""Prometheus metrics of the live service.
+
+Correct across `ledger serve --workers N`: `ledger serve` points
+PROMETHEUS_MULTIPROC_DIR at a fresh directory BEFORE prometheus-client is
+imported (the library picks its value store at import), every worker writes its
+samples there, and `/metrics` sums them with the library's MultiProcessCollector.
+Without that variable (tests, one process) the default registry is used.
+"""
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+COMMANDS = Counter("ledger_commands", "Commands answered, by status and refusal code", ["status", "code"])
+BATCH_SECONDS = Histogram(
+    "ledger_batch_commit_seconds", "Time to check and commit one group-commit batch (one transaction)",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+BATCH_COMMANDS = Histogram("ledger_batch_commands", "Commands per group-commit batch",
+                           buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000))
+PROJECTION_LAG = Gauge("ledger_projection_lag_events", "Events recorded but not yet in the query views",
+                       multiprocess_mode="mostrecent")
+REQUESTS = Counter("ledger_http_requests", "HTTP requests by route and status", ["route", "status"])
+REQUEST_SECONDS = Histogram("ledger_http_request_seconds", "HTTP request latency by route", ["route"],
+                            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0))
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def render() -> bytes:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+def count_results(results: list) -> None:
+    for r in results:
+        COMMANDS.labels(r.status, r.code or "").inc()
