@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from eventsourcing.application import AggregateNotFoundError
 from fastapi import FastAPI, File, HTTPException, Query, Request, UploadFile
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from domain.errors import Refusal
 from ledger.eventlog import EventLog
@@ -75,17 +75,24 @@ def read_routes(api: FastAPI) -> None:
              responses=not_found)
     def get_replay(round_ref: str, request: Request, key: Reader,
                    at: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
-        from ops.commands.replay import _as_json
-        from projections.audit_store import round_events
-        from projections.replay import recompute
+        from projections.replay_view import round_document
 
         round_id = _round_id(round_ref)
-        events = round_events(request.app.state.reader, round_id)
-        if not events:
+        document = round_document(request.app.state.reader, round_id, at=at)
+        if document is None:
             raise HTTPException(404, f"no events for {round_ref} (id {round_id})")
-        if at is not None:
-            events = events[:at]
-        return _json(_as_json(round_id, events, recompute(events), None, at))
+        return _json(document)
+
+    @api.get("/v1/rounds/{round_ref}/replay.html", tags=["reads"], summary="the dispute page of a round",
+             responses=not_found, response_class=HTMLResponse)
+    def get_replay_page(round_ref: str, request: Request, key: Reader) -> Response:
+        from projections.replay_page import RoundNotFound, render_round_html
+
+        round_id = _round_id(round_ref)
+        try:
+            return HTMLResponse(render_round_html(request.app.state.reader, str(round_id)))
+        except RoundNotFound:
+            raise HTTPException(404, f"no events for {round_ref} (id {round_id})") from None
 
     @api.get("/v1/balances", tags=["reads"], summary="account balances and funds on game")
     def get_balances(request: Request, key: Reader, account: Annotated[list[str] | None, Query()] = None,

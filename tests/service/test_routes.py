@@ -35,6 +35,7 @@ ROUTES: list[tuple[str, str, set[str]]] = [
     ("POST", "/v1/commands", {"studio", "admin"}),
     ("GET", "/v1/rounds/{ref}", READ),
     ("GET", "/v1/rounds/{ref}/replay", READ),
+    ("GET", "/v1/rounds/{ref}/replay.html", READ),
     ("GET", "/v1/balances", READ),
     ("GET", "/v1/refunds", READ),
     ("GET", "/v1/recall/{player}", READ),
@@ -85,6 +86,9 @@ def check_answer(path: str, r: Any) -> None:
     """A 200 that says something real, so the route is known to have worked."""
     if path == "/v1/commands":
         assert r.json()[0]["status"] == "duplicate"
+    elif path.endswith("replay.html"):
+        assert r.headers["content-type"].startswith("text/html") and "<html" in r.text.lower()
+        assert '"steps"' in r.text  # the replay document the page script renders
     elif path.startswith("/v1/rounds/") and path.endswith("replay"):
         assert r.json()["steps"] and r.json()["findings"] == []
     elif path.startswith("/v1/rounds/"):
@@ -128,5 +132,6 @@ def test_open_routes_and_errors(client, keys):
     assert client.get("/v1/rounds/nope", headers=h).status_code == 422
     assert client.get("/v1/rounds/T9%2399", headers=h).status_code == 404
     assert client.get("/v1/rounds/T9%2399/replay", headers=h).status_code == 404
+    assert client.get("/v1/rounds/T9%2399/replay.html", headers=h).status_code == 404
     bad = client.post("/v1/reconcile", files={"wallet": ("w.csv", b"a,b\n1,2\n")}, headers=h)
     assert bad.status_code == 422
