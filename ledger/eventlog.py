@@ -13,7 +13,9 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -251,9 +253,24 @@ class EventLog:
         """`decode` of every row, in order (the loop every reader runs: kept tight)."""
         decoders, to_event, ids = self._decoders, self._to_event, self._ids
         out = []
-        for n in rows:
-            decoder = decoders.get(n.topic) or self._decoder(n.topic)
-            state = to_event(n).__dict__
-            aggregate_id = state["originator_id"]
-            out.append(decoder(n.id, ids.get(aggregate_id) or self._id_text(aggregate_id), state))
+        with no_cyclic_gc():  # a page of records: ~2 us/event less on a typed read
+            for n in rows:
+                decoder = decoders.get(n.topic) or self._decoder(n.topic)
+                state = to_event(n).__dict__
+                aggregate_id = state["originator_id"]
+                out.append(decoder(n.id, ids.get(aggregate_id) or self._id_text(aggregate_id), state))
         return out
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Records, their lines and the folds' rows are tuples, dicts and lists without
+    cycles: reference counting frees them. Without this, the cyclic collector rescans
+    the growing set of new objects many times over while a large page is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
