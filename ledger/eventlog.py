@@ -78,7 +78,7 @@ class EventLog:
         self._to_event = app.mapper.to_domain_event
         self._decoders: dict[str, Decoder] = {}
         self._kinds: dict[str, RecordType] = {}
-        self._ids: dict[Any, str] = {}
+        self._ids: dict[Any, str] = {}  # _id_key(aggregate id) -> its text
 
     @classmethod
     def open(cls, url: str | None = None) -> EventLog:
@@ -96,12 +96,14 @@ class EventLog:
         return decoder(n.id, self._id_text(state["originator_id"]), state)
 
     def _id_text(self, aggregate_id: Any) -> str:
-        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow Python."""
-        text = self._ids.get(aggregate_id)
+        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow
+        Python. Keyed by the UUID's int (`_id_key`): UUID.__hash__ is a Python call too."""
+        key = _id_key(aggregate_id)
+        text = self._ids.get(key)
         if text is None:
             if len(self._ids) >= ID_CACHE_MAX:
                 self._ids.clear()
-            text = self._ids[aggregate_id] = str(aggregate_id)
+            text = self._ids[key] = str(aggregate_id)
         return text
 
     def _decoder(self, topic: str) -> Decoder:
@@ -258,8 +260,13 @@ class EventLog:
                 decoder = decoders.get(n.topic) or self._decoder(n.topic)
                 state = to_event(n).__dict__
                 aggregate_id = state["originator_id"]
-                out.append(decoder(n.id, ids.get(aggregate_id) or self._id_text(aggregate_id), state))
+                text = ids.get(aggregate_id.int if type(aggregate_id) is UUID else aggregate_id)
+                out.append(decoder(n.id, text or self._id_text(aggregate_id), state))
         return out
+
+
+def _id_key(aggregate_id: Any) -> Any:
+    return aggregate_id.int if type(aggregate_id) is UUID else aggregate_id
 
 
 @contextmanager
