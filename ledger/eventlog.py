@@ -13,7 +13,9 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -76,7 +78,7 @@ class EventLog:
         self._to_event = app.mapper.to_domain_event
         self._decoders: dict[str, Decoder] = {}
         self._kinds: dict[str, RecordType] = {}
-        self._ids: dict[Any, str] = {}
+        self._ids: dict[Any, str] = {}  # _id_key(aggregate id) -> its text
 
     @classmethod
     def open(cls, url: str | None = None) -> EventLog:
@@ -94,12 +96,14 @@ class EventLog:
         return decoder(n.id, self._id_text(state["originator_id"]), state)
 
     def _id_text(self, aggregate_id: Any) -> str:
-        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow Python."""
-        text = self._ids.get(aggregate_id)
+        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow
+        Python. Keyed by the UUID's int (`_id_key`): UUID.__hash__ is a Python call too."""
+        key = _id_key(aggregate_id)
+        text = self._ids.get(key)
         if text is None:
             if len(self._ids) >= ID_CACHE_MAX:
                 self._ids.clear()
-            text = self._ids[aggregate_id] = str(aggregate_id)
+            text = self._ids[key] = str(aggregate_id)
         return text
 
     def _decoder(self, topic: str) -> Decoder:
@@ -251,9 +255,29 @@ class EventLog:
         """`decode` of every row, in order (the loop every reader runs: kept tight)."""
         decoders, to_event, ids = self._decoders, self._to_event, self._ids
         out = []
-        for n in rows:
-            decoder = decoders.get(n.topic) or self._decoder(n.topic)
-            state = to_event(n).__dict__
-            aggregate_id = state["originator_id"]
-            out.append(decoder(n.id, ids.get(aggregate_id) or self._id_text(aggregate_id), state))
+        with no_cyclic_gc():  # a page of records: ~2 us/event less on a typed read
+            for n in rows:
+                decoder = decoders.get(n.topic) or self._decoder(n.topic)
+                state = to_event(n).__dict__
+                aggregate_id = state["originator_id"]
+                text = ids.get(aggregate_id.int if type(aggregate_id) is UUID else aggregate_id)
+                out.append(decoder(n.id, text or self._id_text(aggregate_id), state))
         return out
+
+
+def _id_key(aggregate_id: Any) -> Any:
+    return aggregate_id.int if type(aggregate_id) is UUID else aggregate_id
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Records, their lines and the folds' rows are tuples, dicts and lists without
+    cycles: reference counting frees them. Without this, the cyclic collector rescans
+    the growing set of new objects many times over while a large page is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

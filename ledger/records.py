@@ -369,26 +369,27 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "refunds": _lines(Refund), "cards": _cards,
 }
 Decoder = Callable[[int, str, Mapping[str, Any]], Record]
-_ENVELOPE_KEYS = _picker(("originator_version", "timestamp", "command_id", "studio_time"))
+_ENVELOPE_NAMES = ("originator_version", "timestamp", "command_id", "studio_time")  # stored names of ENVELOPE[2:]
 
 
 def _decoder(cls: type[Record]) -> Decoder:
-    """The decoder of one record type: its stored fields picked by name, nested lines typed."""
+    """The decoder of one record type: its stored fields picked by name, nested lines typed.
+    One itemgetter picks the envelope and the event's own fields at once."""
     own = cls._fields[len(ENVELOPE):]
-    pick = _picker(own)
-    nested = [(i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
-    envelope = _ENVELOPE_KEYS
+    pick = _picker((*_ENVELOPE_NAMES, *own))
+    first = len(_ENVELOPE_NAMES)
+    nested = [(first + i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
 
     if not nested:
         def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
-            return _new(cls, (position, aggregate_id, *envelope(d), *pick(d)))
+            return _new(cls, (position, aggregate_id, *pick(d)))
         return decode
 
     def decode_nested(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
         values = list(pick(d))
         for i, convert in nested:
             values[i] = convert(values[i])
-        return _new(cls, (position, aggregate_id, *envelope(d), *values))
+        return _new(cls, (position, aggregate_id, *values))
 
     return decode_nested
 

@@ -15,15 +15,14 @@ on PostgreSQL the view tables sit in the ledger's own database and schema.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import InvariantBroken, require
-from ledger.eventlog import PAGE_SIZE_MAX, EventLog
+from ledger.eventlog import PAGE_SIZE_MAX, EventLog, no_cyclic_gc
 from ledger.records import Record, RecordType
 from projections import balances, ggr, monitor, recall, refunds, rounds
 from projections.sql import Db, Table
@@ -193,7 +192,7 @@ class Projector:
                     if pending is not None:
                         done, pending = pending, None
                         self._finish(done, result, head, progress, after_commit)
-                    with _no_cyclic_gc():
+                    with no_cyclic_gc():
                         self.rows.seal()
                     # Write behind only while the cache holds every row: a fold
                     # that had to read the database must not race the writer.
@@ -233,7 +232,7 @@ class Projector:
         try:
             page, read, last = self.log.page(start, self.page_size, self._kinds)
             if read:
-                with _no_cyclic_gc():
+                with no_cyclic_gc():
                     self._fold(page, start, folded)
         except (InvariantBroken, ValueError, KeyError) as err:
             raise Unfoldable(
@@ -317,20 +316,6 @@ def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
     except BaseException as exc:
         job.set_exception(exc)
     return job
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Folds build dicts, lists and tuples, never cycles: reference counting
-    frees them. Without this, the collector rescans the page's growing set of
-    new rows many times over while a large page is folded."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _now() -> str:
