@@ -28,6 +28,7 @@ import json
 import re
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 GENESIS = "00" * 32
@@ -68,7 +69,7 @@ def load(path: Path) -> Bundle:
         for info in zf.infolist():
             try:
                 files[info.filename] = zf.read(info)
-            except (zipfile.BadZipFile, OSError, ValueError) as exc:  # a changed byte fails the CRC
+            except (zipfile.BadZipFile, OSError, ValueError, zlib.error, EOFError) as exc:  # a changed byte: CRC or inflate fails
                 files[info.filename] = None
                 findings.append({"kind": "corrupt", "file": info.filename, "position": None,
                                  "message": f"the member does not read back intact: {exc}"})

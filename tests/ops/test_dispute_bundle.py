@@ -119,15 +119,21 @@ def test_one_byte_flipped_in_the_zip_file_names_the_member(store: str, tmp_path:
     path = bundle(store, SPLIT, tmp_path)
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo("chain.jsonl")
-    raw = bytearray(path.read_bytes())
-    name_len, extra_len = int.from_bytes(raw[info.header_offset + 26:info.header_offset + 28], "little"), \
-        int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
-    raw[info.header_offset + 30 + name_len + extra_len + info.compress_size // 2] ^= 0x01
-    flipped = tmp_path / "flipped.zip"
-    flipped.write_bytes(bytes(raw))
-    code, report = verify(flipped)
-    assert code == 1
-    assert [f["kind"] for f in report["findings"] if f["file"] == "chain.jsonl"][:1] == ["corrupt"]
+    original = path.read_bytes()
+    name_len, extra_len = int.from_bytes(original[info.header_offset + 26:info.header_offset + 28], "little"), \
+        int.from_bytes(original[info.header_offset + 28:info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_len + extra_len
+    # Many places in the compressed member: a flip may fail the CRC or the inflate itself
+    # (zlib.error); both must be a named finding, never a crash. (Byte 0 is skipped: its low
+    # bit is deflate's last-block flag, whose flip can leave the content, and its CRC, intact.)
+    for offset in range(1, info.compress_size, max(1, info.compress_size // 12)):
+        raw = bytearray(original)
+        raw[start + offset] ^= 0x01
+        flipped = tmp_path / "flipped.zip"
+        flipped.write_bytes(bytes(raw))
+        code, report = verify(flipped)
+        assert code == 1, offset
+        assert [f["kind"] for f in report["findings"] if f["file"] == "chain.jsonl"][:1] == ["corrupt"], offset
 
 
 def test_bundle_anchored_to_an_audit_export_manifest(store_url: str, tmp_path: Path) -> None:
