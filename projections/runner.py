@@ -68,6 +68,7 @@ class Projector:
     def __init__(self, log: EventLog, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
                  page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool | None = None) -> None:
         require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
+        self._freezing = True  # catch_up freezes the long-lived cache unless its caller froze objects
         names = [v.name for v in views]
         require(len(set(names)) == len(names), f"duplicate views {names}")
         for i, view in enumerate(views):
@@ -153,6 +154,8 @@ class Projector:
         """Fold every recorded event the views have not seen yet. Runners take turns (a second
         one waits, then finds little left); events that cannot be folded stop it cleanly with
         `finding` set, the views left at the last page that folded."""
+        # A caller that froze objects itself (e.g. a server before it forks) is left alone.
+        self._freezing = gc.get_freeze_count() == 0
         with self.db.exclusive("projector"):
             self._refresh_positions()
             result = CatchUp(position=min(self.positions.values(), default=0))
@@ -162,7 +165,8 @@ class Projector:
             except Unfoldable as damage:
                 result.finding = str(damage)
             finally:
-                gc.unfreeze()
+                if self._freezing:
+                    gc.unfreeze()
         return result
 
     def _refresh_positions(self) -> None:
@@ -293,7 +297,8 @@ class Projector:
         if progress:
             progress(result.position, max(head, result.position))
         # The cache is long-lived: keep the cyclic GC from rescanning it after every page.
-        gc.freeze()
+        if self._freezing:
+            gc.freeze()
 
     def close(self) -> None:
         self.db.close()

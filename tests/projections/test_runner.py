@@ -196,3 +196,22 @@ def test_a_view_whose_new_version_indexes_a_new_column_upgrades_old_tables(app) 
     p.catch_up()
     assert as_dicts(p) == memory_snapshot(events)
     p.close()
+
+
+def test_catch_up_leaves_a_callers_frozen_objects_frozen(app) -> None:
+    import gc
+
+    store(app, random_history(seed=9, rounds=5))
+    p = Projector(EventLog(app))
+    gc.freeze()  # e.g. a server before it forks
+    try:
+        frozen = gc.get_freeze_count()
+        p.catch_up()
+        assert 0 < gc.get_freeze_count() <= frozen  # still frozen, nothing of ours added (some may have died)
+    finally:
+        gc.unfreeze()
+        p.close()
+    p2 = Projector(EventLog(app))
+    p2.catch_up()
+    assert gc.get_freeze_count() == 0  # its own freeze is undone when it returns
+    p2.close()
