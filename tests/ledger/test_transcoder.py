@@ -108,6 +108,10 @@ class Unknown:
     {"a": datetime(2026, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))},
     {1: "int key", "b": None},
     {"a": "é\u2028\x7f\x00\n\"\\"},
+    # floats and typed values inside lists of flat dicts (the postings shape, checked in bulk)
+    {"p": [{"account": "a", "amount_minor": 1}, {"account": "b", "amount_minor": 1e16}]},
+    {"p": [{"a": 1}, {"b": math.nan}], "q": ({"a": [0.5]},)},
+    {"p": [{"at": datetime(2026, 1, 1, tzinfo=UTC)}], "q": [[{"u": UUID(int=7)}]]},
 ])
 def test_odd_values_write_as_the_library_writes_them(state: dict[Any, Any]) -> None:
     data = LIBRARY.encode(state)
