@@ -530,8 +530,10 @@ class UnitOfWork:
     def _after(self, r: Round, phase_before: str, stamp: Stamp) -> None:
         """Shoe effects when a round closes in this command: its cards count
         against the shoe; a void under a replace-the-shoe policy retires it."""
+        if phase_before == r.phase or not r.is_closed:  # most commands: no rule set lookup
+            return
         rules = r.rules
-        if rules is None or phase_before == r.phase or not r.is_closed:
+        if rules is None:
             return
         shoe = self.shoe_of(r)
         shoe.record_round(stamp, rules, r.id, r.closing_cards())
