@@ -19,7 +19,6 @@ import orjson
 from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, TranscodingNotRegisteredError
 
 _PLAIN = frozenset({str, int, bool, type(None)})
-_PLAIN_TOP = _PLAIN | {datetime}  # at the top of an event, a registered datetime is fine too
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _TYPE_KEY = b'"_type_"'
 _ESCAPE = b"\\u"  # an escaped key could spell "_type_" unseen by the byte count below
@@ -74,16 +73,14 @@ class OrjsonTranscoder(JSONTranscoder):
         return {"_type_": transcoding.name, "_data_": transcoding.encode(value)}
 
     def _plain_fields(self, obj: dict[str, Any]) -> bool:
-        """Every value plain, or a registered datetime at the top (orjson hands it to
-        `_typed`, as the stdlib hands it to its `default`); orjson checks the keys.
-        The type sets are compared in C (`issuperset` over `map(type, ...)`): walking
-        the values in Python cost as much as orjson's whole write."""
-        top = _PLAIN_TOP if datetime in self.types else _PLAIN
-        values = obj.values()
-        if top.issuperset(map(type, values)):
-            return True
-        for value in values:  # a loop, not all(<genexpr>): most events with a list get here
-            if type(value) not in top and not _plain(value):
+        """Every value plain, or a registered type at the top (orjson hands it to
+        `_typed`, as the stdlib hands it to its `default`); orjson checks the keys."""
+        registered = self.types
+        for value in obj.values():
+            kind = type(value)
+            if kind in _PLAIN or (kind in registered and kind is datetime):
+                continue
+            if not _plain(value):
                 return False
         return True
 
@@ -107,19 +104,16 @@ class OrjsonTranscoder(JSONTranscoder):
 
 def _plain(value: Any) -> bool:
     """Only str, int, bool, None, lists, tuples and dicts of them: what orjson writes
-    byte for byte as the stdlib does (not floats: NaN would differ). A list of flat
-    dicts (postings, results) is checked without a call per dict."""
+    byte for byte as the stdlib does (not floats: NaN would differ)."""
     kind = type(value)
+    if kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _PLAIN and not _plain(item):
+                return False
+        return True
     if kind is dict:
-        items = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    else:
-        return kind in _PLAIN
-    for item in items:
-        kind = type(item)
-        if kind in _PLAIN or (kind is dict and _PLAIN.issuperset(map(type, item.values()))):
-            continue
-        if not _plain(item):
-            return False
-    return True
+        for item in value.values():
+            if type(item) not in _PLAIN and not _plain(item):
+                return False
+        return True
+    return kind in _PLAIN
