@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from domain.errors import Refusal, require
 from domain.refusals import RefusalCode
@@ -90,8 +91,7 @@ def format_minor(amount_minor: int, currency: str | None = None, exponent: int =
     return f"{text} {currency}" if currency else text
 
 
-@dataclass(frozen=True, slots=True)
-class Leg:
+class Leg(NamedTuple):  # two per transfer: a tuple, several times cheaper to make than a frozen dataclass
     """One side of a double-entry posting: `amount_minor` > 0 increases the account."""
 
     account: str

@@ -9,8 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,8 +18,11 @@ STATUSES = ("accepted", "duplicate", "refused", "conflict")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+class Result(NamedTuple):
+    """One command's answer. A tuple: immutable, and made for every command, where a
+    frozen dataclass cost 1.7 us against 0.6 (its __init__ sets each field through
+    object.__setattr__)."""
+
     status: str  # accepted | duplicate | refused | conflict
     command_id: str | None
     code: str | None = None

@@ -31,7 +31,7 @@ from psycopg.sql import SQL, Composed, Identifier, Literal
 
 COMMANDS_TABLE = "ledger_commands"
 REJECTIONS_TABLE = "ledger_rejections"
-COMMAND_COLUMNS = ("command_id", "round_id", "type", "payload_hash", "status", "code")  # as _command_tuple
+COMMAND_COLUMNS = ("command_id", "round_id", "type", "payload_hash", "status", "code")  # as CommandRow
 REJECTION_COLUMNS = ("id", "command_id", "table_id", "round_no", "type", "code", "message", "payload", "received_at")
 REJECTION_TYPES = ("text", "text", "int8", "text", "text", "text", "text", "text")  # COPY's types for columns 1..
 _Id = TypeVar("_Id", str, UUID)
@@ -39,8 +39,7 @@ IN_LIST_MAX = 500  # ids per lookup query
 KNOWN_COLUMNS = "command_id, payload_hash, status, code, round_id"
 
 
-@dataclass(frozen=True, slots=True)
-class CommandRow:
+class CommandRow(NamedTuple):  # a tuple, made per command: cheaper than a frozen dataclass, and it is the row
     command_id: str
     round_id: str | None
     type: str
@@ -58,8 +57,7 @@ class KnownCommand(NamedTuple):
     round_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class RejectionRow:
+class RejectionRow(NamedTuple):
     command_id: str | None
     table_id: str | None
     round_no: int | None
@@ -112,12 +110,12 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         if rows is not None:
             if rows.commands:
                 c.executemany(
-                    f"INSERT INTO {COMMANDS_TABLE} VALUES (?,?,?,?,?,?)", [_command_tuple(r) for r in rows.commands],
+                    f"INSERT INTO {COMMANDS_TABLE} VALUES (?,?,?,?,?,?)", rows.commands,
                 )
             if rows.rejections:
                 c.executemany(
                     f"INSERT INTO {REJECTIONS_TABLE} ({', '.join(REJECTION_COLUMNS[1:])}) VALUES (?,?,?,?,?,?,?,?)",
-                    [_rejection_tuple(r) for r in rows.rejections],
+                    rows.rejections,
                 )
         return returning
 
@@ -151,16 +149,8 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
             return [dict(row) for row in c.fetchall()]
 
 
-def _command_tuple(r: CommandRow) -> tuple[Any, ...]:
-    return (r.command_id, r.round_id, r.type, r.payload_hash, r.status, r.code)
-
-
 def _known(row: Any) -> KnownCommand:
     return KnownCommand(row["payload_hash"], row["status"], row["code"], row["round_id"])
-
-
-def _rejection_tuple(r: RejectionRow) -> tuple[Any, ...]:
-    return (r.command_id, r.table_id, r.round_no, r.type, r.code, r.message, r.payload, r.received_at)
 
 
 def _copy(curs: Cursor[DictRow], statement: Composed, types: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -242,9 +232,9 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         if rows is None:
             return
         if rows.commands:
-            _copy(curs, self.copy_commands_statement, ["text"] * len(COMMAND_COLUMNS), map(_command_tuple, rows.commands))
+            _copy(curs, self.copy_commands_statement, ["text"] * len(COMMAND_COLUMNS), rows.commands)
         if rows.rejections:
-            _copy(curs, self.copy_rejections_statement, REJECTION_TYPES, map(_rejection_tuple, rows.rejections))
+            _copy(curs, self.copy_rejections_statement, REJECTION_TYPES, rows.rejections)
 
     def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
         found: dict[str, KnownCommand] = {}

@@ -281,6 +281,7 @@ class Round(LedgerAggregate):
         self.settlements: list[dict[str, Any]] = []
         self.reversed_nos: list[int] = []
         self._model: RoundModel | None = None
+        self._rule_set: RuleSet | None = None  # derived from the opening facts (see `rules`)
         self._model_at = -1  # the version `_model` reflects; any other version rebuilds it
 
     @classmethod
@@ -302,9 +303,11 @@ class Round(LedgerAggregate):
 
     @property
     def rules(self) -> RuleSet | None:
-        if not self.ruleset_id:
-            return None
-        return rules_for(self.ruleset_id, self.ruleset_version, self.ruleset_hash)
+        """Looked up once per round (every command asks; the opening facts never change)."""
+        rules = self._rule_set
+        if rules is None and self.ruleset_id:
+            rules = self._rule_set = rules_for(self.ruleset_id, self.ruleset_version, self.ruleset_hash)
+        return rules
 
     @property
     def model(self) -> RoundModel | None:

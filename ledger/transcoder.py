@@ -12,11 +12,11 @@ exactly as before. Selected with the library's TRANSCODER_TOPIC (ledger/store.py
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from eventsourcing.persistence import JSONTranscoder, TranscodingNotRegisteredError
+from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, TranscodingNotRegisteredError
 
 _PLAIN = frozenset({str, int, bool, type(None)})
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -28,10 +28,12 @@ _LONG_NUMBER = b"0" * 19
 
 
 class OrjsonTranscoder(JSONTranscoder):
+    _stamp_prefix: bytes | None = None  # the datetime wrapper's opening, once the library registered it
+
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict and self._plain_fields(obj):
             try:
-                return orjson.dumps(obj, default=self._typed, option=_OPTIONS)
+                return orjson.dumps(self._stamp_written(obj), default=self._typed, option=_OPTIONS)
             except TypeError:  # a key that is not a str, an integer beyond 64 bits: the stdlib decides
                 pass
         return super().encode(obj)
@@ -47,6 +49,21 @@ class OrjsonTranscoder(JSONTranscoder):
                 if typed == 0 or self._decode_top_level(obj, typed):
                     return obj
         return super().decode(data)
+
+    def _stamp_written(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The event's UTC `timestamp` in the library's wrapper, its text written by orjson:
+        the same as `isoformat()` for UTC at a tenth of its cost (isoformat was 60% of
+        encoding a small event)."""
+        stamp = obj.get("timestamp")
+        if type(stamp) is not datetime or stamp.tzinfo is not UTC:
+            return obj
+        prefix = self._stamp_prefix
+        if prefix is None:
+            transcoding = self.types.get(datetime)
+            if type(transcoding) is not DatetimeAsISO:  # someone else's datetime form: theirs decides
+                return obj
+            prefix = self._stamp_prefix = b'{"_type_":' + orjson.dumps(transcoding.name) + b',"_data_":'
+        return {**obj, "timestamp": orjson.Fragment(prefix + orjson.dumps(stamp) + b"}")}
 
     def _typed(self, value: Any) -> dict[str, Any]:
         """A registered type as the library writes it (orjson's `default`)."""

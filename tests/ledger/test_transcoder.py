@@ -108,6 +108,16 @@ class Unknown:
     {"a": datetime(2026, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))},
     {1: "int key", "b": None},
     {"a": "é\u2028\x7f\x00\n\"\\"},
+    # floats and typed values inside lists of flat dicts (the postings shape, checked in bulk)
+    {"p": [{"account": "a", "amount_minor": 1}, {"account": "b", "amount_minor": 1e16}]},
+    {"p": [{"a": 1}, {"b": math.nan}], "q": ({"a": [0.5]},)},
+    {"p": [{"at": datetime(2026, 1, 1, tzinfo=UTC)}], "q": [[{"u": UUID(int=7)}]]},
+    # an event's timestamp (written by orjson when UTC): with and without microseconds, other zones
+    {"a": 1, "timestamp": datetime(2026, 11, 23, 20, 1, 2, 345678, tzinfo=UTC), "b": [{"c": 1}]},
+    {"timestamp": datetime(1, 1, 1, tzinfo=UTC), "t": datetime(2026, 1, 1, tzinfo=UTC)},
+    {"timestamp": datetime(2026, 1, 1, 12, 0, 0, 1, tzinfo=timezone(timedelta(hours=-3, minutes=-30)))},
+    {"timestamp": datetime(2026, 1, 1, 12, 0), "a": None},
+    {"timestamp": "2026-01-01T00:00:00+00:00"},
 ])
 def test_odd_values_write_as_the_library_writes_them(state: dict[Any, Any]) -> None:
     data = LIBRARY.encode(state)
