@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, open_views
+from ops.options import check_day_range, day
 from projections.refunds import refund_lines, refund_totals
 
-DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EPILOG = """\
 Days are UTC calendar days of the server time of the void.
 
@@ -25,18 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("refunds", help="refunded bets with cause, who and when; totals by cause and day",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
-    p.add_argument("--from", dest="day_from", metavar="DATE", help="first day (YYYY-MM-DD, inclusive)")
-    p.add_argument("--to", dest="day_to", metavar="DATE", help="last day (YYYY-MM-DD, inclusive)")
+    p.add_argument("--from", dest="day_from", type=day, metavar="DATE", help="first day (YYYY-MM-DD, inclusive)")
+    p.add_argument("--to", dest="day_to", type=day, metavar="DATE", help="last day (YYYY-MM-DD, inclusive)")
     p.add_argument("--totals", action="store_true", help="only the totals")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    for day in (args.day_from, args.day_to):
-        if day and not DAY_RE.match(day):
-            print(f"ledger refunds: dates look like 2024-03-01, got {day!r}")
-            return 2
+    check_day_range(args.day_from, args.day_to)
     with open_views(args.db) as views:
         lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to)
         totals = refund_totals(views.db, args.day_from, args.day_to)

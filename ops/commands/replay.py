@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
 from ledger.records import Opened, Record
+from ops.errors import usage
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -31,7 +32,7 @@ Examples:
   ledger replay bj-live-1#3 --bundle dispute.zip --manifest exports/day1/manifest.json
   python3 verify.py dispute.zip               # (verify.py is inside the bundle) exit 0 ok, 1 findings
 
-Exit status: 0 no findings; 1 findings (printed); 2 round not found or bad arguments.
+Exit status: 0 no findings; 1 findings (printed) or no such round; 2 bad arguments or store.
 """
 
 
@@ -69,17 +70,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         round_id = parse_round_ref(args.round)
     except Refusal as refusal:
-        print(f"{refusal.code}: {refusal.message}")
-        return 2
+        raise usage(f"{refusal.code}: {refusal.message}") from None
     log = EventLog.open(args.db)
     events = round_events(log, round_id)
     if not events:
-        print(f"round_not_found: no events for {args.round} (id {round_id}) in this store")
-        return 2
+        print(f"no round {args.round} (id {round_id}) in this store", file=sys.stderr)
+        return 1
     if args.at is not None:
         if not 1 <= args.at <= len(events):
-            print(f"bad_at: --at must be 1..{len(events)} for this round")
-            return 2
+            raise usage(f"--at must be 1..{len(events)} for this round")
         events = events[: args.at]
     replay = recompute(events)
     wants_proof = args.proof or args.html or args.bundle
