@@ -129,6 +129,29 @@ def require_ledger(db_url: str | None = None) -> None:
         raise StoreUnavailable("no_ledger", f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
 
 
+def holds_events(db_url: str | None = None) -> bool:
+    """Whether the store at `db_url` exists and has recorded at least one event
+    (read only: creates nothing)."""
+    try:
+        require_ledger(db_url)
+    except StoreUnavailable as exc:
+        if exc.code in ("store_missing", "no_ledger"):
+            return False
+        raise
+    url = db_url_from(db_url)
+    env = env_for(url)
+    if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+        lite = sqlite3.connect(f"file:{env['SQLITE_DBNAME']}?mode=ro", uri=True)
+        try:
+            return bool(lite.execute(f"SELECT EXISTS (SELECT 1 FROM {EVENTS_TABLE})").fetchone()[0])
+        finally:
+            lite.close()
+    schema = env["POSTGRES_SCHEMA"] or "public"
+    with _pg_connect(env) as conn:
+        row = conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{schema}"."{EVENTS_TABLE}")').fetchone()
+    return bool(row and row[0])
+
+
 def _require_sqlite_ledger(path: str, url: str) -> None:
     if not os.path.isfile(path):
         kind = "is a directory" if os.path.isdir(path) else "does not exist"

@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     INPUT_UNREADABLE = "input_unreadable"  # no permission, or an I/O error
     INPUT_NOT_UTF8 = "input_not_utf8"
     INPUT_EMPTY = "input_empty"  # an input with nothing in it (a wallet file, an export)
+    INPUT_INVALID = "input_invalid"  # a file that is not what the command reads (columns, manifest)
     OUTPUT_NOT_EMPTY = "output_not_empty"  # a folder that would be overwritten
     BAD_DB_URL = "bad_db_url"
     STORE_MISSING = "store_missing"  # a SQLite file that does not exist
