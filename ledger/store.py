@@ -26,7 +26,8 @@ SQLITE_RECORDER = "ledger.persistence:LedgerSQLiteRecorder"
 POSTGRES_RECORDER = "ledger.persistence:LedgerPostgresRecorder"
 TRANSCODER = "ledger.transcoder:OrjsonTranscoder"
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-EVENTS_TABLE = "stored_events"  # the library's default events table: its presence marks a ledger
+SQLITE_EVENTS_TABLE = "stored_events"  # the library's names for the events table: its presence marks a ledger
+PG_EVENTS_TABLE = f"{LedgerApp.name.lower()}_events"  # the PostgreSQL factory prefixes the application's name
 PROBE_TIMEOUT_S = 5  # a store that does not answer within this is reported, not waited for
 
 
@@ -124,7 +125,7 @@ def require_ledger(db_url: str | None = None) -> None:
         return
     schema = env["POSTGRES_SCHEMA"] or "public"
     with _pg_connect(env) as conn:
-        row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{EVENTS_TABLE}"',)).fetchone()
+        row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{PG_EVENTS_TABLE}"',)).fetchone()
     if not row or row[0] is None:
         raise StoreUnavailable("no_ledger", f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
 
@@ -143,12 +144,12 @@ def holds_events(db_url: str | None = None) -> bool:
     if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
         lite = sqlite3.connect(f"file:{env['SQLITE_DBNAME']}?mode=ro", uri=True)
         try:
-            return bool(lite.execute(f"SELECT EXISTS (SELECT 1 FROM {EVENTS_TABLE})").fetchone()[0])
+            return bool(lite.execute(f"SELECT EXISTS (SELECT 1 FROM {SQLITE_EVENTS_TABLE})").fetchone()[0])
         finally:
             lite.close()
     schema = env["POSTGRES_SCHEMA"] or "public"
     with _pg_connect(env) as conn:
-        row = conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{schema}"."{EVENTS_TABLE}")').fetchone()
+        row = conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{schema}"."{PG_EVENTS_TABLE}")').fetchone()
     return bool(row and row[0])
 
 
@@ -160,7 +161,7 @@ def _require_sqlite_ledger(path: str, url: str) -> None:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
-                                 (EVENTS_TABLE,)).fetchone()
+                                 (SQLITE_EVENTS_TABLE,)).fetchone()
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:  # not a database, unreadable, locked for good
