@@ -8,7 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
-from ledger.records import Opened, Record
+from domain.money import format_minor
+from ledger.records import Opened, Record, Voided
 from ops.errors import usage
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
@@ -119,6 +120,11 @@ def _opened(events: list[Record]) -> Opened | None:
     return events[0] if isinstance(events[0], Opened) else None
 
 
+def _void(events: list[Record]) -> Voided | None:
+    """The void that ended the round (a void is final: nothing is settled after it)."""
+    return next((e for e in reversed(events) if isinstance(e, Voided)), None)
+
+
 def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> None:
     from projections.replay import describe_step
 
@@ -136,7 +142,11 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
         state = compact_state(step.state)
         if state:
             print(f"       state: {state}")
-    _print_results(replay)
+    void = _void(events)
+    if void is None or replay.results:
+        _print_results(replay)
+    if void is not None:
+        _print_void(void, opened.currency if opened else None)
     if proof:
         print(f"\nStore head: position {proof['head_position']} hash {proof['head_hash']} "
               "(compare with a published audit manifest's head_hash)")
@@ -146,7 +156,25 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
         for f in replay.findings:
             print(f"  {f}")
     else:
-        print("No findings: every recorded fact replays, and every recorded payout equals the recomputed one.")
+        print(f"No findings: {_verdict(void, replay)}")
+
+
+def _verdict(void: Voided | None, replay: Any) -> str:
+    """What a clean replay established, and no more."""
+    if void is not None:
+        return "every recorded fact replays, and the void refunded every amount put in."
+    if not replay.results:
+        return "every recorded fact replays (nothing settled yet)."
+    return "every recorded fact replays, and every recorded payout equals the recomputed one."
+
+
+def _print_void(void: Voided, currency: str | None) -> None:
+    total = sum(r.amount_minor for r in void.refunds)
+    print(f"\nVOIDED at position {void.position}: {void.cause} by {void.by}"
+          + (f" ({void.note})" if void.note else "") + f"; {len(void.refunds)} refund(s), "
+          f"{format_minor(total, currency)} in all:")
+    for r in void.refunds:
+        print(f"  refund {r.bet_id:<24} {r.player_id:<12} {format_minor(r.amount_minor, currency)}")
 
 
 def _print_results(replay: Any) -> None:
