@@ -79,6 +79,7 @@ class Tally:
         self.by_status: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.events = 0
+        self.duplicate_of_refused = 0  # re-sent lines that were refused the first time
 
     def add(self, results: list[Result]) -> None:
         for r in results:
@@ -86,6 +87,8 @@ class Tally:
             self.events += len(r.events)
             if r.status in ("refused", "conflict"):
                 self.refused[str(r.code)] += 1
+            elif r.status == "duplicate" and r.original_status == "refused":
+                self.duplicate_of_refused += 1
 
 
 def summarize(results: list[Result]) -> dict:
@@ -100,6 +103,7 @@ def _summary(tally: Tally, blank_lines: int = 0) -> dict:
         "commands": sum(by_status.values()),
         "accepted": by_status["accepted"],
         "duplicate": by_status["duplicate"],
+        "duplicate_of_refused": tally.duplicate_of_refused,
         "refused": by_status["refused"],
         "conflict": by_status["conflict"],
         "events": tally.events,
@@ -144,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2), file=out)
     else:
-        print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate, "
+        again = summary["duplicate_of_refused"]
+        print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate"
+              + (f" ({again} of them refused the first time)" if again else "") + ", "
               f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded"
               + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""), file=out)
         for code, n in summary["refused_by_code"].items():
