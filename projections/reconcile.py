@@ -25,10 +25,9 @@ import csv
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from domain.errors import Refusal
 from domain.money import check_currency
@@ -44,21 +43,13 @@ from ledger.records import (
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
+from projections.state import studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 MOVEMENT_TYPES = ("debit", "credit", "cancel")
 CATEGORIES = ("matched", "missing_in_wallet", "missing_in_ledger", "duplicated", "amount_differs",
               "player_differs", "currency_differs", "invalid_row", "repeated_transaction_id")
 UNKNOWN_TABLE = "-"
-UTC_ZONE = ZoneInfo("UTC")
-
-
-def studio_day(studio_time: str, zone: tzinfo = UTC_ZONE) -> str:
-    """The gaming day of a studio time (ISO 8601 with an offset) in the studio's zone."""
-    moment = datetime.fromisoformat(studio_time)
-    if moment.tzinfo is None:  # the feed requires an offset; an old record without one is UTC
-        moment = moment.replace(tzinfo=UTC_ZONE)
-    return moment.astimezone(zone).date().isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +87,7 @@ class _Movements:
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
         self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
-                                 studio_day(ev.studio_time, self.zone), table, ev.aggregate_id, label))
+                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zone).date().isoformat(), table, ev.aggregate_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
@@ -129,7 +120,7 @@ class _Movements:
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
-def expected_movements(events: Iterable[Record], zone: tzinfo = UTC_ZONE) -> list[Movement]:
+def expected_movements(events: Iterable[Record], zone: tzinfo = UTC) -> list[Movement]:
     """Every wallet movement the ledger's events imply, in event order; days in `zone`."""
     movements = _Movements(zone)
     for ev in events:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
-from ops.options import int_range
+from ops.options import int_range, timezone
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
 
 EPILOG = """\
@@ -42,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_db_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
+
+
+def add_timezone_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
+                   help="the studio's time zone: days are gaming days there, by studio time "
+                   "(default: LEDGER_TIMEZONE or UTC)")
 
 
 @contextmanager

@@ -13,9 +13,9 @@ import sys
 from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
-from ops.commands.project import add_db_argument
+from ops.commands.project import add_db_argument, add_timezone_argument
 from ops.errors import CliError, ErrorCode, check_input_file
-from ops.options import int_range, timezone
+from ops.options import int_range
 from projections.reconcile import (
     CATEGORIES,
     Reconciliation,
@@ -44,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.add_argument("--findings", type=int_range(0), default=50, metavar="N", help="list at most N findings (default 50)")
-    p.add_argument("--timezone", type=timezone, default="UTC", metavar="ZONE",
-                   help="the studio's time zone: days are gaming days there (default UTC)")
+    add_timezone_argument(p)
     p.set_defaults(func=run)
 
 
