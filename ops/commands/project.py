@@ -1,7 +1,7 @@
 """`ledger project`: bring every view (rounds, balances, recall, refunds, ggr)
 up to date with the events, exactly once; `--rebuild` empties them and
 replays from position 0. The query commands (balances, refunds, recall, ggr)
-use `open_views()` from here and catch up quietly before they answer."""
+catch up quietly before they answer."""
 from __future__ import annotations
 
 import argparse

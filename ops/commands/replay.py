@@ -19,9 +19,9 @@ EPILOG = """\
 ROUND is the round's UUID or TABLE#ROUND_NO (e.g. bacc-1#12).
 
 The settlement is recomputed from the recorded facts (bets, cards, decisions,
-follows) under the recorded rule-set id and version with a FRESH pure domain
-model (not the ledger's aggregate) and compared with the recorded Settled
-results bet by bet. Any difference is a finding; nothing is corrected.
+follows) under the recorded rule-set id and version with a FRESH model of
+the rules (independent of how the ledger recorded the round) and compared
+with the recorded Settled results bet by bet. Any difference is a finding; nothing is corrected.
 Finding kinds: docs/audit.md.
 
 Examples:

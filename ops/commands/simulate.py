@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of rounds with an injected fault, per mille 0..1000 (default 0: a clean feed)")
     p.add_argument("--out", default="-", metavar="FILE", help="output file, '-' for standard output (default)")
     p.add_argument("--wallet-out", metavar="FILE",
-                   help="also write the operator's wallet transactions for this feed (ops/wallet.py)")
+                   help="also write the operator's wallet transactions for this feed (a CSV for ledger reconcile)")
     p.add_argument("--wallet-discrepancies", type=int_range(0), default=0, metavar="N",
                    help="plant N discrepancies in the wallet file (missing, duplicated, amount differs)")
     p.add_argument("--biased-table", action="append", default=[], metavar="TABLE",
