@@ -3,7 +3,6 @@ balances total that adds up what is shown, a voided round's replay."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
