@@ -180,8 +180,11 @@ def _safe(url: str) -> str:
 
 def open_app(db_url: str | None = None, **extra_env: str) -> LedgerApp:
     """A LedgerApp on the store at `db_url` (or LEDGER_DB, or the default SQLite file)."""
-    env = env_for(db_url_from(db_url))
+    url = db_url_from(db_url)
+    env = env_for(url)
     if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
         _ensure_pg_schema(env)
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(env["SQLITE_DBNAME"]))):
+        raise StoreUnavailable("store_unreachable", f"{url}: the folder of {env['SQLITE_DBNAME']} does not exist")
     env.update(extra_env)
     return LedgerApp(env=env)

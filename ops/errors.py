@@ -11,6 +11,9 @@ import os
 import sqlite3
 from enum import StrEnum
 
+from eventsourcing.persistence import InterfaceError as LibraryInterfaceError
+from eventsourcing.persistence import OperationalError as LibraryOperationalError
+
 EXIT_OK = 0
 EXIT_NO = 1
 EXIT_ERROR = 2
@@ -77,7 +80,8 @@ def classify(exc: BaseException) -> CliError:
         return _os_error(exc)
     if isinstance(exc, UnicodeDecodeError):
         return CliError(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
-    if isinstance(exc, sqlite3.OperationalError) or _is_psycopg_operational(exc):
+    if isinstance(exc, sqlite3.OperationalError | LibraryInterfaceError | LibraryOperationalError) \
+            or _is_psycopg_operational(exc):
         return CliError(ErrorCode.STORE_UNREACHABLE, _first_line(exc))
     return CliError(ErrorCode.INTERNAL, f"{type(exc).__name__}: {_first_line(exc)} (rerun with --debug)")
 

@@ -250,3 +250,27 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         main(["--debug", "balances", "--db", f"sqlite:///{tmp_path / 'missing.db'}"])
     with pytest.raises(StoreUnavailable):
         main(["balances", "--debug", "--db", f"sqlite:///{tmp_path / 'missing.db'}"])
+
+
+def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from ops.errors import classify
+
+    denied = classify(PermissionError(13, "Permission denied", str(tmp_path / "feed.jsonl")))
+    assert denied.code == ErrorCode.INPUT_UNREADABLE and "feed.jsonl" in denied.message
+
+    def broken(args: object) -> int:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("ops.commands.schema.run", broken)
+    import ops.cli
+
+    parser = ops.cli.build_parser()
+    monkeypatch.setattr(ops.cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["schema"].set_defaults(func=broken)  # type: ignore[union-attr]
+    assert_error(capsys, ErrorCode.INTERNAL, "schema")
+
+
+def test_a_sqlite_store_in_a_folder_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(capsys, ErrorCode.STORE_UNREACHABLE, "ingest", str(SETTLE_EXAMPLE), "--db",
+                 f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
