@@ -52,9 +52,10 @@ def add_timezone_argument(p: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Projector]:
+def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
+               ledger_required: bool = True) -> Iterator[Projector]:
     """A Projector on the store, caught up (quietly) unless told otherwise."""
-    log = EventLog.open(db_url)
+    log = EventLog.open(db_url, ledger_required=ledger_required)
     projector = Projector(log, page_size=page_size)
     try:
         if catch_up:
@@ -83,7 +84,8 @@ def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    with open_views(args.db, catch_up=False, page_size=args.page_size) as projector:
+    # A projector may start beside the first ingest: the store must exist, its ledger may come.
+    with open_views(args.db, catch_up=False, page_size=args.page_size, ledger_required=False) as projector:
         if args.rebuild:
             projector.rebuild()
         result = catch_up_with_progress(projector, args.quiet)

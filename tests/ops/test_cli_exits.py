@@ -123,7 +123,7 @@ def test_bad_store_urls(url: str, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 READ_COMMANDS = [["balances"], ["ggr"], ["refunds"], ["recall", "p1"], ["rejections"], ["round", "show", "t#1"],
-                 ["replay", "t#1"], ["audit", "replay"], ["audit", "export", "{tmp}/out"], ["project"]]
+                 ["replay", "t#1"], ["audit", "replay"], ["audit", "export", "{tmp}/out"]]
 
 
 @pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda a: " ".join(a[:2]))
@@ -135,6 +135,12 @@ def test_read_commands_refuse_a_store_that_does_not_exist_and_create_nothing(
     assert not path.exists()
     sqlite3.connect(tmp_path / "other.db").execute("CREATE TABLE x (y int)").connection.commit()
     assert_error(capsys, ErrorCode.NO_LEDGER, *argv, "--db", f"sqlite:///{tmp_path / 'other.db'}")
+
+
+def test_project_refuses_a_store_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """... but prepares one without a ledger yet: projectors start beside the first ingest."""
+    assert_error(capsys, ErrorCode.STORE_MISSING, "project", "--db", f"sqlite:///{tmp_path / 'missing.db'}")
+    assert not (tmp_path / "missing.db").exists()
 
 
 def test_reconcile_and_audit_verify_refuse_a_missing_store(feed_dir: Path, tmp_path: Path,
