@@ -9,12 +9,13 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ops.errors import CliError, ErrorCode, usage
-from ops.options import day, int_range
+from ops.options import int_range
+from ops.period import add_period_arguments
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -48,9 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = actions.add_parser("export", help="write events.jsonl, events.csv and manifest.json to DIR")
     e.add_argument("directory", metavar="DIR", help="a new or empty folder (an export is never overwritten)")
     _range_args(e)
-    e.add_argument("--since", type=day, metavar="DAY",
-                   help="the first event recorded on or after this UTC day (YYYY-MM-DD)")
-    e.add_argument("--until", type=day, metavar="DAY", help="the last event recorded on or before this UTC day")
+    add_period_arguments(e, "events recorded")
     e.add_argument("--previous", metavar="MANIFEST",
                    help="the earlier export's manifest.json to link to (default: the sibling export in DIR's "
                    "parent that ends latest before this one starts)")
@@ -111,10 +110,10 @@ def _check_range(args: argparse.Namespace) -> None:
     if lo is not None and hi is not None and hi < lo:
         raise usage(f"--to {hi} is before --from {lo}")
     since, until = getattr(args, "since", None), getattr(args, "until", None)
-    if since and until and until < since:
-        raise usage(f"--until {until} is before --since {since}")
+    if since and until and until <= since:
+        raise usage(f"--until {until.isoformat()} is not after --since {since.isoformat()}")
     if (since or until) and (lo or hi):
-        raise usage("give a position range (--from/--to) or a day range (--since/--until), not both")
+        raise usage("give a position range (--from/--to) or a period (--since/--until), not both")
 
 
 def _check_new_folder(directory: str) -> None:
@@ -129,9 +128,7 @@ def _check_new_folder(directory: str) -> None:
 def _window(args: argparse.Namespace) -> Window:
     from projections.audit_export import Window
 
-    since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
-    until = datetime.fromisoformat(args.until).replace(tzinfo=UTC) + timedelta(days=1) if args.until else None
-    return Window(args.from_position, args.to_position, since, until)
+    return Window(args.from_position, args.to_position, args.since, args.until)
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -196,6 +196,8 @@ def test_demo_refuses_a_store_that_holds_data_unless_forced(feed_dir: Path, tmp_
     ["audit", "replay", "--from", "0"],
     ["audit", "replay", "--from", "5", "--to", "4"],
     ["audit", "export", "x", "--since", "2026-01-02", "--until", "2026-01-01"],
+    ["audit", "export", "x", "--since", "2026-01-02", "--from", "3"],
+    ["audit", "export", "x", "--since", "2026-02-30"],
     ["ingest", "f.jsonl", "--log-level", "verbose"],
     ["ingest", "f.jsonl", "--batch-size", "0"],
     ["ggr", "--timezone", "Mars/Olympus"],
@@ -280,3 +282,15 @@ def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, cap
 def test_a_sqlite_store_in_a_folder_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_error(capsys, ErrorCode.STORE_UNREACHABLE, "ingest", str(SETTLE_EXAMPLE), "--db",
                  f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
+
+
+def test_audit_export_of_a_period_holds_the_events_recorded_in_it(feed_dir: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{feed_dir / 'ledger.db'}"
+    assert main(["audit", "export", str(tmp_path / "all"), "--db", db, "--quiet"]) == 0
+    assert main(["audit", "export", str(tmp_path / "period"), "--db", db, "--quiet",
+                 "--since", "2000-01-01", "--until", "2999-01-01T00:00:00+02:00"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "period" / "events.jsonl").read_bytes() == (tmp_path / "all" / "events.jsonl").read_bytes()
+    manifest = json.loads((tmp_path / "period" / "manifest.json").read_text())
+    assert manifest["requested_range"]["since"].startswith("2000-01-01T00:00:00")
