@@ -27,4 +27,5 @@ def test_help_names_no_internal_file_or_function(argv: list[str], capsys: pytest
     assert stop.value.code == 0
     text = capsys.readouterr().out
     public = re.sub(r"docs/\S+", "", text)  # the documentation is for readers
+    public = public.replace("verify.py", "")  # the dispute bundle's own verifier, run by its reader
     assert text and not INTERNAL.findall(public), INTERNAL.findall(public)
