@@ -265,6 +265,8 @@ def verify_files(directory: str | Path) -> Verified:
         manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return Verified({}, [], [Finding("manifest", None, f"{MANIFEST} unreadable: {exc}")])
+    if not isinstance(manifest, dict):
+        return Verified({}, [], [Finding("manifest", None, f"{MANIFEST} is not a JSON object")])
     links, findings = read_links(out)
     first_seq = manifest.get("first_seq") or (min((lk.seq for lk in links), default=1))
     findings += verify_links(links, manifest.get("chain_start_hash", GENESIS_HEX), first_seq)

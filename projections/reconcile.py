@@ -139,7 +139,8 @@ class WalletEmpty(WalletFormatError):
 
 def read_wallet(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a wallet CSV with `line` and, for a row that cannot be matched, `invalid`
-    (why). A file without the columns raises WalletFormatError; one without rows, WalletEmpty."""
+    (why). A file without the columns raises WalletFormatError; an empty one, WalletEmpty
+    (a header alone is a wallet without transactions: no rows)."""
     rows = []
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
@@ -153,8 +154,6 @@ def read_wallet(path: str | Path) -> list[dict[str, Any]]:
             if problem := _row_problem(row):
                 row["invalid"] = problem
             rows.append(row)
-    if not rows:
-        raise WalletEmpty(f"{path} has a header but no transactions")
     return rows
 
 

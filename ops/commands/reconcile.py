@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_EMPTY, str(exc)) from None
     except WalletFormatError as exc:
         raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
+    if not wallet:  # a clerk who reconciles nothing has the wrong file
+        raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
         movements = expected_movements(log.records(), ZoneInfo(args.timezone))
