@@ -26,7 +26,7 @@ from psycopg.sql import SQL, Identifier
 from domain.errors import require
 from ledger.app import LedgerApp
 from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, stored_fields, type_of_topic
-from ledger.store import db_url_from, env_for, open_app
+from ledger.store import StoreUnavailable, db_url_from, env_for, open_app, require_ledger
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
@@ -81,8 +81,16 @@ class EventLog:
         self._ids: dict[Any, str] = {}  # _id_key(aggregate id) -> its text
 
     @classmethod
-    def open(cls, url: str | None = None) -> EventLog:
-        """The log of the store at `url` (None: LEDGER_DB or the default store)."""
+    def open(cls, url: str | None = None, *, ledger_required: bool = True) -> EventLog:
+        """The log of the store at `url` (None: LEDGER_DB or the default store), which
+        must exist and hold a ledger (`StoreUnavailable` otherwise; nothing is created).
+        `ledger_required=False`: the store must exist, its ledger tables may not yet (a
+        projector started beside the first ingest on a fresh database)."""
+        try:
+            require_ledger(url)
+        except StoreUnavailable as exc:
+            if ledger_required or exc.code != "no_ledger":
+                raise
         return cls(open_app(db_url_from(url)))
 
     def close(self) -> None:

@@ -10,17 +10,35 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlparse
 
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from ledger.app import LedgerApp
 
+if TYPE_CHECKING:
+    import psycopg
+
 DEFAULT_DB_URL = "sqlite:///./casino-ledger.db"
 SQLITE_RECORDER = "ledger.persistence:LedgerSQLiteRecorder"
 POSTGRES_RECORDER = "ledger.persistence:LedgerPostgresRecorder"
 TRANSCODER = "ledger.transcoder:OrjsonTranscoder"
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+SQLITE_EVENTS_TABLE = "stored_events"  # the library's names for the events table: its presence marks a ledger
+PG_EVENTS_TABLE = f"{LedgerApp.name.lower()}_events"  # the PostgreSQL factory prefixes the application's name
+PROBE_TIMEOUT_S = 5  # a store that does not answer within this is reported, not waited for
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be used as asked (not a refusal of a command: the command never ran).
+    `code` is stable: store_missing, no_ledger, database_missing, store_unreachable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 def db_url_from(arg: str | None) -> str:
@@ -65,28 +83,108 @@ def env_for(db_url: str) -> dict[str, str]:
     raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 
 
-def _ensure_pg_schema(env: dict[str, str]) -> None:
-    """The library creates tables, not schemas: create the schema first."""
-    schema = env.get("POSTGRES_SCHEMA")
-    if not schema:
-        return
+def _pg_connect(env: dict[str, str]) -> psycopg.Connection[tuple[object, ...]]:
+    """One connection, or `StoreUnavailable` naming the cause at once: the library would
+    retry for seconds and then hide it (a database that does not exist, a refused port)."""
     import psycopg
 
-    with psycopg.connect(
-        dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
-        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
-    ) as conn, conn.transaction():
-        # CREATE SCHEMA IF NOT EXISTS races in the catalog when two processes start on a
-        # fresh schema at once (duplicate key on pg_namespace): one process at a time.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('casino-ledger:create-schema', 0))")
-        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    try:
+        return psycopg.connect(
+            dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
+            user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
+            connect_timeout=PROBE_TIMEOUT_S,
+        )
+    except psycopg.OperationalError as exc:
+        cause = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        where = f"{env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}/{env['POSTGRES_DBNAME']}"
+        code = "database_missing" if "does not exist" in cause else "store_unreachable"
+        raise StoreUnavailable(code, f"PostgreSQL {where}: {cause}") from None
+
+
+def _ensure_pg_schema(env: dict[str, str]) -> None:
+    """Fail fast on an unreachable server or a missing database; the library creates
+    tables, not schemas: create the schema first."""
+    schema = env.get("POSTGRES_SCHEMA")
+    with _pg_connect(env) as conn:
+        if schema:
+            with conn.transaction():
+                # CREATE SCHEMA IF NOT EXISTS races in the catalog when two processes start on a
+                # fresh schema at once (duplicate key on pg_namespace): one process at a time.
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('casino-ledger:create-schema', 0))")
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
+
+def require_ledger(db_url: str | None = None) -> None:
+    """Raise `StoreUnavailable` unless the store at `db_url` exists and holds a ledger
+    (its events table). Creates nothing: read commands must not report on an empty
+    store they made themselves."""
+    url = db_url_from(db_url)
+    env = env_for(url)
+    if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+        _require_sqlite_ledger(env["SQLITE_DBNAME"], url)
+        return
+    schema = env["POSTGRES_SCHEMA"] or "public"
+    with _pg_connect(env) as conn:
+        row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{PG_EVENTS_TABLE}"',)).fetchone()
+    if not row or row[0] is None:
+        raise StoreUnavailable("no_ledger", f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
+
+
+def holds_events(db_url: str | None = None) -> bool:
+    """Whether the store at `db_url` exists and has recorded at least one event
+    (read only: creates nothing)."""
+    try:
+        require_ledger(db_url)
+    except StoreUnavailable as exc:
+        if exc.code in ("store_missing", "no_ledger"):
+            return False
+        raise
+    url = db_url_from(db_url)
+    env = env_for(url)
+    if env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite":
+        lite = sqlite3.connect(f"file:{env['SQLITE_DBNAME']}?mode=ro", uri=True)
+        try:
+            return bool(lite.execute(f"SELECT EXISTS (SELECT 1 FROM {SQLITE_EVENTS_TABLE})").fetchone()[0])
+        finally:
+            lite.close()
+    schema = env["POSTGRES_SCHEMA"] or "public"
+    with _pg_connect(env) as conn:
+        row = conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{schema}"."{PG_EVENTS_TABLE}")').fetchone()
+    return bool(row and row[0])
+
+
+def _require_sqlite_ledger(path: str, url: str) -> None:
+    if not os.path.isfile(path):
+        kind = "is a directory" if os.path.isdir(path) else "does not exist"
+        raise StoreUnavailable("store_missing", f"{url}: {path} {kind}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                                 (SQLITE_EVENTS_TABLE,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:  # not a database, unreadable, locked for good
+        raise StoreUnavailable("store_unreachable", f"{url}: {exc}") from None
+    if not found:
+        raise StoreUnavailable("no_ledger", f"{url} holds no ledger (no events table)")
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    parsed = urlparse(url)
+    if not parsed.password:
+        return url
+    return url.replace(f":{parsed.password}@", ":***@", 1)
 
 
 def open_app(db_url: str | None = None, **extra_env: str) -> LedgerApp:
     """A LedgerApp on the store at `db_url` (or LEDGER_DB, or the default SQLite file)."""
-    env = env_for(db_url_from(db_url))
+    url = db_url_from(db_url)
+    env = env_for(url)
     if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
         _ensure_pg_schema(env)
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(env["SQLITE_DBNAME"]))):
+        raise StoreUnavailable("store_unreachable", f"{url}: the folder of {env['SQLITE_DBNAME']} does not exist")
     env.update(extra_env)
     return LedgerApp(env=env)

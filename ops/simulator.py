@@ -62,9 +62,10 @@ def table_prefix(rules: RuleSet, versions_of_id: int) -> str:
 
 
 def plan_tables(tables: int, rule_sets: list[RuleSet] | None = None) -> list[tuple[str, RuleSet]]:
-    """Table ids and rule sets: at least one table per rule set, the rest dealt round-robin."""
+    """Exactly `tables` table ids, the rule sets dealt round-robin (fewer tables than rule
+    sets: the first ones in registry order; asked for 3, a studio has 3, never 5)."""
     rule_sets = list(rule_sets if rule_sets is not None else all_rule_sets())
-    count = max(tables, len(rule_sets))
+    count = tables
     versions = Counter(r.id for r in rule_sets)
     numbers: Counter[str] = Counter()
     plan = []

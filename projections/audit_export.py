@@ -13,10 +13,12 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from domain.errors import require
+from domain.errors import Refusal, require
+from domain.registry import get_rule_set
 from ledger.records import Opened, Record
 from projections.audit import (
     FORMAT,
@@ -35,6 +37,7 @@ from projections.audit import (
 EVENTS_JSONL = "events.jsonl"
 EVENTS_CSV = "events.csv"
 MANIFEST = "manifest.json"
+SOFTWARE = "casino-ledger"
 CSV_COLUMNS = ("seq", "position", "timestamp", "originator_id", "originator_version", "event", "fields", "prev", "hash")
 
 
@@ -49,23 +52,48 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Window:
+    """Which events an export holds: a position range and/or a recorded-time range
+    [since, until) (UTC). Events are recorded in position order, so a time range is a
+    position range too: the export starts at the first event recorded at or after
+    `since` and ends before the first recorded at or after `until`."""
+
+    from_position: int | None = None
+    to_position: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def before(self, event: Record, position: int) -> bool:
+        return (self.from_position is not None and position < self.from_position) or (
+            self.since is not None and event.server_time < self.since)
+
+    def after(self, event: Record, position: int) -> bool:
+        return (self.to_position is not None and position > self.to_position) or (
+            self.until is not None and event.server_time >= self.until)
+
+
 def export(directory: str | Path, events: Iterable[Stored], *, from_position: int | None = None,
            to_position: int | None = None, previous_manifest: str | Path | None = None,
-           exported_at: str, progress: Callable[[int], Any] | None = None) -> ExportResult:
+           exported_at: str, progress: Callable[[int], Any] | None = None, window: Window | None = None,
+           software_version: str = "unknown") -> ExportResult:
     """Chain every event from the first (the chain always starts at genesis) and
-    write those within [from_position, to_position]. `progress(n)` is called per event."""
+    write those within [from_position, to_position] (or `window`). `progress(n)` is called per event."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    chain_start, links, rule_sets = GENESIS_HEX, [], RuleSetsSeen()
+    window = window or Window(from_position, to_position)
+    chain_start, rule_sets, studio = GENESIS_HEX, RuleSetsSeen(), StudioTimes()
+    links: list[Link] = []
     for event, link in zip_chain(events):
         if progress is not None:
             progress(1)
-        if to_position is not None and link.position > to_position:
+        if window.after(event, link.position):
             break
-        if from_position is not None and link.position < from_position:
+        if not links and window.before(event, link.position):
             chain_start = link.hash
             continue
         links.append(link)
+        studio.note(event.studio_time)
         if isinstance(event, Opened):
             rule_sets.note(event)
     with open(out / EVENTS_JSONL, "w", encoding="utf-8", newline="\n") as f:
@@ -73,7 +101,9 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
             f.write(link.line() + "\n")
     (out / EVENTS_CSV).write_text(_csv_text(links), encoding="utf-8", newline="")
     previous = Path(previous_manifest) if previous_manifest else find_previous_manifest(out, links)
-    manifest = _manifest(links, chain_start, from_position, to_position, previous, rule_sets, exported_at, out)
+    manifest = _manifest(links, chain_start, window, previous, rule_sets, exported_at, out)
+    manifest.update(files={name: file_sha256(out / name) for name in (EVENTS_JSONL, EVENTS_CSV)},
+                    studio_time_range=studio.range(), software={"name": SOFTWARE, "version": software_version})
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                                 encoding="utf-8")
     return ExportResult(out, manifest, links)
@@ -87,13 +117,45 @@ class RuleSetsSeen:
 
     def note(self, opened: Opened) -> None:
         key = (opened.ruleset_id, opened.ruleset_version)
-        entry = self.entries.setdefault(key, {"id": key[0], "version": key[1], "hashes": [], "rounds": 0})
+        entry = self.entries.get(key) or self.entries.setdefault(key, {
+            "id": key[0], "version": key[1], "hashes": [], "rounds": 0, "published_hash": _published_hash(*key)})
         entry["rounds"] += 1
         if opened.ruleset_hash and opened.ruleset_hash not in entry["hashes"]:
             entry["hashes"].append(opened.ruleset_hash)
 
     def listed(self) -> list[dict[str, Any]]:
         return [self.entries[k] for k in sorted(self.entries)]
+
+
+def _published_hash(ruleset_id: str, version: int) -> str | None:
+    """The content hash of the rule set as this software publishes it (None: unknown here)."""
+    try:
+        return get_rule_set(ruleset_id, version).content_hash()
+    except Refusal:
+        return None
+
+
+class StudioTimes:
+    """The earliest and latest studio time of the exported events (as instants)."""
+
+    def __init__(self) -> None:
+        self.first: tuple[datetime, str] | None = None
+        self.last: tuple[datetime, str] | None = None
+
+    def note(self, studio_time: str | None) -> None:
+        try:
+            moment = (datetime.fromisoformat(studio_time), studio_time) if studio_time else None
+        except ValueError:  # an old or foreign record: the range covers what can be read
+            moment = None
+        if moment is None or moment[0].tzinfo is None:
+            return
+        if self.first is None or moment[0] < self.first[0]:
+            self.first = moment
+        if self.last is None or moment[0] > self.last[0]:
+            self.last = moment
+
+    def range(self) -> dict[str, str | None]:
+        return {"first": self.first[1] if self.first else None, "last": self.last[1] if self.last else None}
 
 
 def zip_chain(events: Iterable[Stored]) -> Iterator[tuple[Record, Link]]:
@@ -125,8 +187,8 @@ def _csv_row(link: Link) -> list[str]:
             link.prev, link.hash]
 
 
-def _manifest(links: list[Link], chain_start: str, from_position: int | None, to_position: int | None,
-              previous: Path | None, rule_sets: RuleSetsSeen, exported_at: str, out: Path) -> dict[str, Any]:
+def _manifest(links: list[Link], chain_start: str, window: Window, previous: Path | None,
+              rule_sets: RuleSetsSeen, exported_at: str, out: Path) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "count": len(links),
@@ -136,7 +198,9 @@ def _manifest(links: list[Link], chain_start: str, from_position: int | None, to
         "last_seq": links[-1].seq if links else None,
         "chain_start_hash": chain_start,
         "head_hash": links[-1].hash if links else chain_start,
-        "requested_range": {"from": from_position, "to": to_position},
+        "requested_range": {"from": window.from_position, "to": window.to_position,
+                            **({"since": window.since.isoformat()} if window.since else {}),
+                            **({"until": window.until.isoformat()} if window.until else {})},
         "previous_manifest": _relative(previous, out) if previous else None,
         "previous_manifest_hash": file_sha256(previous) if previous else None,
         "rule_sets": rule_sets.listed(),
@@ -201,11 +265,15 @@ def verify_files(directory: str | Path) -> Verified:
         manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return Verified({}, [], [Finding("manifest", None, f"{MANIFEST} unreadable: {exc}")])
+    if not isinstance(manifest, dict):
+        return Verified({}, [], [Finding("manifest", None, f"{MANIFEST} is not a JSON object")])
     links, findings = read_links(out)
     first_seq = manifest.get("first_seq") or (min((lk.seq for lk in links), default=1))
     findings += verify_links(links, manifest.get("chain_start_hash", GENESIS_HEX), first_seq)
     findings += _manifest_findings(manifest, links, findings)
     findings += _csv_findings(out, links)
+    if not findings:  # a change the chain and the rows already name is not reported twice
+        findings += _file_hash_findings(out, manifest)
     findings += _previous_findings(out, manifest)
     return Verified(manifest, links, findings)
 
@@ -255,6 +323,19 @@ def _csv_findings(out: Path, links: list[Link]) -> list[Finding]:
     for h, row in expected.items():
         if h not in seen:
             findings.append(Finding("csv", int(row[1]), f"{EVENTS_CSV} has no row for position {row[1]}"))
+    return findings
+
+
+def _file_hash_findings(out: Path, manifest: dict[str, Any]) -> list[Finding]:
+    """Each file's SHA-256 as the manifest records it (exports before it recorded none): catches
+    what no line shows (an added blank line, a changed line ending)."""
+    findings = []
+    for name, recorded in sorted((manifest.get("files") or {}).items()):
+        path = out / name
+        if name not in (EVENTS_JSONL, EVENTS_CSV) or not path.is_file():
+            findings.append(Finding("file", None, f"{name} is listed in the manifest but not in the export"))
+        elif file_sha256(path) != recorded:
+            findings.append(Finding("file", None, f"{name} does not hash to the manifest's {recorded}"))
     return findings
 
 

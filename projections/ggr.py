@@ -1,7 +1,9 @@
-"""View `ggr`: gross gaming revenue per table, game, UTC day and currency.
+"""View `ggr`: gross gaming revenue per table, game, gaming day and currency.
 
-Everything is booked on the day of the event that closes (or reopens) a
-round, never back-dated (corrections are new records):
+Everything is booked at the studio time of the event that closes (or reopens)
+a round, never back-dated (corrections are new records). The view keeps the
+figures per UTC quarter hour of that time (`period`); `ggr_rows` sums them
+into gaming days of the studio's zone, asked at query time (UTC by default):
 - a settlement adds its lines' `staked_minor` and `returned_minor` (paid)
   and its rounding remainders (kept by the house, exact fraction);
 - a void adds the refunded amounts to both staked and refunded (GGR 0);
@@ -14,6 +16,8 @@ so a reversal can subtract them exactly.
 """
 from __future__ import annotations
 
+from collections import defaultdict
+from datetime import UTC, tzinfo
 from fractions import Fraction
 from typing import Any
 
@@ -21,13 +25,23 @@ from domain.errors import InvariantBroken
 from ledger.records import Record, Settled, SettlementReversed, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
+from projections.state import (
+    Change,
+    Put,
+    Rows,
+    View,
+    fraction_text,
+    gaming_day,
+    parse_fraction,
+    quarter_hour,
+    studio_utc,
+)
 
 GGR = Table(
     "proj_ggr",
-    key=("table_id", "game", "day", "currency"),
+    key=("table_id", "game", "period", "currency"),
     columns=(
-        ("table_id", "text"), ("game", "text"), ("day", "text"), ("currency", "text"),
+        ("table_id", "text"), ("game", "text"), ("period", "text"), ("currency", "text"),
         ("rounds_closed", "int"), ("staked_minor", "int"), ("paid_minor", "int"), ("refunded_minor", "int"),
         ("ggr_minor", "int"), ("rounding_kept", "text"),
     ),
@@ -37,19 +51,19 @@ SETTLEMENTS = Table(
     key=("round_id", "settlement_no"),
     columns=(
         ("round_id", "text"), ("settlement_no", "int"), ("table_id", "text"), ("game", "text"),
-        ("currency", "text"), ("day", "text"), ("staked_minor", "int"), ("paid_minor", "int"),
-        ("rounding_kept", "text"), ("reversed_day", "text"),
+        ("currency", "text"), ("period", "text"), ("staked_minor", "int"), ("paid_minor", "int"),
+        ("rounding_kept", "text"), ("reversed_period", "text"),
     ),
 )
 
 
-def _add(rows: Rows, info: dict[str, Any], day: str, *, rounds: int, staked: int, paid: int,
+def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: int, paid: int,
          refunded: int, kept: Fraction) -> Put:
-    key = (info["table_id"], info["game"], day, info["currency"])
+    key = (info["table_id"], info["game"], period, info["currency"])
     old = rows.get(GGR.name, key) or {"rounds_closed": 0, "staked_minor": 0, "paid_minor": 0,
                                       "refunded_minor": 0, "ggr_minor": 0, "rounding_kept": "0/1"}
     return Put(GGR.name, {
-        "table_id": key[0], "game": key[1], "day": day, "currency": key[3],
+        "table_id": key[0], "game": key[1], "period": period, "currency": key[3],
         "rounds_closed": old["rounds_closed"] + rounds,
         "staked_minor": old["staked_minor"] + staked,
         "paid_minor": old["paid_minor"] + paid,
@@ -63,50 +77,64 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     info = round_row(rows, ev.aggregate_id)
     if info is None or info["table_id"] is None:  # tombstone void: no money, no table
         return []
-    day = day_of(ev.server_time)
+    period = quarter_hour(studio_utc(ev.studio_time, ev.server_time))  # summed into days when asked
     match ev:
         case Settled():
-            return _settled(rows, info, day, ev)
+            return _settled(rows, info, period, ev)
         case SettlementReversed():
-            return _reversed(rows, info, day, ev)
+            return _reversed(rows, info, period, ev)
         case Voided():
             refunded = sum(r.amount_minor for r in ev.refunds)
-            return [_add(rows, info, day, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))]
+            return [_add(rows, info, period, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))]
     return []
 
 
-def _settled(rows: Rows, info: dict[str, Any], day: str, ev: Settled) -> list[Change]:
+def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> list[Change]:
     results = ev.results
     staked = sum(r.staked_minor for r in results)
     paid = sum(r.returned_minor for r in results)
     kept = sum((Fraction(r.remainder_num, r.remainder_den) for r in results if r.remainder_num), Fraction(0))
     settlement = {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
                   "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
-                  "day": day, "staked_minor": staked, "paid_minor": paid,
-                  "rounding_kept": fraction_text(kept), "reversed_day": None}
+                  "period": period, "staked_minor": staked, "paid_minor": paid,
+                  "rounding_kept": fraction_text(kept), "reversed_period": None}
     return [Put(SETTLEMENTS.name, settlement),
-            _add(rows, info, day, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)]
+            _add(rows, info, period, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)]
 
 
-def _reversed(rows: Rows, info: dict[str, Any], day: str, ev: SettlementReversed) -> list[Change]:
+def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementReversed) -> list[Change]:
     old = rows.get(SETTLEMENTS.name, (ev.aggregate_id, ev.settlement_no))
-    if old is None or old["reversed_day"] is not None:
+    if old is None or old["reversed_period"] is not None:
         raise InvariantBroken(f"reversal of unknown or already reversed settlement {ev.settlement_no} "
                               f"of {ev.aggregate_id}")
-    return [Put(SETTLEMENTS.name, dict(old, reversed_day=day)),
-            _add(rows, info, day, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
+    return [Put(SETTLEMENTS.name, dict(old, reversed_period=period)),
+            _add(rows, info, period, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
                  refunded=0, kept=-parse_fraction(old["rounding_kept"]))]
 
 
-def ggr_rows(db: Db) -> list[dict[str, Any]]:
+SUMMED = ("rounds_closed", "staked_minor", "paid_minor", "refunded_minor", "ggr_minor")
+
+
+def ggr_rows(db: Db, zone: tzinfo = UTC) -> list[dict[str, Any]]:
+    """Per gaming day (in `zone`), table, game and currency."""
     cols = GGR.column_names
-    found = db.query(f"SELECT {', '.join(cols)} FROM {GGR.name} ORDER BY day, table_id, game, currency")
-    return [dict(zip(cols, r)) for r in found]
+    days: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
+        lambda: dict.fromkeys(SUMMED, 0) | {"rounding_kept": Fraction(0)})
+    for found in db.query(f"SELECT {', '.join(cols)} FROM {GGR.name}"):
+        row = dict(zip(cols, found))
+        key = (gaming_day(row["period"], zone), row["table_id"], row["game"], row["currency"])
+        total = days[key]
+        for column in SUMMED:
+            total[column] += row[column]
+        total["rounding_kept"] += parse_fraction(row["rounding_kept"])
+    return [{"day": d, "table_id": t, "game": g, "currency": c, **{k: v for k, v in total.items() if k in SUMMED},
+             "rounding_kept": fraction_text(total["rounding_kept"])}
+            for (d, t, g, c), total in sorted(days.items())]
 
 
 VIEW = View(
     name="ggr",
-    version=1,
+    version=2,  # 2: per quarter hour of studio time, summed into the asked zone's gaming days
     tables=(GGR, SETTLEMENTS),
     handles=frozenset({Settled, SettlementReversed, Voided}),
     fold=fold,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, tzinfo
 from operator import attrgetter
 from typing import Any
 
@@ -46,7 +47,7 @@ from ledger.records import (
 from projections.balances import PLAYER_PREFIX, account_row
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, iso, postings_delta
+from projections.state import Change, Put, Rows, View, gaming_day, iso, postings_delta, studio_utc, utc_text
 
 RECALL_ROUNDS = Table(
     "proj_recall_rounds",
@@ -59,7 +60,7 @@ RECALL = Table(
     columns=(
         ("player_id", "text"), ("round_id", "text"), ("seq", "int"), ("table_id", "text"),
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
-        ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
+        ("studio_at", "text"), ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
         ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
         ("balance_before_minor", "int"), ("balance_after_minor", "int"),
     ),
@@ -154,7 +155,8 @@ def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str
     return {
         "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
-        "currency": info["currency"], "played_at": iso(ev.server_time), "status": "open",
+        "currency": info["currency"], "played_at": iso(ev.server_time),
+        "studio_at": utc_text(studio_utc(ev.studio_time, ev.server_time)), "status": "open",
         "bets": [], "stake_moves": [], "results": [], "refunds": [],
         "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
         "balance_before_minor": balance - deltas.get(PLAYER_PREFIX + player_id, 0),
@@ -284,8 +286,10 @@ def _result_dict(r: SettlementLine) -> dict[str, Any]:
             "returned_minor": r.returned_minor, "explanation": r.explanation}
 
 
-def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> list[dict[str, Any]]:
-    """The player's `last` rounds, oldest first, each with the round's timeline."""
+def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
+                  zone: tzinfo = UTC) -> list[dict[str, Any]]:
+    """The player's `last` rounds, oldest first, each with the round's timeline and its
+    gaming `day` (the studio time's day in `zone`)."""
     require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
     cols = RECALL.column_names
     found = db.query(
@@ -298,6 +302,7 @@ def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT) -> li
         for col in RECALL.json_columns:
             row[col] = _loads(row[col])
         row["timeline"] = expand_timeline(_loads(values[-1]))
+        row["day"] = gaming_day(row["studio_at"], zone)
         out.append(row)
     return out
 
@@ -308,7 +313,7 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=2,  # 2: the round timelines moved to view `timeline`
+    version=3,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,

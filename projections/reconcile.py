@@ -12,7 +12,12 @@ Movements (docs/projections.md, "Wallet reconciliation"); the match key is
 | Voided, per refund line | cancel | `<bet_id>` | refunded (back to the player) |
 | SettlementReversed, per player paid in it | cancel | `<round_id>@s<n>` | what that settlement paid the player (taken back) |
 
-Amounts are positive; the type says the direction.
+Amounts are positive; the type says the direction. A movement's time is the studio
+time of its event (the wallet books what the studio did, not when the ledger heard of
+it) and its day the gaming day of that time in the studio's time zone (UTC by default).
+A mismatch is named by what differs: amount, player or currency. Wallet rows that
+cannot be matched at all (negative or non-integer amounts, a malformed currency or
+time, an unknown type) are findings of their own, and so is a transaction id repeated.
 """
 from __future__ import annotations
 
@@ -20,25 +25,30 @@ import csv
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from domain.errors import Refusal
+from domain.money import check_currency
 from ledger.records import (
     BetPlaced,
     DecisionTaken,
     FollowDecided,
     Opened,
     Record,
+    RoundRecord,
     Settled,
     SettlementReversed,
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
-from projections.state import day_of, iso
+from projections.state import studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 MOVEMENT_TYPES = ("debit", "credit", "cancel")
-CATEGORIES = ("matched", "missing_in_wallet", "missing_in_ledger", "duplicated", "amount_differs")
+CATEGORIES = ("matched", "missing_in_wallet", "missing_in_ledger", "duplicated", "amount_differs",
+              "player_differs", "currency_differs", "invalid_row", "repeated_transaction_id")
 UNKNOWN_TABLE = "-"
 
 
@@ -49,10 +59,11 @@ class Movement:
     player: str
     amount_minor: int
     currency: str
-    time: str  # server time of the ledger event, ISO 8601 UTC
-    day: str
+    time: str  # studio time of the ledger event, ISO 8601 as the feed gave it
+    day: str  # gaming day of `time` in the studio's zone
     table_id: str
     round_id: str
+    round: str  # TABLE#ROUND_NO, what a clerk looks up
 
     @property
     def key(self) -> tuple[str, str]:
@@ -63,24 +74,25 @@ class Movement:
 class _Movements:
     """Collects the movements in event order, each (type, reference) kept distinct."""
 
-    def __init__(self) -> None:
-        self.rounds: dict[str, tuple[str, str]] = {}  # round id -> (table, currency)
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self.rounds: dict[str, tuple[str, str, str]] = {}  # round id -> (table, currency, TABLE#NO)
         self.moves_seen: Counter[str] = Counter()
         self.keys: Counter[tuple[str, str]] = Counter()
         self.out: list[Movement] = []
 
-    def emit(self, ev: Record, type_: str, reference: str, player: str, amount: int) -> None:
-        table, currency = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE, ""))
+    def emit(self, ev: RoundRecord, type_: str, reference: str, player: str, amount: int) -> None:
+        table, currency, label = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE, "", ev.aggregate_id))
         self.keys[(type_, reference)] += 1
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
-        self.out.append(Movement(type_, reference, player, amount, currency, iso(ev.server_time),
-                                 day_of(ev.server_time), table, ev.aggregate_id))
+        self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
+                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zone).date().isoformat(), table, ev.aggregate_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
             case Opened():
-                self.rounds[ev.aggregate_id] = (ev.table_id, ev.currency)
+                self.rounds[ev.aggregate_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
             case BetPlaced():
                 self.emit(ev, "debit", ev.bet_id, ev.player_id, ev.stake_minor)
             case DecisionTaken() | FollowDecided():
@@ -108,9 +120,9 @@ class _Movements:
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
-def expected_movements(events: Iterable[Record]) -> list[Movement]:
-    """Every wallet movement the ledger's events imply, in event order."""
-    movements = _Movements()
+def expected_movements(events: Iterable[Record], zone: tzinfo = UTC) -> list[Movement]:
+    """Every wallet movement the ledger's events imply, in event order; days in `zone`."""
+    movements = _Movements(zone)
     for ev in events:
         movements.add(ev)
     return movements.out
@@ -121,25 +133,50 @@ class WalletFormatError(ValueError):
     pass
 
 
+class WalletEmpty(WalletFormatError):
+    """A wallet file with no transactions (not even a header, or only one)."""
+
+
 def read_wallet(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a wallet CSV; a malformed row raises WalletFormatError naming its line."""
+    """Rows of a wallet CSV with `line` and, for a row that cannot be matched, `invalid`
+    (why). A file without the columns raises WalletFormatError; an empty one, WalletEmpty
+    (a header alone is a wallet without transactions: no rows)."""
     rows = []
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        missing = set(WALLET_COLUMNS) - set(reader.fieldnames or ())
+        if reader.fieldnames is None:
+            raise WalletEmpty(f"{path} is empty")
+        missing = set(WALLET_COLUMNS) - set(reader.fieldnames)
         if missing:
             raise WalletFormatError(f"{path}: missing columns {sorted(missing)} (need {', '.join(WALLET_COLUMNS)})")
         for row in reader:
-            line = reader.line_num
-            if row["type"] not in MOVEMENT_TYPES:
-                raise WalletFormatError(f"{path}:{line}: type must be one of {MOVEMENT_TYPES}, got {row['type']!r}")
-            try:
-                row["amount_minor"] = int(row["amount_minor"])
-            except ValueError:
-                raise WalletFormatError(f"{path}:{line}: amount_minor must be an integer, got {row['amount_minor']!r}") from None
-            row["line"] = line
+            row["line"] = reader.line_num
+            if problem := _row_problem(row):
+                row["invalid"] = problem
             rows.append(row)
     return rows
+
+
+def _row_problem(row: dict[str, Any]) -> str | None:
+    """Why a wallet row cannot be matched (None: it can); converts amount_minor to int."""
+    if row["type"] not in MOVEMENT_TYPES:
+        return f"type must be one of {', '.join(MOVEMENT_TYPES)}, got {row['type']!r}"
+    try:
+        row["amount_minor"] = int(row["amount_minor"])
+    except (TypeError, ValueError):
+        return f"amount_minor must be a whole number of minor units, got {row['amount_minor']!r}"
+    if row["amount_minor"] < 0:
+        return f"amount_minor must not be negative (the type says the direction), got {row['amount_minor']}"
+    try:
+        check_currency(row["currency"])
+    except Refusal as refusal:
+        return refusal.message
+    try:
+        if datetime.fromisoformat(row["time"] or "").tzinfo is None:
+            return f"time {row['time']!r} has no UTC offset"
+    except ValueError:
+        return f"time {row['time']!r} is not an ISO 8601 time"
+    return None
 
 
 # --------------------------------------------------------- reconciliation
@@ -175,17 +212,14 @@ def reconcile(wallet_rows: list[dict[str, Any]], movements: list[Movement]) -> R
     """Match wallet rows to expected movements by (type, reference). Zero-amount
     credits (some wallets close lost bets that way; no money moved) are ignored."""
     report = Reconciliation()
-    wallet: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in wallet_rows:
-        if row["type"] == "credit" and row["amount_minor"] == 0:
-            continue
-        wallet[(row["type"], row["reference"])].append(row)
+    wallet = _usable_rows(wallet_rows, report)
     tables_by_ref = {m.reference: m.table_id for m in movements}
     expected_keys = set()
     for m in movements:
         expected_keys.add(m.key)
         found = wallet.get(m.key, [])
-        ident = {"type": m.type, "reference": m.reference, "player": m.player, "round_id": m.round_id}
+        ident = {"type": m.type, "reference": m.reference, "player": m.player, "round": m.round,
+                 "round_id": m.round_id}
         if not found:
             report.add("missing_in_wallet", m.day, m.table_id, **ident, ledger_amount_minor=m.amount_minor)
             continue
@@ -193,13 +227,11 @@ def reconcile(wallet_rows: list[dict[str, Any]], movements: list[Movement]) -> R
             report.add("duplicated", m.day, m.table_id, **ident, times=len(found),
                        transaction_ids=[w["transaction_id"] for w in found])
         first = found[0]
-        differs = [k for k, mine in (("amount_minor", m.amount_minor), ("player", m.player), ("currency", m.currency))
-                   if first[k] != mine]
-        if differs:
-            report.add("amount_differs", m.day, m.table_id, **ident, differs=differs,
-                       ledger_amount_minor=m.amount_minor, wallet_amount_minor=first["amount_minor"],
-                       wallet_player=first["player"], transaction_id=first["transaction_id"])
-        elif len(found) == 1:
+        differs = _differences(m, first)
+        for category, ledger_value, wallet_value in differs:
+            report.add(category, m.day, m.table_id, **ident, ledger=ledger_value, wallet=wallet_value,
+                       transaction_id=first["transaction_id"])
+        if not differs and len(found) == 1:
             report.add("matched", m.day, m.table_id)
     for key, rows in wallet.items():
         if key in expected_keys:
@@ -210,6 +242,33 @@ def reconcile(wallet_rows: list[dict[str, Any]], movements: list[Movement]) -> R
                    player=rows[0]["player"], wallet_amount_minor=rows[0]["amount_minor"], times=len(rows),
                    transaction_ids=[w["transaction_id"] for w in rows])
     return report
+
+
+def _usable_rows(wallet_rows: list[dict[str, Any]], report: Reconciliation) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Wallet rows by match key; invalid rows and repeated transaction ids become findings
+    and are not matched. Zero credits are skipped (no money moved)."""
+    wallet: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    seen: dict[str, int] = {}
+    for row in wallet_rows:
+        where = {"line": row["line"], "transaction_id": row["transaction_id"], "type": row["type"],
+                 "reference": row["reference"]}
+        day = (row.get("time") or "")[:10]
+        if "invalid" in row:
+            report.add("invalid_row", day, UNKNOWN_TABLE, **where, reason=row["invalid"])
+        elif row["transaction_id"] in seen:
+            report.add("repeated_transaction_id", day, UNKNOWN_TABLE, **where,
+                       first_line=seen[row["transaction_id"]])
+        elif not (row["type"] == "credit" and row["amount_minor"] == 0):
+            seen[row["transaction_id"]] = row["line"]
+            wallet[(row["type"], row["reference"])].append(row)
+    return wallet
+
+
+def _differences(m: Movement, row: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(category, ledger value, wallet value) for each field of a matched row that differs."""
+    pairs = (("amount_differs", m.amount_minor, row["amount_minor"]), ("player_differs", m.player, row["player"]),
+             ("currency_differs", m.currency, row["currency"]))
+    return [(category, mine, theirs) for category, mine, theirs in pairs if mine != theirs]
 
 
 def movement_dicts(movements: list[Movement]) -> list[dict[str, Any]]:

@@ -2,18 +2,21 @@
 
 A void refunds every amount put into the round (docs/events.md: `Voided.refunds`
 is a list of `{bet_id, player_id, amount_minor}`). A row says which round,
-table and game, why (cause), who voided it, when (server time and its UTC
-day) and what went back to whom. Totals by cause and day are a GROUP BY over
-this table (`refund_totals`).
+table and game, why (cause), who voided it, when (server time, and the studio
+time as a UTC instant, `studio_at`) and what went back to whom. Days are gaming
+days: the studio time's day in the studio's zone, chosen when asked (UTC by
+default); totals by cause and day are summed per asked zone (`refund_totals`).
 """
 from __future__ import annotations
 
+from collections import defaultdict
+from datetime import UTC, tzinfo
 from typing import Any
 
 from ledger.records import Record, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, day_of, iso
+from projections.state import Change, Put, Rows, View, day_bounds, gaming_day, iso, studio_utc, utc_text
 
 REFUNDS = Table(
     "proj_refunds",
@@ -22,9 +25,9 @@ REFUNDS = Table(
         ("position", "int"), ("line_no", "int"), ("round_id", "text"), ("table_id", "text"),
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("bet_id", "text"),
         ("player_id", "text"), ("amount_minor", "int"), ("cause", "text"), ("voided_by", "text"),
-        ("note", "text"), ("voided_at", "text"), ("day", "text"),
+        ("note", "text"), ("voided_at", "text"), ("studio_at", "text"),
     ),
-    indexes=(("day",), ("player_id",), ("round_id",)),
+    indexes=(("studio_at",), ("player_id",), ("round_id",)),
 )
 
 
@@ -36,7 +39,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         "position": ev.position, "round_id": ev.aggregate_id, "table_id": info.get("table_id"),
         "round_no": info.get("round_no"), "game": info.get("game"), "currency": info.get("currency"),
         "cause": ev.cause, "voided_by": ev.by, "note": ev.note or "",
-        "voided_at": iso(ev.server_time), "day": day_of(ev.server_time),
+        "voided_at": iso(ev.server_time), "studio_at": utc_text(studio_utc(ev.studio_time, ev.server_time)),
     }
     return [
         Put(REFUNDS.name, common | {"line_no": i, "bet_id": r.bet_id, "player_id": r.player_id,
@@ -45,37 +48,46 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     ]
 
 
-def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None) -> list[dict[str, Any]]:
-    where, params = _between(day_from, day_to)
+def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,
+                 zone: tzinfo = UTC) -> list[dict[str, Any]]:
+    """Every refund line of the gaming days asked for, each with its `day` in `zone`."""
+    where, params = _between(day_from, day_to, zone)
     cols = REFUNDS.column_names
     found = db.query(f"SELECT {', '.join(cols)} FROM {REFUNDS.name}{where} ORDER BY position, line_no", params)
-    return [dict(zip(cols, r)) for r in found]
+    return [row | {"day": gaming_day(row["studio_at"], zone)} for row in (dict(zip(cols, r)) for r in found)]
 
 
-def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None) -> list[dict[str, Any]]:
-    """Count and amount per day, cause and currency."""
-    where, params = _between(day_from, day_to)
+def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None,
+                  zone: tzinfo = UTC) -> list[dict[str, Any]]:
+    """Count and amount per gaming day (in `zone`), cause and currency."""
+    where, params = _between(day_from, day_to, zone)
     found = db.query(
-        f"SELECT day, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
-        "GROUP BY day, cause, currency ORDER BY day, cause, currency", params)
-    return [{"day": d, "cause": c, "currency": cur, "refunds": int(n), "amount_minor": int(a)}
-            for d, c, cur, n, a in found]
+        f"SELECT studio_at, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
+        "GROUP BY studio_at, cause, currency", params)
+    totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for at, cause, currency, n, amount in found:
+        t = totals[(gaming_day(at, zone), cause, currency)]
+        t[0] += int(n)
+        t[1] += int(amount)
+    return [{"day": d, "cause": c, "currency": cur, "refunds": n, "amount_minor": a}
+            for (d, c, cur), (n, a) in sorted(totals.items())]
 
 
-def _between(day_from: str | None, day_to: str | None) -> tuple[str, list[str]]:
+def _between(day_from: str | None, day_to: str | None, zone: tzinfo) -> tuple[str, list[str]]:
+    low, high = day_bounds(day_from, day_to, zone)
     clauses, params = [], []
-    if day_from:
-        clauses.append("day >= ?")
-        params.append(day_from)
-    if day_to:
-        clauses.append("day <= ?")
-        params.append(day_to)
+    if low:
+        clauses.append("studio_at >= ?")
+        params.append(low)
+    if high:
+        clauses.append("studio_at < ?")
+        params.append(high)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
 VIEW = View(
     name="refunds",
-    version=1,
+    version=2,  # 2: studio time kept, days are gaming days of the asked zone
     tables=(REFUNDS,),
     handles=frozenset({Voided}),
     fold=fold,

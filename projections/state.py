@@ -16,7 +16,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
@@ -65,6 +65,45 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 def day_of(timestamp: datetime) -> str:
     """The UTC calendar day of a server timestamp, `YYYY-MM-DD`."""
     return timestamp.astimezone(UTC).date().isoformat()
+
+
+def studio_utc(studio_time: str | None, recorded: datetime) -> datetime:
+    """When an event happened at the studio, as a UTC instant: days are the studio's
+    gaming days, not the ledger's. The recorded time stands in when the event has no
+    studio time with an offset (the feed requires one; old or foreign records)."""
+    if studio_time:
+        try:
+            moment = datetime.fromisoformat(studio_time)
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None:
+            return moment.astimezone(UTC)
+    return recorded.astimezone(UTC)
+
+
+def utc_text(moment: datetime) -> str:
+    """A UTC instant as fixed-width text: sorts and compares as the instants do."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def quarter_hour(moment: datetime) -> str:
+    """The UTC quarter hour an instant falls in (utc_text): every zone in use today is a
+    whole number of quarter hours from UTC, so a quarter hour lies in one day of any zone."""
+    return utc_text(moment.replace(minute=moment.minute - moment.minute % 15, second=0, microsecond=0))
+
+
+def gaming_day(utc: str, zone: tzinfo) -> str:
+    """The calendar day in `zone` of a `utc_text` instant."""
+    return datetime.fromisoformat(utc).astimezone(zone).date().isoformat()
+
+
+def day_bounds(day_from: str | None, day_to: str | None, zone: tzinfo) -> tuple[str | None, str | None]:
+    """[start of day_from, start of the day after day_to) in `zone`, as utc_text (None: open)."""
+    def start(d: date) -> str:
+        return utc_text(datetime.combine(d, time(), zone))
+
+    return (start(date.fromisoformat(day_from)) if day_from else None,
+            start(date.fromisoformat(day_to) + timedelta(days=1)) if day_to else None)
 
 
 def iso(timestamp: datetime) -> str:

@@ -6,14 +6,22 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ops.errors import CliError, ErrorCode, usage
+from ops.options import int_range
+from ops.period import add_period_arguments
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
+    from projections.audit_export import Window
 
+FINDINGS_SHOWN = 50
 WORKERS_MAX = 32  # projections.replay_range.WORKERS_MAX (not imported here: keeps --help fast)
 
 EPILOG = """\
@@ -25,7 +33,9 @@ Examples:
   ledger audit replay --db sqlite:///casino-ledger.db        # recompute every round, compare payouts
   ledger audit replay --from 120001 --workers 1              # rounds touching positions >= 120001, one process
 
-Exit status: 0 clean; 1 findings (each printed with its position); 2 bad arguments.
+Exit status: 0 clean; 1 findings (each printed with its position); 2 the command
+could not run: bad arguments, an export folder that is not empty (export) or not an
+export (verify: no manifest, no events), a store that does not exist.
 The canonical form, chain, manifest and finding kinds: docs/audit.md.
 """
 
@@ -37,8 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="audit_action", metavar="ACTION")
 
     e = actions.add_parser("export", help="write events.jsonl, events.csv and manifest.json to DIR")
-    e.add_argument("directory", metavar="DIR")
+    e.add_argument("directory", metavar="DIR", help="a new or empty folder (an export is never overwritten)")
     _range_args(e)
+    add_period_arguments(e, "events recorded")
     e.add_argument("--previous", metavar="MANIFEST",
                    help="the earlier export's manifest.json to link to (default: the sibling export in DIR's "
                    "parent that ends latest before this one starts)")
@@ -49,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("directory", metavar="DIR")
     v.add_argument("--db", metavar="URL", help="also compare with the live store at URL")
     v.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    v.add_argument("--findings", type=int_range(0), default=FINDINGS_SHOWN, metavar="N",
+                   help=f"print at most N findings, then a count by kind (default {FINDINGS_SHOWN}; --json lists all)")
     v.set_defaults(func=run_verify)
 
     r = actions.add_parser("replay", help="replay every round with an event in a position range")
@@ -69,8 +82,8 @@ def _workers(text: str) -> int:
 
 
 def _range_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--from", dest="from_position", type=int, metavar="POS", help="first position (inclusive)")
-    p.add_argument("--to", dest="to_position", type=int, metavar="POS", help="last position (inclusive)")
+    p.add_argument("--from", dest="from_position", type=int_range(1), metavar="POS", help="first position (inclusive)")
+    p.add_argument("--to", dest="to_position", type=int_range(1), metavar="POS", help="last position (inclusive)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -92,24 +105,39 @@ def progress_bar(label: str, total: int | None, quiet: bool = False) -> Iterator
         yield lambda n=1: bar.advance(task, n)
 
 
-def _bad_range(args: argparse.Namespace) -> str | None:
+def _check_range(args: argparse.Namespace) -> None:
     lo, hi = args.from_position, args.to_position
-    if lo is not None and lo < 1:
-        return "--from must be >= 1"
-    if hi is not None and hi < 1:
-        return "--to must be >= 1"
     if lo is not None and hi is not None and hi < lo:
-        return f"--to {hi} is before --from {lo}"
-    return None
+        raise usage(f"--to {hi} is before --from {lo}")
+    since, until = getattr(args, "since", None), getattr(args, "until", None)
+    if since and until and until <= since:
+        raise usage(f"--until {until.isoformat()} is not after --since {since.isoformat()}")
+    if (since or until) and (lo or hi):
+        raise usage("give a position range (--from/--to) or a period (--since/--until), not both")
+
+
+def _check_new_folder(directory: str) -> None:
+    """An export is evidence: never write over another one (or anything else)."""
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise CliError(ErrorCode.OUTPUT_NOT_EMPTY, f"{directory} is a file, not a folder")
+    if path.is_dir() and any(path.iterdir()):
+        raise CliError(ErrorCode.OUTPUT_NOT_EMPTY, f"{directory} is not empty; export into a new folder")
+
+
+def _window(args: argparse.Namespace) -> Window:
+    from projections.audit_export import Window
+
+    return Window(args.from_position, args.to_position, args.since, args.until)
 
 
 def run_export(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
+    from ops.cli import version
     from projections.audit_export import export
 
-    if (problem := _bad_range(args)):
-        print(problem)
-        return 2
+    _check_range(args)
+    _check_new_folder(args.directory)
     log = EventLog.open(args.db)
     head = log.head()
     stop = min(head, args.to_position) if args.to_position else head
@@ -117,8 +145,13 @@ def run_export(args: argparse.Namespace) -> int:
     with progress_bar("exporting", stop, args.quiet) as advance:
         result = export(args.directory, log.stored(1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,
-                        previous_manifest=args.previous, exported_at=exported_at, progress=advance)
+                        previous_manifest=args.previous, exported_at=exported_at, progress=advance,
+                        window=_window(args), software_version=version())
     m = result.manifest
+    if not m["count"]:  # an empty export would only fail verify later: leave the folder as it was
+        for name in ("events.jsonl", "events.csv", "manifest.json"):
+            (result.directory / name).unlink(missing_ok=True)
+        raise CliError(ErrorCode.INPUT_EMPTY, "no events in the range asked for; nothing exported")
     print(f"exported {m['count']} events (positions {m['first_position']}..{m['last_position']}, "
           f"seq {m['first_seq']}..{m['last_seq']}) to {result.directory}")
     print(f"head hash {m['head_hash']}")
@@ -130,6 +163,7 @@ def run_export(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     from projections.audit_export import verify_against_store, verify_files
 
+    _check_export_folder(args.directory)
     verified = verify_files(args.directory)
     findings = list(verified.findings)
     if args.db and verified.manifest:
@@ -146,18 +180,39 @@ def run_verify(args: argparse.Namespace) -> int:
         scope = "files and the live store" if args.db else "files alone"
         print(f"verified {len(verified.links)} events of {args.directory} ({scope}); "
               f"positions {m.get('first_position')}..{m.get('last_position')}, head {m.get('head_hash')}")
-        for f in findings:
+        for f in findings[:args.findings]:
             print(f"  {f}")
+        if len(findings) > args.findings:
+            kinds = Counter(f.kind for f in findings)
+            print(f"  ... {len(findings) - args.findings} more (--findings N or --json); by kind: "
+                  + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
         print(f"{len(findings)} finding(s)" if findings else "intact: no findings")
     return 1 if findings else 0
+
+
+def _check_export_folder(directory: str) -> None:
+    """What verify reads must be an export: a folder with a manifest and events in it."""
+    from projections.audit_export import EVENTS_JSONL, MANIFEST
+
+    path = Path(directory)
+    if not path.exists():
+        raise CliError(ErrorCode.INPUT_MISSING, f"{directory} does not exist")
+    if not path.is_dir():
+        raise CliError(ErrorCode.INPUT_INVALID, f"{directory} is a file; give the export's folder")
+    if not any(path.iterdir()):
+        raise CliError(ErrorCode.INPUT_EMPTY, f"{directory} is empty: not an export")
+    if not (path / MANIFEST).is_file():
+        raise CliError(ErrorCode.INPUT_INVALID, f"{directory} has no {MANIFEST}: not an export, nothing to verify "
+                       "against")
+    events = path / EVENTS_JSONL
+    if not events.is_file() or events.stat().st_size == 0:
+        raise CliError(ErrorCode.INPUT_EMPTY, f"{directory}/{EVENTS_JSONL} is missing or empty: no events to verify")
 
 
 def run_replay(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
 
-    if (problem := _bad_range(args)):
-        print(problem)
-        return 2
+    _check_range(args)
     log = EventLog.open(args.db)
     started = time.perf_counter()
     with progress_bar("replaying", log.head(), args.quiet) as advance:

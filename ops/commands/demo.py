@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+from ops.errors import CliError, ErrorCode
+from ops.options import int_range
 from ops.simulator import ROUNDS_MAX, TABLES_MAX, Studio
 
 DEFAULT_DEMO_DB = "sqlite:///./casino-ledger-demo.db"
@@ -28,8 +30,10 @@ held, refusals by code, and the money invariants. Exit status 1 if an
 invariant fails.
 
 The default store is {DEFAULT_DEMO_DB} and is deleted first.
-A --db sqlite file is deleted first too; a PostgreSQL store is used as it is
-(point it at an empty schema: postgresql://postgres@127.0.0.1:5432/postgres?schema=demo).
+A --db store that already holds events (or a file that is not a ledger) is
+refused: a demo never mixes with or destroys real data. --force deletes such a
+SQLite file first; a PostgreSQL store is never emptied, point the demo at an
+empty schema: postgresql://postgres@127.0.0.1:5432/postgres?schema=demo.
 
 Examples:
   ledger demo
@@ -47,25 +51,38 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--db", metavar="URL", help=f"store URL (default {DEFAULT_DEMO_DB}, deleted first)")
-    p.add_argument("--tables", type=int, default=DEFAULT_TABLES, metavar="N",
+    p.add_argument("--tables", type=int_range(1, TABLES_MAX), default=DEFAULT_TABLES, metavar="N",
                    help=f"tables, dealt over the rule sets (default {DEFAULT_TABLES})")
-    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="M",
+    p.add_argument("--rounds", type=int_range(1, ROUNDS_MAX), default=DEFAULT_ROUNDS, metavar="M",
                    help=f"rounds per table (default {DEFAULT_ROUNDS})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S", help=f"random seed (default {DEFAULT_SEED})")
-    p.add_argument("--fault-rate", type=int, default=DEFAULT_FAULT_RATE, metavar="PER_MILLE",
+    p.add_argument("--fault-rate", type=int_range(0, 1000), default=DEFAULT_FAULT_RATE, metavar="PER_MILLE",
                    help=f"rounds with an injected fault, per mille (default {DEFAULT_FAULT_RATE})")
     p.add_argument("--audit-dir", default="casino-ledger-demo-audit", metavar="DIR",
                    help="where the audit export goes (default ./casino-ledger-demo-audit, replaced)")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
+    p.add_argument("--force", action="store_true", help="delete a --db SQLite file that holds events first")
     p.set_defaults(func=run_demo)
 
 
-def _fresh_sqlite(db_url: str) -> None:
-    """Delete a SQLite store (and its journal files) so the demo starts empty."""
-    if not db_url.startswith("sqlite:///"):
-        return
-    path = db_url[len("sqlite:///"):]
-    for suffix in ("", "-wal", "-shm", "-journal"):
+def _fresh_store(db_url: str, force: bool) -> None:
+    """Start the demo on an empty store: the default file is the demo's own and is
+    deleted; any other store that holds something is refused unless --force (SQLite)."""
+    from ledger.store import StoreUnavailable, holds_events
+
+    sqlite = db_url.startswith("sqlite:///")
+    path = db_url[len("sqlite:///"):] if sqlite else ""
+    try:
+        used = holds_events(db_url)
+    except StoreUnavailable as exc:
+        if not (sqlite and exc.code == "store_unreachable" and os.path.isfile(path)):
+            raise
+        used = True  # a file that is not a ledger: somebody's data all the same
+    if used and db_url != DEFAULT_DEMO_DB and not (force and sqlite):
+        hint = "--force deletes it first" if sqlite else "use an empty schema (?schema=demo)"
+        raise CliError(ErrorCode.STORE_NOT_EMPTY, f"{db_url} already holds data; the demo needs an empty store "
+                       f"({hint})")
+    for suffix in ("", "-wal", "-shm", "-journal") if sqlite else ():
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
 
@@ -88,12 +105,9 @@ def run_demo(args: argparse.Namespace) -> int:
     from ledger.store import open_app
     from ops.demo_report import DemoData, build_report, render
 
-    if not (1 <= args.tables <= TABLES_MAX and 1 <= args.rounds <= ROUNDS_MAX and 0 <= args.fault_rate <= 1000):
-        print(f"ledger demo: --tables 1..{TABLES_MAX}, --rounds 1..{ROUNDS_MAX}, --fault-rate 0..1000",
-              file=sys.stderr)
-        return 2
     quiet = getattr(args, "quiet", False)
     db_url = args.db or DEFAULT_DEMO_DB
+    _fresh_store(db_url, getattr(args, "force", False))  # before minutes of simulation are spent
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
     studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate)
@@ -101,7 +115,6 @@ def run_demo(args: argparse.Namespace) -> int:
     seconds["simulate"] = time.monotonic() - t0
     _progress(quiet, f"simulated {studio.stats.rounds_total} rounds on {len(studio.stats.tables)} tables: "
                      f"{len(feed)} commands")
-    _fresh_sqlite(db_url)
     app = open_app(db_url)
     t1 = time.monotonic()
     done = 0

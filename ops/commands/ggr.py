@@ -5,20 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 from fractions import Fraction
+from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, open_views
 from projections.ggr import ggr_rows
 from projections.state import fraction_text, parse_fraction
 
 EPILOG = """\
-GGR = staked - paid - refunded, booked on the UTC day of the settlement, void or
-reversal. Rounding kept = the exact sum of the fractions of a minor unit cut
+GGR = staked - paid - refunded, booked on the gaming day of the settlement, void
+or reversal: the day of its studio time in the studio's zone (--timezone, UTC by
+default). Rounding kept = the exact sum of the fractions of a minor unit cut
 by rounding payouts down (e.g. 19/20 of a cent), shown as n/d.
 
 Examples:
   ledger ggr
   ledger ggr --json
+  ledger ggr --timezone Europe/Malta
 """
 
 
@@ -27,12 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_timezone_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rows = ggr_rows(views.db)
+        rows = ggr_rows(views.db, ZoneInfo(args.timezone))
     totals: dict[str, dict] = {}
     for r in rows:
         t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,

@@ -11,7 +11,11 @@ from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
 from ledger.shards import WORKERS_MAX
 from ledger.store import db_url_from, open_app
+from ops.errors import check_input_file
+from ops.options import int_range
 from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 EPILOG = """\
 One JSON command per line (docs/feed.md). Commands are checked one by one and
@@ -28,7 +32,8 @@ it is full, so keep 1 for a slow live stream on standard input. A UTF-8 byte-ord
 mark at the start is accepted; blank lines are skipped and counted.
 
 Exit status: 0 everything accepted (or duplicate); 1 something was refused or
-conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds).
+conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds);
+2 the feed or the store could not be used (one line on standard error).
 """
 
 
@@ -37,16 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT,
+    p.add_argument("--batch-size", type=int_range(1, BATCH_SIZE_MAX), default=BATCH_SIZE_DEFAULT,
                    help=f"commands per transaction, 1..{BATCH_SIZE_MAX} (default {BATCH_SIZE_DEFAULT})")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", type=int_range(1, WORKERS_MAX), default=1, metavar="N",
                    help=f"processes, each checking a share of the tables, 1..{WORKERS_MAX} (default 1)")
     p.add_argument("--max-wait-ms", type=float, default=None, metavar="MS",
                    help="with FEED '-': commit what has arrived after MS milliseconds (default 50)")
     p.add_argument("--results", metavar="FILE", help="one JSON result per command, in feed order ('-': stdout)")
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--log-level", default="info", help="debug logs one line per command")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="debug logs one line per command")
     p.set_defaults(func=run)
 
 
@@ -74,6 +79,7 @@ class Tally:
         self.by_status: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.events = 0
+        self.duplicate_of_refused = 0  # re-sent lines that were refused the first time
 
     def add(self, results: list[Result]) -> None:
         for r in results:
@@ -81,6 +87,8 @@ class Tally:
             self.events += len(r.events)
             if r.status in ("refused", "conflict"):
                 self.refused[str(r.code)] += 1
+            elif r.status == "duplicate" and r.original_status == "refused":
+                self.duplicate_of_refused += 1
 
 
 def summarize(results: list[Result]) -> dict:
@@ -95,6 +103,7 @@ def _summary(tally: Tally, blank_lines: int = 0) -> dict:
         "commands": sum(by_status.values()),
         "accepted": by_status["accepted"],
         "duplicate": by_status["duplicate"],
+        "duplicate_of_refused": tally.duplicate_of_refused,
         "refused": by_status["refused"],
         "conflict": by_status["conflict"],
         "events": tally.events,
@@ -104,12 +113,7 @@ def _summary(tally: Tally, blank_lines: int = 0) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.batch_size <= BATCH_SIZE_MAX:
-        print(f"--batch-size must be 1..{BATCH_SIZE_MAX}", file=sys.stderr)
-        return 2
-    if not 1 <= args.workers <= WORKERS_MAX:
-        print(f"--workers must be 1..{WORKERS_MAX}", file=sys.stderr)
-        return 2
+    check_input_file(args.feed)  # before the store is opened (and perhaps created)
     ledger_logging.configure(args.log_level)
     log = ledger_logging.get_logger()
     app = open_app(args.db)
@@ -144,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2), file=out)
     else:
-        print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate, "
+        again = summary["duplicate_of_refused"]
+        print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate"
+              + (f" ({again} of them refused the first time)" if again else "") + ", "
               f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded"
               + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""), file=out)
         for code, n in summary["refused_by_code"].items():

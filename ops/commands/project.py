@@ -1,17 +1,19 @@
 """`ledger project`: bring every view (rounds, balances, recall, refunds, ggr)
 up to date with the events, exactly once; `--rebuild` empties them and
 replays from position 0. The query commands (balances, refunds, recall, ggr)
-use `open_views()` from here and catch up quietly before they answer."""
+catch up quietly before they answer."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ledger.eventlog import EventLog
+from ledger.eventlog import PAGE_SIZE_MAX, EventLog
+from ops.options import int_range, timezone
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
 
 EPILOG = """\
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
     p.add_argument("--rebuild", action="store_true", help="empty every view and replay from position 0")
-    p.add_argument("--page-size", type=int, default=PAGE_SIZE_DEFAULT, metavar="N",
+    p.add_argument("--page-size", type=int_range(1, PAGE_SIZE_MAX), default=PAGE_SIZE_DEFAULT, metavar="N",
                    help=f"events per transaction (default {PAGE_SIZE_DEFAULT})")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -43,10 +45,17 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
 
 
+def add_timezone_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
+                   help="the studio's time zone: days are gaming days there, by studio time "
+                   "(default: LEDGER_TIMEZONE or UTC)")
+
+
 @contextmanager
-def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Projector]:
+def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
+               ledger_required: bool = True) -> Iterator[Projector]:
     """A Projector on the store, caught up (quietly) unless told otherwise."""
-    log = EventLog.open(db_url)
+    log = EventLog.open(db_url, ledger_required=ledger_required)
     projector = Projector(log, page_size=page_size)
     try:
         if catch_up:
@@ -74,11 +83,9 @@ def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.page_size <= 100_000:
-        print(f"ledger project: --page-size must be 1..100000, got {args.page_size}", file=sys.stderr)
-        return 2
     started = time.monotonic()
-    with open_views(args.db, catch_up=False, page_size=args.page_size) as projector:
+    # A projector may start beside the first ingest: the store must exist, its ledger may come.
+    with open_views(args.db, catch_up=False, page_size=args.page_size, ledger_required=False) as projector:
         if args.rebuild:
             projector.rebuild()
         result = catch_up_with_progress(projector, args.quiet)

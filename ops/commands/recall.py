@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, open_views
+from ops.options import int_range
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN, recall_rounds
 
 EPILOG = """\
@@ -22,21 +24,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("player", metavar="PLAYER", help="player id as in the feed")
     add_db_argument(p)
-    p.add_argument("--last", type=int, default=RECALL_LAST_DEFAULT, metavar="N",
+    p.add_argument("--last", type=int_range(RECALL_LAST_MIN, RECALL_LAST_MAX), default=RECALL_LAST_DEFAULT, metavar="N",
                    help=f"how many rounds ({RECALL_LAST_MIN}..{RECALL_LAST_MAX}, default {RECALL_LAST_DEFAULT})")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_timezone_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not RECALL_LAST_MIN <= args.last <= RECALL_LAST_MAX:
-        print(f"ledger recall: --last must be {RECALL_LAST_MIN}..{RECALL_LAST_MAX}, got {args.last}")
-        return 2
     with open_views(args.db) as views:
-        rounds = recall_rounds(views.db, args.player, args.last)
+        rounds = recall_rounds(views.db, args.player, args.last, ZoneInfo(args.timezone))
     if args.json:
         print(json.dumps({"player_id": args.player, "rounds": rounds}, indent=2))
-        return 0
+        return 0 if rounds else 1
     if not rounds:
         print(f"no rounds for player {args.player}")
         return 1
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 def print_round(r: dict) -> None:
     cur = r["currency"]
     after = "open" if r["balance_after_minor"] is None else format_minor(r["balance_after_minor"], cur)
-    print(f"== {r['table_id']}#{r['round_no']} {r['game']} {r['played_at'][:19]}  {r['status']}  "
+    print(f"== {r['table_id']}#{r['round_no']} {r['game']} {r['day']} {r['studio_at'][11:19]}Z  {r['status']}  "
           f"balance {format_minor(r['balance_before_minor'], cur)} -> {after}")
     for b in r["bets"]:
         print(f"   bet {b['bet_id']} {b['bet_type']} on {b['spot']}: {format_minor(b['stake_minor'], cur)}")

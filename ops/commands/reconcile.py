@@ -1,17 +1,30 @@
 """`ledger reconcile WALLET.csv`: match the operator's wallet transactions
 with the money movements the ledger expects (debit per stake and stake move,
-credit per payout, cancel per refund or settlement reversal), per day and
-table: matched, missing in the wallet, missing in the ledger, duplicated,
-amount differs. Exit status 1 when anything does not match."""
+credit per payout, cancel per refund or settlement reversal), per
+gaming day and table: matched, missing in the wallet, missing in the ledger,
+duplicated, amount / player / currency differs, invalid wallet rows, repeated
+transaction ids. Exit status 1 when anything does not match, 2 when the wallet
+file or the store cannot be used."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
-from ops.commands.project import add_db_argument
-from projections.reconcile import CATEGORIES, WalletFormatError, expected_movements, read_wallet, reconcile
+from ops.commands.project import add_db_argument, add_timezone_argument
+from ops.errors import CliError, ErrorCode, check_input_file
+from ops.options import int_range
+from projections.reconcile import (
+    CATEGORIES,
+    Reconciliation,
+    WalletEmpty,
+    WalletFormatError,
+    expected_movements,
+    read_wallet,
+    reconcile,
+)
 
 EPILOG = """\
 Wallet CSV columns: transaction_id,type,reference,player,amount_minor,currency,time
@@ -30,19 +43,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("wallet", metavar="WALLET.csv", help="the operator's wallet transactions")
     add_db_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.add_argument("--findings", type=int, default=50, metavar="N", help="list at most N findings (default 50)")
+    p.add_argument("--findings", type=int_range(0), default=50, metavar="N", help="list at most N findings (default 50)")
+    add_timezone_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_input_file(args.wallet)
     try:
         wallet = read_wallet(args.wallet)
-    except (OSError, WalletFormatError) as exc:
-        print(f"ledger reconcile: {exc}", file=sys.stderr)
-        return 2
+    except WalletEmpty as exc:
+        raise CliError(ErrorCode.INPUT_EMPTY, str(exc)) from None
+    except WalletFormatError as exc:
+        raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
+    if not wallet:  # a clerk who reconciles nothing has the wrong file
+        raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
-        movements = expected_movements(log.records())
+        movements = expected_movements(log.records(), ZoneInfo(args.timezone))
     finally:
         log.close()
     report = reconcile(wallet, movements)
@@ -53,16 +71,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.discrepancies else 0
 
 
-def print_report(report, findings_max: int) -> None:
-    short = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
-             "duplicated": "duplicated", "amount_differs": "differs"}
-    print(f"{'day':<10}  {'table':<18}" + "".join(f"{short[c]:>12}" for c in CATEGORIES))
+SHORT = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
+         "duplicated": "duplicated", "amount_differs": "amount", "player_differs": "player",
+         "currency_differs": "currency", "invalid_row": "invalid", "repeated_transaction_id": "rep.txn"}
+SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id")
+
+
+def print_report(report: Reconciliation, findings_max: int) -> None:
+    print(f"{'day':<10}  {'table':<18}" + "".join(f"{SHORT[c]:>12}" for c in CATEGORIES))
     for (day, table), counts in sorted(report.by_day_table.items()):
         print(f"{day:<10}  {table:<18}" + "".join(f"{counts[c]:>12}" for c in CATEGORIES))
     print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>12}" for c in CATEGORIES))
     for f in report.findings[:findings_max]:
-        extra = {k: v for k, v in f.items() if k not in ("category", "day", "table_id", "type", "reference")}
-        print(f"  {f['category']:<18} {f['type']:<6} {f['reference']:<32} {extra}")
+        extra = " ".join(f"{k}={v}" for k, v in f.items() if k not in SHOWN_APART)
+        print(f"  {f['category']:<23} {f.get('round', '-'):<16} {f['type']:<6} {f['reference']:<32} {extra}")
     if len(report.findings) > findings_max:
         print(f"  ... {len(report.findings) - findings_max} more (--findings N or --json)")
     print("reconciled: no discrepancies" if not report.discrepancies else f"{report.discrepancies} discrepancies",

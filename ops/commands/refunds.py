@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, open_views
+from ops.options import check_day_range, day
 from projections.refunds import refund_lines, refund_totals
 
-DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EPILOG = """\
-Days are UTC calendar days of the server time of the void.
+Days are gaming days: the day of the void's studio time in the studio's zone
+(--timezone, UTC by default).
 
 Examples:
   ledger refunds
@@ -25,26 +26,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("refunds", help="refunded bets with cause, who and when; totals by cause and day",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
-    p.add_argument("--from", dest="day_from", metavar="DATE", help="first day (YYYY-MM-DD, inclusive)")
-    p.add_argument("--to", dest="day_to", metavar="DATE", help="last day (YYYY-MM-DD, inclusive)")
+    p.add_argument("--from", dest="day_from", type=day, metavar="DATE", help="first day (YYYY-MM-DD, inclusive)")
+    p.add_argument("--to", dest="day_to", type=day, metavar="DATE", help="last day (YYYY-MM-DD, inclusive)")
     p.add_argument("--totals", action="store_true", help="only the totals")
+    add_timezone_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    for day in (args.day_from, args.day_to):
-        if day and not DAY_RE.match(day):
-            print(f"ledger refunds: dates look like 2024-03-01, got {day!r}")
-            return 2
+    check_day_range(args.day_from, args.day_to)
     with open_views(args.db) as views:
-        lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to)
-        totals = refund_totals(views.db, args.day_from, args.day_to)
+        zone = ZoneInfo(args.timezone)
+        lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to, zone)
+        totals = refund_totals(views.db, args.day_from, args.day_to, zone)
     if args.json:
         print(json.dumps({"refunds": lines, "totals": totals}, indent=2))
         return 0
     for r in lines:
-        print(f"{r['voided_at'][:19]}  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
+        print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
               f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "
               f"{format_minor(r['amount_minor'], r['currency'])}")
     if lines:

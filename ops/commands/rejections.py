@@ -4,17 +4,26 @@ from __future__ import annotations
 import argparse
 import json
 
+from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
+from ops.options import int_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
                        description="Every refused command is kept: command id, round, code, message, raw payload.")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.add_argument("--code", help="only this refusal code")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    p.add_argument("--code", type=refusal_code, help="only this refusal code (docs/refusals.md)")
+    p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=run)
+
+
+def refusal_code(text: str) -> str:
+    """An argparse type: a code of the refusal catalogue (a typo would list nothing, silently)."""
+    if text not in {c.value for c in RefusalCode}:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a refusal code (see docs/refusals.md)")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

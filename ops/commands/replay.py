@@ -8,7 +8,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
-from ledger.records import Opened, Record
+from domain.money import format_minor
+from ledger.records import Opened, Record, Voided
+from ops.errors import usage
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -17,9 +19,9 @@ EPILOG = """\
 ROUND is the round's UUID or TABLE#ROUND_NO (e.g. bacc-1#12).
 
 The settlement is recomputed from the recorded facts (bets, cards, decisions,
-follows) under the recorded rule-set id and version with a FRESH pure domain
-model (not the ledger's aggregate) and compared with the recorded Settled
-results bet by bet. Any difference is a finding; nothing is corrected.
+follows) under the recorded rule-set id and version with a FRESH model of
+the rules (independent of how the ledger recorded the round) and compared
+with the recorded Settled results bet by bet. Any difference is a finding; nothing is corrected.
 Finding kinds: docs/audit.md.
 
 Examples:
@@ -31,7 +33,7 @@ Examples:
   ledger replay bj-live-1#3 --bundle dispute.zip --manifest exports/day1/manifest.json
   python3 verify.py dispute.zip               # (verify.py is inside the bundle) exit 0 ok, 1 findings
 
-Exit status: 0 no findings; 1 findings (printed); 2 round not found or bad arguments.
+Exit status: 0 no findings; 1 findings (printed) or no such round; 2 bad arguments or store.
 """
 
 
@@ -69,17 +71,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         round_id = parse_round_ref(args.round)
     except Refusal as refusal:
-        print(f"{refusal.code}: {refusal.message}")
-        return 2
+        raise usage(f"{refusal.code}: {refusal.message}") from None
     log = EventLog.open(args.db)
     events = round_events(log, round_id)
     if not events:
-        print(f"round_not_found: no events for {args.round} (id {round_id}) in this store")
-        return 2
+        print(f"no round {args.round} (id {round_id}) in this store", file=sys.stderr)
+        return 1
     if args.at is not None:
         if not 1 <= args.at <= len(events):
-            print(f"bad_at: --at must be 1..{len(events)} for this round")
-            return 2
+            raise usage(f"--at must be 1..{len(events)} for this round")
         events = events[: args.at]
     replay = recompute(events)
     wants_proof = args.proof or args.html or args.bundle
@@ -120,6 +120,11 @@ def _opened(events: list[Record]) -> Opened | None:
     return events[0] if isinstance(events[0], Opened) else None
 
 
+def _void(events: list[Record]) -> Voided | None:
+    """The void that ended the round (a void is final: nothing is settled after it)."""
+    return next((e for e in reversed(events) if isinstance(e, Voided)), None)
+
+
 def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> None:
     from projections.replay import describe_step
 
@@ -137,7 +142,11 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
         state = compact_state(step.state)
         if state:
             print(f"       state: {state}")
-    _print_results(replay)
+    void = _void(events)
+    if void is None or replay.results:
+        _print_results(replay)
+    if void is not None:
+        _print_void(void, opened.currency if opened else None)
     if proof:
         print(f"\nStore head: position {proof['head_position']} hash {proof['head_hash']} "
               "(compare with a published audit manifest's head_hash)")
@@ -147,7 +156,25 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
         for f in replay.findings:
             print(f"  {f}")
     else:
-        print("No findings: every recorded fact replays, and every recorded payout equals the recomputed one.")
+        print(f"No findings: {_verdict(void, replay)}")
+
+
+def _verdict(void: Voided | None, replay: Any) -> str:
+    """What a clean replay established, and no more."""
+    if void is not None:
+        return "every recorded fact replays, and the void refunded every amount put in."
+    if not replay.results:
+        return "every recorded fact replays (nothing settled yet)."
+    return "every recorded fact replays, and every recorded payout equals the recomputed one."
+
+
+def _print_void(void: Voided, currency: str | None) -> None:
+    total = sum(r.amount_minor for r in void.refunds)
+    print(f"\nVOIDED at position {void.position}: {void.cause} by {void.by}"
+          + (f" ({void.note})" if void.note else "") + f"; {len(void.refunds)} refund(s), "
+          f"{format_minor(total, currency)} in all:")
+    for r in void.refunds:
+        print(f"  refund {r.bet_id:<24} {r.player_id:<12} {format_minor(r.amount_minor, currency)}")
 
 
 def _print_results(replay: Any) -> None:

@@ -14,8 +14,9 @@ from eventsourcing.application import AggregateNotFoundError
 from domain.errors import Refusal
 from domain.money import format_minor
 from ledger.round import round_id_for
-from ledger.store import open_app
+from ledger.store import open_app, require_ledger
 from ops.commands.project import add_db_argument, open_views
+from ops.errors import usage
 from ops.period import add_period_arguments
 from projections.rounds import LIST_LIMIT_MAX, STATUSES, round_list_rows
 
@@ -121,8 +122,8 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         round_uuid = parse_ref(args.id)
     except ValueError:
-        print(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO", file=sys.stderr)
-        return 2
+        raise usage(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO") from None
+    require_ledger(args.db)
     app = open_app(args.db)
     try:
         info = describe(app, round_uuid)

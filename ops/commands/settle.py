@@ -10,6 +10,7 @@ from domain.errors import Refusal
 from domain.money import format_minor
 from domain.refusals import RefusalCode
 from domain.roundfile import play
+from ops.errors import check_input_file
 
 EPILOG = """\
 The round file names the rule set and version, the bets, and the cards and
@@ -20,7 +21,8 @@ docs/rounds.md). Examples:
   ledger settle docs/examples/blackjack-live.json --json | jq .results
 
 Exit status: 0 settled; 1 refused (the refusal code and message are printed);
-3 the round is not complete yet (what is expected next is printed).
+3 the round is not complete yet (what is expected next is printed); 2 the file
+could not be read (one line on standard error).
 """
 
 
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_input_file(args.round_file)
     raw = sys.stdin.read() if args.round_file == "-" else open(args.round_file, encoding="utf-8").read()
     try:
         played = play(json.loads(raw))

@@ -6,6 +6,8 @@ import sys
 import time
 from typing import BinaryIO
 
+from ops.errors import usage
+from ops.options import int_range
 from ops.simulator import ROUNDS_MAX, TABLES_MAX, Studio
 
 PROGRESS_EVERY_LINES = 20_000
@@ -37,17 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tables", type=int, default=5, metavar="N",
-                   help=f"number of tables, dealt over the rule sets (at least one each; max {TABLES_MAX}; default 5)")
-    p.add_argument("--rounds", type=int, default=20, metavar="M",
+    p.add_argument("--tables", type=int_range(1, TABLES_MAX), default=5, metavar="N",
+                   help=f"number of tables, the rule sets dealt over them in turn (5 or more: every rule set; "
+                   f"max {TABLES_MAX}; default 5)")
+    p.add_argument("--rounds", type=int_range(1, ROUNDS_MAX), default=20, metavar="M",
                    help=f"rounds per table (max {ROUNDS_MAX}; default 20)")
     p.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default 1)")
-    p.add_argument("--fault-rate", type=int, default=0, metavar="PER_MILLE",
+    p.add_argument("--fault-rate", type=int_range(0, 1000), default=0, metavar="PER_MILLE",
                    help="share of rounds with an injected fault, per mille 0..1000 (default 0: a clean feed)")
     p.add_argument("--out", default="-", metavar="FILE", help="output file, '-' for standard output (default)")
     p.add_argument("--wallet-out", metavar="FILE",
-                   help="also write the operator's wallet transactions for this feed (ops/wallet.py)")
-    p.add_argument("--wallet-discrepancies", type=int, default=0, metavar="N",
+                   help="also write the operator's wallet transactions for this feed (a CSV for ledger reconcile)")
+    p.add_argument("--wallet-discrepancies", type=int_range(0), default=0, metavar="N",
                    help="plant N discrepancies in the wallet file (missing, duplicated, amount differs)")
     p.add_argument("--biased-table", action="append", default=[], metavar="TABLE",
                    help="deal TABLE from a shoe stacked toward the house (a round the players win on balance "
@@ -56,42 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _check(args: argparse.Namespace) -> str | None:
-    if not 1 <= args.tables <= TABLES_MAX:
-        return f"--tables must be 1..{TABLES_MAX}, got {args.tables}"
-    if not 1 <= args.rounds <= ROUNDS_MAX:
-        return f"--rounds must be 1..{ROUNDS_MAX}, got {args.rounds}"
-    if not 0 <= args.fault_rate <= 1000:
-        return f"--fault-rate is per mille, 0..1000, got {args.fault_rate}"
-    if args.wallet_discrepancies < 0:
-        return "--wallet-discrepancies must be 0 or more"
-    if args.wallet_out and args.out == "-":
-        return "--wallet-out needs the feed in a file too: give --out FILE"
-    return None
-
-
-def _wallet_writer():
-    try:
-        from ops.wallet import write_wallet  # written by the projections work
-    except ImportError as exc:
-        return None, f"--wallet-out is not available yet: ops.wallet.write_wallet cannot be imported ({exc})"
-    return write_wallet, None
-
-
 def run(args: argparse.Namespace) -> int:
-    problem = _check(args)
-    write_wallet = None
-    if problem is None and args.wallet_out:
-        write_wallet, problem = _wallet_writer()
-    if problem:
-        print(f"ledger simulate: {problem}", file=sys.stderr)
-        return 2
+    if args.wallet_out and args.out == "-":
+        raise usage("--wallet-out needs the feed in a file too: give --out FILE")
     try:
         studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate,
                         biased_tables=frozenset(args.biased_table))
-    except ValueError as exc:
-        print(f"ledger simulate: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # a biased table that the studio does not have
+        raise usage(str(exc)) from None
     started = time.monotonic()
     if args.out == "-":
         written = _write(studio, sys.stdout.buffer, args.quiet or not sys.stderr.isatty())
@@ -103,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(stats.faults.items())) or "none"
         print(f"simulated {len(stats.tables)} tables, {stats.rounds_total} rounds, {written} commands "
               f"in {time.monotonic() - started:.1f}s; faults: {faults}", file=sys.stderr)
-    if write_wallet is not None:
+    if args.wallet_out:
+        from ops.wallet import write_wallet
+
         with open(args.out, "rb") as feed:
             planted = write_wallet(list(feed), args.wallet_out, args.wallet_discrepancies, args.seed)
         if not args.quiet:

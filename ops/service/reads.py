@@ -10,6 +10,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -110,6 +111,11 @@ def read_routes(api: FastAPI) -> None:
                     day_to: Annotated[str | None, Query(alias="to", pattern=r"^\d{4}-\d{2}-\d{2}$")] = None) -> Response:
         from projections.refunds import refund_lines, refund_totals
 
+        for day in (day_from, day_to):
+            try:
+                date.fromisoformat(day) if day else None
+            except ValueError:  # the pattern lets 2026-13-01 through: days are now turned into instants
+                raise HTTPException(422, f"{day!r} is not a calendar day") from None
         with views(request) as db:
             return _json({"refunds": refund_lines(db, day_from, day_to),
                           "totals": refund_totals(db, day_from, day_to)})

@@ -47,9 +47,12 @@ def test_every_rule_set_gets_tables_and_plays_every_round() -> None:
     assert studio.stats.rounds_total == 7 * 6 == sum(opened.values())
 
 
-def test_fewer_tables_than_rule_sets_still_covers_every_rule_set() -> None:
-    plan = plan_tables(1)
-    assert {r.id for _, r in plan} == {r.id for r in all_rule_sets()}
+def test_fewer_tables_than_rule_sets_is_honoured() -> None:
+    rule_sets = all_rule_sets()
+    for tables in range(1, len(rule_sets) + 2):
+        plan = plan_tables(tables)
+        assert len(plan) == len({t for t, _ in plan}) == tables
+        assert [r for _, r in plan][: len(rule_sets)] == rule_sets[:tables]
 
 
 def test_tables_interleave_by_studio_time() -> None:

@@ -9,6 +9,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from ledger.eventlog import EventLog
 from ledger.records import Settled, SettlementReversed, Voided, event_name, postings_of
 from ledger.store import open_app
 from ops.commands.demo import run_demo
+from ops.errors import CliError
 from ops.simulator import Studio, simulate
 
 # Every refusal a faulty feed may cause, each on purpose (see ops/sim_table.py FAULT_KINDS).
@@ -103,7 +105,11 @@ def test_demo_smoke(tmp_path, capsys) -> None:
     assert "intact, no findings" in out and "every payout matches" in out
     assert (tmp_path / "audit" / "manifest.json").exists()
     assert "teen-patti/20-20" in out and "blackjack/spielbank" in out
-    # a second run starts from a fresh store: the same ingest outcome and event count
+    # a second run on a store holding the first one's events is refused; --force starts it afresh:
+    # the same ingest outcome and event count
+    with pytest.raises(CliError):
+        run_demo(args)
+    args.force = True
     assert run_demo(args) == 0
     second = capsys.readouterr().out
 

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import InvariantBroken
+from domain.registry import get_rule_set
 from ledger.records import Opened, Unknown, record_of
 from projections.audit import GENESIS_HEX, Stored, canonical_json, chain, chain_hash, compare_with_store, iso_utc
-from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, export, verify_files
+from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, export, file_sha256, verify_files
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -128,8 +129,20 @@ def test_untampered_export_verifies_clean(tmp_path: Path) -> None:
     assert verified.findings == []
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["count"] == 12 and manifest["first_position"] == 1 and manifest["last_position"] == 13
-    assert manifest["rule_sets"] == [{"id": "baccarat/live-8d", "version": 1, "hashes": ["ab" * 32], "rounds": 3}]
+    published = get_rule_set("baccarat/live-8d", 1).content_hash()
+    assert manifest["rule_sets"] == [{"id": "baccarat/live-8d", "version": 1, "hashes": ["ab" * 32], "rounds": 3,
+                                      "published_hash": published}]
+    assert manifest["files"] == {name: file_sha256(out / name) for name in (EVENTS_JSONL, EVENTS_CSV)}
+    assert manifest["software"]["name"] == "casino-ledger"
+    assert set(manifest["studio_time_range"]) == {"first", "last"}
     assert manifest["chain_start_hash"] == GENESIS_HEX
+
+
+def test_a_file_changed_where_no_line_shows_it_is_named_by_its_hash(tmp_path: Path) -> None:
+    out = make_export(tmp_path, synthetic(4))
+    with open(out / EVENTS_JSONL, "a", encoding="utf-8") as f:
+        f.write("\n")  # a blank line: read_links skips it, the chain is intact
+    assert kinds(out) == {("file", None)}
 
 
 def test_partial_export_chains_from_genesis_and_verifies(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Each view's pure fold over synthetic events (docs/events.md shapes), no database."""
 from __future__ import annotations
 
+from datetime import datetime
 from fractions import Fraction
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from ledger.records import Posting
 from projections.recall import expand_timeline
 from projections.runner import ALL_VIEWS
-from projections.state import MemoryRows, parse_fraction
+from projections.state import MemoryRows, parse_fraction, utc_text
 from tests.projections.synthetic import RoundScript, number, random_history
 
 
@@ -115,7 +116,8 @@ def test_one_refund_row_per_refunded_bet_with_round_facts() -> None:
     assert [(r["bet_id"], r["player_id"], r["amount_minor"]) for r in rows] == [("b1", "alice", 100), ("b2", "bob", 200)]
     r = rows[0]
     assert (r["table_id"], r["round_no"], r["game"], r["cause"], r["voided_by"]) == ("t9", 3, "baccarat", "system_error", "pitboss")
-    assert r["day"] == r["voided_at"][:10]
+    void = next(e for e in number(s.events) if type(e).__name__ == "Voided")
+    assert r["studio_at"] == utc_text(datetime.fromisoformat(void.studio_time))  # studio time, not recorded time
 
 
 def test_a_tombstone_void_refunds_nothing() -> None:

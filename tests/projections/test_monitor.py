@@ -109,7 +109,7 @@ def _check_view_against_ggr(store_url: str) -> None:
         ops = {t: (n, v, h) for t, n, v, h in q(
             "SELECT table_id, SUM(rounds), SUM(voided), SUM(human_errors) FROM proj_monitor_ops GROUP BY table_id")}
         opened = q("SELECT COUNT(*) FROM proj_rounds WHERE table_id IS NOT NULL")[0][0]
-        reversed_rounds = q("SELECT COUNT(*) FROM proj_ggr_settlements WHERE reversed_day IS NOT NULL")[0][0]
+        reversed_rounds = q("SELECT COUNT(*) FROM proj_ggr_settlements WHERE reversed_period IS NOT NULL")[0][0]
     assert mine == ggr
     assert {t: v for t, (_, v, _) in ops.items() if v} == voided
     assert sum(n for n, _, _ in ops.values()) == opened

@@ -88,7 +88,7 @@ def test_replay_json_and_as_of_an_event(day, capsys) -> None:
     early = json.loads(capsys.readouterr().out)
     assert len(early["steps"]) == 3 and early["results"] == []
     assert early["steps"][-1]["state"] == full["steps"][2]["state"]
-    assert cli(["replay", "nope#1", "--db", url]) == 2
+    assert cli(["replay", "nope#1", "--db", url]) == 1  # no such round: the answer is "no"
 
 
 # ------------------------------------------------------------------ pure recompute, no store
