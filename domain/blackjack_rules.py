@@ -1,6 +1,6 @@
 """Blackjack rule sets as data: paytable, table limits and every spec Decision.
 
-Read with /work/shared/spec/rules.md and the seeds 000 (live-8d), 002
+Read with ../shared/spec/rules.md and the seeds 000 (live-8d), 002
 (spielbank) and 004 (casino-tour). Every rule difference between the three
 tables is a named field below; the round model (domain/blackjack_round.py)
 reads only these fields, never a hidden constant.

@@ -1,7 +1,7 @@
 """Blackjack game math (ops/rtp_blackjack.py) against an independent computation.
 
 `_Independent` below is a second infinite-deck solver written from the rule text
-(docs: /work/shared/spec/rules.md), sharing no code with the module: its own hand
+(docs: ../shared/spec/rules.md), sharing no code with the module: its own hand
 totals, dealer recursion on (total, soft), and closed forms for splits (two or
 three hands, or unlimited resplits: E = (1-p) V / (1-2p)). Both are exact up to
 float rounding, so they must agree to TOLERANCE. The shoe figures are checked
