@@ -14,7 +14,7 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,7 +25,7 @@ from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
 from ledger.app import LedgerApp
-from ledger.records import Decoder, Record, RecordType, decoder_for, is_round_topic, stored_fields, type_of_topic
+from ledger.records import Decoder, Record, RecordType, decoder_for, stored_fields, type_of_topic
 from ledger.store import StoreUnavailable, db_url_from, env_for, open_app, require_ledger
 
 PAGE_SIZE_DEFAULT = 1000
@@ -196,42 +196,6 @@ class EventLog:
             count += len(rows)
             position = rows[-1].id + 1
         return count
-
-    # ------------------------------------------------------------ rounds
-    def round_rows(self, start: int = 1, stop: int | None = None, page_size: int = 5000,
-                   progress: Callable[[int], Any] | None = None) -> list[list[Notification]]:
-        """The stored rows (undecoded) of every round with an event in [start, stop],
-        each round's in global order, rounds in the order of their first event.
-
-        One pass from position 1 to the head: a round's first events may lie before
-        `start` and its reversal after `stop`. Rows are grouped before decoding, so
-        a caller decodes only what it needs (`decode`), possibly in a forked worker."""
-        by_round: dict[Any, list[Notification]] = {}
-        wanted: set[Any] = set()
-        is_round: dict[str, bool] = {}
-        position = 1
-        while rows := self.notifications(position, page_size):
-            for n in rows:
-                flag = is_round.get(n.topic)
-                if flag is None:
-                    flag = is_round[n.topic] = is_round_topic(n.topic)
-                if not flag:
-                    continue
-                key: Any = n.originator_id
-                if type(key) is UUID:  # hash its int: UUID.__hash__ is a Python call per event
-                    key = key.int
-                events = by_round.get(key)
-                if events is None:
-                    events = by_round[key] = []
-                events.append(n)
-                if n.id >= start and (stop is None or n.id <= stop):
-                    wanted.add(key)
-            if progress is not None:
-                progress(len(rows))
-            if len(rows) < page_size:
-                break
-            position = rows[-1].id + 1
-        return [events for key, events in by_round.items() if key in wanted]
 
     def round_records(self, round_id: UUID) -> list[Record]:
         """Every event of one round, in round order, with global positions (one indexed query)."""

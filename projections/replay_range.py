@@ -5,8 +5,8 @@ before the range, a reversal after it) by `projections.replay.recompute` in bulk
 mode (the same checks as `ledger replay`, no timeline), so every bet of every
 Settled event is compared with what the recorded rule set gives.
 
-One read of the store, in global order, through the ledger's `EventLog`
-(`round_rows`). Events are grouped by round from the stored topic and
+Two reads of the store in global order through the ledger's `EventLog` (a plan
+of each round's last position, then the rows). Events are grouped by round from the stored topic and
 originator id, BEFORE decoding; only the events of the rounds to replay are
 decoded, each exactly once, into typed records (`EventLog.decode_all`: the
 app's own mapper, so ciphers, compression and upcasters apply as everywhere
@@ -151,9 +151,11 @@ def _pages(log: EventLog, progress: Callable[[int], Any] | None) -> Iterator[Row
 
 def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
                      progress: Callable[[int], Any] | None = None) -> list[Rows]:
-    """The stored rows (undecoded) of every round with an event in [start, stop],
-    each round's in global order, rounds in the order of their first event."""
-    return log.round_rows(start, stop, PAGE_SIZE, progress)
+    """The stored rows (undecoded) of every round with an event in [start, stop], each
+    round's in global order, rounds in the order of their first event: what `replay_range`
+    replays, gathered by its own two passes (for callers that want the rounds, not a replay)."""
+    rounds = [r for chunk in _completed_rounds(log, _plan(log, start, stop), CHUNK_EVENTS, progress) for r in chunk]
+    return sorted(rounds, key=lambda r: r[0].id)
 
 
 def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
