@@ -26,12 +26,20 @@ CAUSES = (
     "other",
 )
 ACTIONS = ("complete", "pause", "void")
+# Causes on the player's side (seed 000 error handling 1): the interruption concerns one
+# player, so the feed must name them (refused `player_required` otherwise) and the round
+# records who it was (Round.Interrupted), whatever the policy's action.
+PLAYER_CAUSES = ("player_connection_lost", "player_no_action")
 
 
 def check_cause(cause: object) -> str:
     if cause not in CAUSES:
         raise Refusal(RefusalCode.BAD_CAUSE, f"unknown interruption cause {cause!r}; known causes: {', '.join(CAUSES)}")
     return cause  # `in CAUSES` narrowed it to str
+
+
+def is_player_side(cause: str) -> bool:
+    return cause in PLAYER_CAUSES
 
 
 @dataclass(frozen=True, slots=True)

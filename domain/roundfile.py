@@ -21,6 +21,7 @@ from typing import Any
 from domain.cards import parse_card
 from domain.errors import Refusal
 from domain.model import Bet, BetResult, RoundModel, StakeMove
+from domain.outcome import RoundOutcome
 from domain.refusals import RefusalCode
 from domain.registry import get_rule_set, new_round, unknown_rule_set
 from domain.ruleset import RuleSet
@@ -42,6 +43,7 @@ class Played:
     refused_at: str | None = None  # "bet b3" | "step 7"
     complete: bool = False
     view: dict[str, Any] = field(default_factory=dict)
+    outcome: RoundOutcome | None = None  # what happened (hands, totals, winner), once complete
 
 
 def parse_bet(raw: object) -> Bet:
@@ -109,4 +111,5 @@ def play(data: object) -> Played:
     played.complete = played.refusal is None and model.is_complete()
     if played.complete:
         played.results = model.settle()
+        played.outcome = model.outcome()
     return played
