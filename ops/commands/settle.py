@@ -20,6 +20,11 @@ docs/rounds.md). Examples:
 
   ledger settle docs/examples/baccarat.json
   ledger settle docs/examples/blackjack-live.json --json | jq .results
+  ledger settle docs/examples/teen-patti.json --json | jq .outcome
+
+The output says what happened first (every hand after splits with its cards,
+total and result, the dealer's hand, the winner, the hand categories side bets
+read: the `outcome` object of --json), then every bet's money.
 
 Exit status: 0 settled; 1 refused (the refusal code and message are printed);
 3 the round is not complete yet (what is expected next is printed); 2 the file
@@ -31,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "settle",
         help="settle one round file (rule set, bets, cards, decisions) without storage",
-        description="Settle one round from its facts and print each bet's outcome, payout, "
-        "rounding remainder and explanation, or the refusal.",
+        description="Settle one round from its facts and print what happened (hands, totals, winner, "
+        "categories) and each bet's outcome, payout, rounding remainder and explanation, or the refusal.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -76,6 +76,11 @@ def test_the_interruption_shows_in_replay_and_audit_export(
     assert len(interrupted) == 1
     assert interrupted[0]["fields"]["player_id"] == "alice"
     assert "Round.Interrupted" in (out / "events.csv").read_text()
+    assert main(["project", "--db", store_url]) == 0
+    capsys.readouterr()
+    assert main(["recall", "alice", "--json", "--db", store_url]) == 0
+    recalled = capsys.readouterr().out
+    assert '"event": "Interrupted"' in recalled and '"player_id": "alice"' in recalled
     assert main(["audit", "verify", str(out), "--db", store_url]) == 0
 
 
