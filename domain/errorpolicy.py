@@ -52,6 +52,9 @@ class ErrorPolicy:
         causes = [c for c, _ in self.actions]
         require(sorted(causes) == sorted(CAUSES), f"policy must cover every cause once: {causes}")
         require(all(a in ACTIONS for _, a in self.actions), f"unknown action in {self.actions}")
+        # "complete" plays one player's hands: only a cause that names a player can ask for it
+        require(all(c in PLAYER_CAUSES for c, a in self.actions if a == "complete"),
+                f"only player-side causes ({', '.join(PLAYER_CAUSES)}) may complete: {self.actions}")
 
     def action_for(self, cause: str) -> str:
         check_cause(cause)

@@ -450,11 +450,12 @@ class Round(LedgerAggregate):
         A player-side cause names its player and is recorded (`Interrupted`) first."""
         self.refuse_unless_running()
         action = self._rules().error_policy.action_for(cause)
-        if is_player_side(cause):
+        player = ""
+        if is_player_side(cause):  # the policy allows "complete" only for these (ErrorPolicy)
             player = self._check_interrupted_player(cause, player_id)
             self._emit(Round.Interrupted, stamp, cause=cause, by=by, note=note, player_id=player, action=action)
         if action == "complete":
-            self._complete_player(stamp, player_id or "")
+            self._complete_player(stamp, player)
         elif action == "pause":
             self._emit(Round.Paused, stamp, cause=cause, by=by, note=note, flag_code=None)
         else:
