@@ -4,7 +4,7 @@ dealer's hand with why the dealer drew what it drew."""
 from __future__ import annotations
 
 from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
-from domain.blackjack_settle import _hand_result, dealer_blackjack
+from domain.blackjack_settle import dealer_blackjack, hand_result
 from domain.blackjack_state import Hand, State
 from domain.outcome import HandOutcome, RoundOutcome, StakeLine
 
@@ -33,7 +33,7 @@ def _category(total: int, status: str) -> str | None:
 
 def hand_outcome(rules: BlackjackRules, s: State, h: Hand) -> HandOutcome:
     total, soft = hand_total(h.cards)
-    result = _hand_result(rules, s, h, "main")[0]
+    result = hand_result(rules, s, h)
     return HandOutcome(
         hand=h.name, cards=tuple(str(c) for c in h.cards), total=total, soft=soft,
         category=_category(total, h.status), name=_name(total, soft, len(h.cards), h.status), status=h.status,
@@ -57,11 +57,20 @@ def _summary(s: State, hands: tuple[HandOutcome, ...], dealer: HandOutcome) -> s
     return f"dealer {dealer.name}; " + ", ".join(parts)
 
 
+def _categories(rules: BlackjackRules, s: State) -> tuple[tuple[str, str], ...]:
+    """What the side bets read: the Pair bet's first two cards per seat that has one, the
+    dealer's blackjack per insured spot."""
+    paired = sorted({f"{rules.spot_kind}:{b.spot.split(':')[1]}" for b in s.bets if b.bet_type == "pair"})
+    out = [(f"pair:{spot}", "pair" if a.rank == b.rank else "no_pair")
+           for spot in paired if spot in s.first_two for a, b in [s.first_two[spot]]]
+    insured = "dealer_blackjack" if dealer_blackjack(s) else "no_dealer_blackjack"
+    out += [(f"insurance:{spot}", insured) for spot in sorted(s.insurance)]
+    return tuple(out)
+
+
 def outcome(rules: BlackjackRules, s: State) -> RoundOutcome:
     hands = tuple(hand_outcome(rules, s, h) for h in s.hands)
     dealer = dealer_outcome(s)
-    insured = tuple((f"insurance {spot}", "dealer_blackjack" if dealer_blackjack(s) else "no_dealer_blackjack")
-                    for spot in sorted(s.insurance))
     notes = (DEALER_NOTES[s.dealer_mode],) if s.dealer_mode in DEALER_NOTES else ()
     return RoundOutcome(game="blackjack", hands=hands, summary=_summary(s, hands, dealer), dealer=dealer,
-                        categories=insured, notes=notes)
+                        categories=_categories(rules, s), notes=notes)

@@ -112,5 +112,11 @@ def test_blackjack_outcome_has_one_line_per_hand_and_every_main_stake(seed: int,
             staked[stake.bet_id] += stake.amount_minor
     mains = {r.bet_id: r.staked_minor for r in d.model.settle() if r.bet_type == "main"}
     assert dict(staked) == mains  # every main stake (splits, doubles, follows) lies on exactly one hand line
+    categories = dict(out.categories)
+    for r in d.model.settle():
+        if r.bet_type == "pair":  # the Pair bet reads the category its seat shows
+            spot = next(b.spot for b in d.placed if b.bet_id == r.bet_id)
+            seat = f"{rules.spot_kind}:{spot.split(':')[1]}"
+            assert (categories[f"pair:{seat}"] == "pair") == (r.outcome == "win")
     if out.hands and all(h.status in ("bust", "surrendered") for h in out.hands):
         assert len(out.dealer.cards) == 1 and "no further card" in out.notes[0]

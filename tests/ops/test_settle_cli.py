@@ -112,7 +112,8 @@ OUTCOME_CASES = [
     ("blackjack-casino-tour", ("hands", 0, "stakes", 1, "reason"), "double"),
     ("blackjack-casino-tour", ("hands", 0, "result"), "win"),
     ("blackjack-casino-tour", ("dealer", "name"), "soft 18"),
-    ("blackjack-casino-tour", ("categories", "insurance box:1"), "no_dealer_blackjack"),
+    ("blackjack-casino-tour", ("categories", "insurance:box:1"), "no_dealer_blackjack"),
+    ("blackjack-live", ("categories", "pair:seat:2"), "no_pair"),  # bob's Pair bet: AS KH
     ("blackjack-live-all-bust", ("dealer", "cards"), ["6D"]),  # no hand left standing: the dealer stops
     ("blackjack-live-all-bust", ("hands", 0, "name"), "bust 25"),
     ("blackjack-live-all-bust", ("notes", 0), "no hand was left standing: the dealer drew no further card"),
