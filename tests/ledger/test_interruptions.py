@@ -136,3 +136,23 @@ def test_a_blackjack_disconnect_completes_only_that_players_hands(ledger: Any) -
     rnd = ledger.find_round("bj-int", 1)
     assert "seat:2" in rnd.model.legal_decisions()
     assert "seat:1" not in rnd.model.legal_decisions()
+
+
+def test_on_a_spielbank_box_only_the_holders_disconnect_plays_the_hand(ledger: Any) -> None:
+    """Ben stakes on Anna's box: his disconnect is recorded but decides nothing (only the
+    box holder decides, seed 002); Anna's disconnect lets the no-action rule play the box."""
+    f = Feed("sb-int")
+    ledger.ingest(lines(
+        f.open("blackjack/spielbank"),
+        f.bet("b1", "anna", "box:3", "main", 1000, seat_no=3),
+        f.bet("b2", "ben", "box:3", "main", 500, seat_no=5),
+        f.close(),
+        f.cards("5H>box:3", "9C>dealer", "4D>box:3"),
+    ))
+    assert "box:3" in ledger.find_round("sb-int", 1).model.legal_decisions()
+    ben = ledger.ingest(lines(_disconnect(f, "ben")))[0]
+    assert (ben.status, ben.events) == ("accepted", ("Interrupted",))
+    anna = ledger.ingest(lines(_disconnect(f, "anna")))[0]
+    assert (anna.status, anna.events) == ("accepted", ("Interrupted", "DecisionTaken"))
+    rnd = ledger.find_round("sb-int", 1)
+    assert [i["player_id"] for i in rnd.interruptions] == ["ben", "anna"]
