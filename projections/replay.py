@@ -329,8 +329,8 @@ def _paused_text(s: _State, e: Paused) -> tuple[str, str | None]:
 
 
 def _interrupted_text(s: _State, e: Interrupted) -> tuple[str, str | None]:
-    what = {"complete": "the no-action rule completes the player's hands", "pause": "the round pauses",
-            "void": "the round is voided"}.get(e.action, e.action)
+    what = {"complete": "the round goes on; the no-action rule plays any of the player's hands waiting for a "
+                        "decision", "pause": "the round pauses", "void": "the round is voided"}.get(e.action, e.action)
     return f"INTERRUPTED: {e.cause} of player {e.player_id}, reported by {e.by} ({what}): {e.note or ''}", e.by
 
 
