@@ -546,7 +546,8 @@ class BaccaratRound(NoPlayerChoices):
         if coup.winner == "banker" and coup.banker_total == LUCKY_TOTAL:
             categories.append(("lucky_six", f"{coup.banker_cards}_cards"))
         margin = abs(coup.player_total - coup.banker_total)
-        notes = (f"won by {margin} point(s)",) if margin else ()
+        notes = ((f"won by {margin} point(s)",) if margin else ()) + (
+            (f"new shoe: burned {' '.join(str(c) for c in self.burn)}",) if self.burn else ())
         return RoundOutcome(game=GAME, hands=(player, banker), summary=coup.describe(), winner=coup.winner,
                             categories=tuple(categories), notes=notes)
 

@@ -85,6 +85,10 @@ NEW_ROUNDS = {
         "bets": _bets(("b1", "p1", "table", "tie", 100), ("b2", "p1", "table", "player_pair", 100),
                       ("b3", "p2", "table", "perfect_pair", 100), ("b4", "p2", "table", "player", 1000)),
         "steps": ["4H", "8D", "4H", "KC"]},
+    "baccarat-new-shoe": {
+        "ruleset_id": "baccarat/live-8d", "ruleset_version": 1, "round_in_shoe": 1,
+        "bets": _bets(("b1", "p1", "table", "banker", 1000)),
+        "steps": ["AS", "5H", "2H", "2D", "3S", "3C", "7D", "4C"]},
     "teen-patti-trail": {
         "ruleset_id": "teen-patti/20-20", "ruleset_version": 1,
         "bets": _bets(("b1", "p1", "table", "player_b", 1000), ("b2", "p1", "table", "six_card_bonus", 100),
@@ -127,6 +131,10 @@ OUTCOME_CASES = [
     ("baccarat-natural-tie-pairs", ("winner",), "tie"),
     ("baccarat-natural-tie-pairs", ("hands", 1, "category"), "natural"),
     ("baccarat-natural-tie-pairs", ("categories",), {"player_pair": "pair", "perfect_pair": "perfect_pair"}),
+    ("baccarat-new-shoe", ("notes",), ["won by 7 point(s)", "new shoe: burned AS 5H"]),
+    ("baccarat-new-shoe", ("hands", 0, "name"), "2 on 3 cards"),
+    ("baccarat-new-shoe", ("hands", 1, "cards"), ["2D", "3C", "4C"]),  # Banker 5 draws on a Player third 7
+    ("baccarat-new-shoe", ("winner",), "banker"),
     ("teen-patti", ("winner",), "A"),
     ("teen-patti", ("hands", 0, "category"), "sequence"),
     ("teen-patti", ("hands", 1, "name"), "Pair of sevens, kicker 2"),
