@@ -18,6 +18,7 @@ from domain.errorpolicy import policy
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
+from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet
@@ -533,6 +534,23 @@ class BaccaratRound(NoPlayerChoices):
         described = coup.describe()
         return [settle_bet(self.rules, bet, coup, described) for bet in self.bets]
 
+    def outcome(self) -> RoundOutcome:
+        """Both hands, the winner and what the side bets read (pairs, naturals, a Banker 6)."""
+        coup = self.coup()
+        player = _side_outcome("player", self.player, coup.player_natural, coup.winner)
+        banker = _side_outcome("banker", self.banker, coup.banker_natural, coup.winner)
+        categories = [(name, value) for name, value, flag in (
+            ("player_pair", "pair", coup.player_pair), ("banker_pair", "pair", coup.banker_pair),
+            ("perfect_pair", "perfect_pair", coup.perfect_pair),
+        ) if flag]
+        if coup.winner == "banker" and coup.banker_total == LUCKY_TOTAL:
+            categories.append(("lucky_six", f"{coup.banker_cards}_cards"))
+        margin = abs(coup.player_total - coup.banker_total)
+        notes = ((f"won by {margin} point(s)",) if margin else ()) + (
+            (f"new shoe: burned {' '.join(str(c) for c in self.burn)}",) if self.burn else ())
+        return RoundOutcome(game=GAME, hands=(player, banker), summary=coup.describe(), winner=coup.winner,
+                            categories=tuple(categories), notes=notes)
+
     def view(self) -> dict[str, Any]:
         done = self.is_complete()
         return {
@@ -552,6 +570,14 @@ class BaccaratRound(NoPlayerChoices):
             ],
             "result": self.coup().describe() if done else None,
         }
+
+
+def _side_outcome(side: str, cards: list[Card], natural: bool, winner: str) -> HandOutcome:
+    total = hand_total(cards)
+    result = "tie" if winner == "tie" else ("win" if winner == side else "lose")
+    name = f"Natural {total}" if natural else f"{total} on {len(cards)} cards"
+    return HandOutcome(hand=side, cards=tuple(str(c) for c in cards), total=total,
+                       category="natural" if natural else None, name=name, result=result)
 
 
 def new_round(rules: BaccaratRules, *, round_in_shoe: int) -> BaccaratRound:

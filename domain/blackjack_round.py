@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from domain.blackjack_bets import box_holder, check_bet
+from domain.blackjack_outcome import outcome
 from domain.blackjack_play import apply_decision
 from domain.blackjack_rules import (
     BLACKJACK_TOTAL,
@@ -29,6 +30,7 @@ from domain.cards import Card, CardCounter
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
 from domain.money import check_amount, format_minor
+from domain.outcome import RoundOutcome
 from domain.refusals import RefusalCode
 
 T = TypeVar("T")
@@ -196,6 +198,11 @@ class BlackjackRound:
         if not self.is_complete():
             raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
         return settle(self.rules, self._s)
+
+    def outcome(self) -> RoundOutcome:
+        if not self.is_complete():
+            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"no outcome yet: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
+        return outcome(self.rules, self._s)
 
     def view(self) -> dict[str, Any]:
         s = self._s

@@ -49,6 +49,11 @@ def _hand_result(rules: BlackjackRules, s: State, h: Hand, reason: str) -> tuple
     return "lose", None, f"{h.name} {total} vs {dealer}"
 
 
+def hand_result(rules: BlackjackRules, s: State, h: Hand) -> str:
+    """The hand's result against the dealer for its main stake: win | lose | push | surrender | even_money."""
+    return _hand_result(rules, s, h, "main")[0]
+
+
 def _component(outcome: str, odds: Odds | None, stake: int) -> tuple[int, Fraction, str]:
     """(returned, remainder, text) for one stake."""
     if outcome == "surrender":

@@ -26,12 +26,20 @@ CAUSES = (
     "other",
 )
 ACTIONS = ("complete", "pause", "void")
+# Causes on the player's side (seed 000 error handling 1): the interruption concerns one
+# player, so the feed must name them (refused `player_required` otherwise) and the round
+# records who it was (Round.Interrupted), whatever the policy's action.
+PLAYER_CAUSES = ("player_connection_lost", "player_no_action")
 
 
 def check_cause(cause: object) -> str:
     if cause not in CAUSES:
         raise Refusal(RefusalCode.BAD_CAUSE, f"unknown interruption cause {cause!r}; known causes: {', '.join(CAUSES)}")
     return cause  # `in CAUSES` narrowed it to str
+
+
+def is_player_side(cause: str) -> bool:
+    return cause in PLAYER_CAUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,9 @@ class ErrorPolicy:
         causes = [c for c, _ in self.actions]
         require(sorted(causes) == sorted(CAUSES), f"policy must cover every cause once: {causes}")
         require(all(a in ACTIONS for _, a in self.actions), f"unknown action in {self.actions}")
+        # "complete" plays one player's hands: only a cause that names a player can ask for it
+        require(all(c in PLAYER_CAUSES for c, a in self.actions if a == "complete"),
+                f"only player-side causes ({', '.join(PLAYER_CAUSES)}) may complete: {self.actions}")
 
     def action_for(self, cause: str) -> str:
         check_cause(cause)

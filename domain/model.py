@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from domain.cards import Card
+from domain.outcome import RoundOutcome
 from domain.ruleset import RuleSet
 
 DECISION_SOURCES = ("player", "timeout", "system", "dealer")
@@ -115,6 +116,9 @@ class RoundModel(Protocol):
         `no_insurance`, `even_money`, `surrender`, `auto`...). `auto` applies the
         rule set's no-action/timeout rule to that hand. Returns the stakes it adds."""
 
+    def deciding_player(self, hand: str) -> str:
+        """The player whose decisions count for `hand` (seat player, box holder)."""
+
     def pending_follows(self) -> list[FollowOffer]:
         """Follow choices open now."""
 
@@ -126,6 +130,10 @@ class RoundModel(Protocol):
 
     def settle(self) -> list[BetResult]:
         """Only when complete: one result per settlement line (bet or derived line)."""
+
+    def outcome(self) -> RoundOutcome:
+        """Only when complete: what happened (every hand's cards and total, the dealer's or
+        each side's, the winner, the categories side bets read), read-only."""
 
     def view(self) -> dict[str, Any]:
         """Plain snapshot (hands, cards, totals, phase) for replays and displays."""

@@ -283,6 +283,18 @@ class RefusalCode(StrEnum):
         "resume for a round that is not paused",
         "round {table_id}#{round_no} is not paused; nothing to resume",
     )
+    PLAYER_REQUIRED = (
+        "player_required",
+        "a pause for a player-side cause (player_connection_lost, player_no_action) that names no player",
+        "a {cause} pause of round {table_id}#{round_no} must name the player (player_id) it concerns: "
+        "only that player's hands are completed",
+    )
+    PLAYER_NOT_IN_ROUND = (
+        "player_not_in_round",
+        "a player-side pause naming a player who has no bet in the round",
+        "player {player_id} has no bet in round {table_id}#{round_no}; a {cause} pause concerns one of the "
+        "round's players",
+    )
     ROUND_NOT_SETTLED = (
         "round_not_settled",
         "reverse_settlement for a round with no current settlement",
@@ -497,6 +509,12 @@ aggregate (except the human-error consequence below) and is appended to
     Use(C.ROUND_PAUSED, "a command other than resume/void while paused (a flagged pause also takes the correct card)",
         "round T1#1 is paused (system_error); resume or void it first"),
     Use(C.ROUND_NOT_PAUSED, "resume when the round is not paused", "round T1#1 is not paused; nothing to resume"),
+    Use(C.PLAYER_REQUIRED, "pause with a player-side cause and no `player_id` (the cause concerns one player; "
+        "a `complete` policy plays only that player's hands)",
+        "a player_connection_lost pause of round T1#1 must name the player (player_id) it concerns: only that "
+        "player's hands are completed"),
+    Use(C.PLAYER_NOT_IN_ROUND, "pause with a player-side cause naming a player with no bet in the round",
+        "player p9 has no bet in round T1#1; a player_connection_lost pause concerns one of the round's players"),
     Use(C.ROUND_NOT_SETTLED, "reverse_settlement when there is no current settlement",
         "round T1#1 has no settlement to reverse (it is dealing)"),
     Use(C.DUPLICATE_BET_ID, "a bet id already placed in this round (checked before the game's own rules)",

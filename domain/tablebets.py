@@ -41,6 +41,9 @@ class NoPlayerChoices:
     def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
         raise Refusal(RefusalCode.NO_DECISIONS, f"{self.GAME_TITLE} has no player decisions; {action!r} on {hand!r} is refused")
 
+    def deciding_player(self, hand: str) -> str:
+        raise Refusal(RefusalCode.NO_DECISIONS, f"{self.GAME_TITLE} has no player decisions; nobody decides {hand!r}")
+
     def pending_follows(self) -> list[FollowOffer]:
         return []
 

@@ -19,6 +19,7 @@ from domain.errorpolicy import policy
 from domain.errors import Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_amount, format_minor, win
+from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
 from domain.tablebets import NoPlayerChoices, check_table_bet
@@ -407,6 +408,25 @@ class TeenPattiRound(NoPlayerChoices):
         a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
         memo: dict[str, Any] = {}
         return [settle_bet(self.rules, bet, a, b, memo) for bet in self.bets]
+
+    def outcome(self) -> RoundOutcome:
+        """Both hands with their rank category, the winner, Pair Plus per hand and the 6 Card Bonus."""
+        if not self.is_complete():
+            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "both hands need three cards before the round has an outcome")
+        a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
+        result = compare_hands(a, b, self.rules)
+        winner = "tie" if result == 0 else ("A" if result > 0 else "B")
+        hands = tuple(
+            HandOutcome(hand=h, cards=tuple(str(c) for c in cards), category=category_of(cards), name=hand_name(cards),
+                        result="tie" if winner == "tie" else ("win" if winner == h else "lose"))
+            for h, cards in (("A", a), ("B", b))
+        )
+        six = six_card_category(a + b, self.rules)
+        categories = [(f"pair_plus_{h.hand.lower()}", (pair_plus_line(cards) or "none").removeprefix("pair_plus_"))
+                      for h, cards in zip(hands, (a, b))]
+        categories.append(("six_card_bonus", six))
+        return RoundOutcome(game=GAME, hands=hands, summary=describe(a, b, self.rules), winner=winner,
+                            categories=tuple(categories), notes=(f"best five of the six cards: {SIX_CARD_NAMES[six]}",))
 
     def view(self) -> dict[str, Any]:
         done = self.is_complete()

@@ -81,8 +81,9 @@ class Pause(_Command):
     cause: Cause
     by: Id
     note: Note = ""
-    # player-side causes (live blackjack "complete"): whose hands the no-action rule plays;
-    # absent = every hand waiting for a decision now
+    # required for player-side causes (player_connection_lost, player_no_action): the player
+    # the interruption concerns (recorded as Round.Interrupted); a "complete" policy plays only
+    # that player's hands. Absent for the other causes.
     player_id: Id | None = None
 
 

@@ -166,6 +166,23 @@ class Paused(NamedTuple):
     flag_code: str | None
 
 
+class Interrupted(NamedTuple):
+    """A player-side interruption: `player_id` is the player it concerns, `action` what the
+    rule set's error policy did (complete | pause | void; its events follow in the same command)."""
+
+    position: int
+    aggregate_id: str
+    version: int
+    server_time: datetime
+    command_id: str
+    studio_time: str
+    cause: str
+    by: str
+    note: str
+    player_id: str
+    action: str
+
+
 class Resumed(NamedTuple):
     position: int
     aggregate_id: str
@@ -280,14 +297,14 @@ class Unknown(NamedTuple):
 
 
 RoundRecord: TypeAlias = (Opened | BetPlaced | BettingClosed | CardDealt | DecisionTaken | FollowDecided | Paused
-                          | Resumed | Voided | Settled | SettlementReversed)
+                          | Interrupted | Resumed | Voided | Settled | SettlementReversed)
 ShoeRecord: TypeAlias = ShoeStarted | ShoeRoundStarted | ShoeCardsRecorded | ShoeRetired
 Record: TypeAlias = RoundRecord | ShoeRecord | Unknown
 RecordType: TypeAlias = type[Record]
 
 ROUND_TYPES: tuple[type[RoundRecord], ...] = (
     Opened, BetPlaced, BettingClosed, CardDealt, DecisionTaken, FollowDecided, Paused, Resumed, Voided, Settled,
-    SettlementReversed)
+    SettlementReversed, Interrupted)
 SHOE_TYPES: tuple[type[ShoeRecord], ...] = (ShoeStarted, ShoeRoundStarted, ShoeCardsRecorded, ShoeRetired)
 # Record type -> its stored event name (the topic after the module), as audit files and timelines show it.
 _SHOE_NAMES = {ShoeStarted: "Started", ShoeRoundStarted: "RoundStarted", ShoeCardsRecorded: "CardsRecorded",

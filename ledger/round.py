@@ -23,6 +23,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from domain import registry
 from domain.cards import Card, CardCounter, parse_card
+from domain.errorpolicy import is_player_side
 from domain.errors import InvariantBroken, Refusal, refuse_unless, require
 from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.money import Leg, check_balanced, house_account, player_account, round_account, transfer
@@ -212,6 +213,20 @@ class Round(LedgerAggregate):
         def apply(self, r: Round) -> None:
             r.paused = {"cause": self.cause, "by": self.by, "note": self.note, "flag_code": self.flag_code}
 
+    class Interrupted(Event):
+        """A player-side interruption (docs/events.md): who, why, and what the policy did.
+        Recorded before that action's events (auto decisions, Paused or Voided), so a
+        disconnect leaves a trace even when there is nothing to complete (baccarat, Teen Patti)."""
+
+        cause: str
+        by: str
+        note: str
+        player_id: str
+        action: str
+
+        def apply(self, r: Round) -> None:
+            r.interruptions.append({"cause": self.cause, "player_id": self.player_id, "action": self.action})
+
     class Resumed(Event):
         by: str
         note: str
@@ -277,6 +292,7 @@ class Round(LedgerAggregate):
         self.plays: list[Play] = []  # the model's calls, in order (see module doc)
         self.balance_minor = 0
         self.paused: dict[str, Any] | None = None
+        self.interruptions: list[dict[str, Any]] = []  # player-side interruptions, in order
         self.voided: dict[str, Any] | None = None
         self.settlements: list[dict[str, Any]] = []
         self.reversed_nos: list[int] = []
@@ -430,11 +446,16 @@ class Round(LedgerAggregate):
         self._settle_if_complete(stamp)
 
     def pause(self, cause: str, by: str, note: str, player_id: str | None, stamp: Stamp) -> str:
-        """Apply the rule set's error policy for the cause; returns the action taken."""
+        """Apply the rule set's error policy for the cause; returns the action taken.
+        A player-side cause names its player and is recorded (`Interrupted`) first."""
         self.refuse_unless_running()
         action = self._rules().error_policy.action_for(cause)
+        player = ""
+        if is_player_side(cause):  # the policy allows "complete" only for these (ErrorPolicy)
+            player = self._check_interrupted_player(cause, player_id)
+            self._emit(Round.Interrupted, stamp, cause=cause, by=by, note=note, player_id=player, action=action)
         if action == "complete":
-            self._complete_player(stamp, player_id)
+            self._complete_player(stamp, player)
         elif action == "pause":
             self._emit(Round.Paused, stamp, cause=cause, by=by, note=note, flag_code=None)
         else:
@@ -499,6 +520,21 @@ class Round(LedgerAggregate):
                 f"round {self._label()} is paused ({self.paused['cause']}); resume or void it first",
             )
 
+    def _check_interrupted_player(self, cause: str, player_id: str | None) -> str:
+        if player_id is None:
+            raise Refusal(
+                RefusalCode.PLAYER_REQUIRED,
+                f"a {cause} pause of round {self._label()} must name the player (player_id) it concerns: "
+                "only that player's hands are completed",
+            )
+        if not any(b.player_id == player_id for b in self.bets.values()):
+            raise Refusal(
+                RefusalCode.PLAYER_NOT_IN_ROUND,
+                f"player {player_id} has no bet in round {self._label()}; a {cause} pause concerns one of the "
+                "round's players",
+            )
+        return player_id
+
     def _check_card_count(self, card: Card, text: str, shoe_seen: Counter[str]) -> None:
         # Only this card's count matters: shoe so far + this round's copies of it.
         seen = shoe_seen[text] + sum(1 for _, c, _ in self.cards if c == text)
@@ -537,21 +573,17 @@ class Round(LedgerAggregate):
             legs.extend(transfer(player_account(m.player_id), self.account, m.amount_minor))
         return legs_to_dicts(legs)
 
-    def _owns(self, hand: str, spots: set[str] | None) -> bool:
-        """Is `hand` one of these spots' hands (None: every player's)?"""
-        return spots is None or any(hand == s or hand.startswith(s + ".") for s in spots)
-
-    def _complete_player(self, stamp: Stamp, player_id: str | None) -> None:
-        """Live blackjack player-side interruption: the no-action rule plays the
-        player's waiting hands; pending follow offers count as declined."""
-        spots = None if player_id is None else {b.spot for b in self.bets.values() if b.player_id == player_id}
+    def _complete_player(self, stamp: Stamp, player_id: str) -> None:
+        """Player-side interruption under a `complete` policy (live blackjack): the
+        no-action rule plays the hands this player decides that wait for a decision
+        now; this player's pending follow offers count as declined. Nobody else's."""
         model = self._game()
         for offer in list(model.pending_follows()):
-            if player_id is None or offer.player_id == player_id or self._owns(_spot_of(self.bets, offer.bet_id), spots):
+            if offer.player_id == player_id:
                 model.follow(offer.bet_id, offer.kind, False)
                 self._record_follow(stamp, offer.bet_id, offer.kind, False, [])
         for hand in list(model.legal_decisions()):
-            if self._owns(hand, spots) and hand in model.legal_decisions():
+            if hand in model.legal_decisions() and model.deciding_player(hand) == player_id:
                 moves = model.decide(hand, "auto", "system")
                 self._record_decision(stamp, hand, "auto", "system", None, moves)
         self._settle_if_complete(stamp)
@@ -606,9 +638,3 @@ class Round(LedgerAggregate):
 @lru_cache(maxsize=65536)
 def _account_of(round_id: UUID) -> str:
     return round_account(str(round_id))
-
-
-def _spot_of(bets: dict[str, Bet], bet_id: str) -> str:
-    bet = bets.get(bet_id.split(":")[0])
-    return bet.spot if bet else ""
-

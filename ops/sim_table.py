@@ -282,9 +282,10 @@ class TableSim:
         ctx.writer.emit("void", cause=cause, by=ctx.rng.choice(SUPERVISORS), note=note)
         ctx.ended = ctx.shoe_void = True
 
-    def _pause(self, ctx: RoundCtx, cause: str, by: str, note: str) -> None:
+    def _pause(self, ctx: RoundCtx, cause: str, by: str, note: str, player_id: str | None = None) -> None:
         ctx.writer.tick(ctx.rng.randint(500, 3_000))
-        ctx.writer.emit("pause", cause=cause, by=by, note=note)
+        # a player-side cause names its player (refused `player_required` otherwise); None is left out
+        ctx.writer.emit("pause", cause=cause, by=by, note=note, player_id=player_id)
 
     def _resume(self, ctx: RoundCtx, note: str) -> None:
         ctx.writer.tick(ctx.rng.randint(15_000, 120_000))
@@ -323,20 +324,22 @@ class TableSim:
 
     def _disconnect(self, ctx: RoundCtx) -> None:
         """The acting player's connection drops. Under a `complete` policy the ledger
-        plays every hand waiting for a decision by the no-action rule and declines
-        open follow offers; the model here does the same to stay in step."""
+        plays that player's hands waiting for a decision by the no-action rule and
+        declines that player's open follow offers; the model here does the same to
+        stay in step."""
         model = ctx.model
         waiting = list(model.legal_decisions())
         owner = self.driver.hand_owner(ctx, waiting[0]) if waiting else None
         player = owner or (ctx.rng.choice(ctx.players) if ctx.players else "p0000")
         ctx.disconnected.add(player)
-        self._pause(ctx, "player_connection_lost", "studio", f"player {player} lost connection")
+        self._pause(ctx, "player_connection_lost", "studio", f"player {player} lost connection", player)
         action = self._action("player_connection_lost")
         if action == "complete":
             for offer in list(model.pending_follows()):
-                model.follow(offer.bet_id, offer.kind, False)
+                if offer.player_id == player:
+                    model.follow(offer.bet_id, offer.kind, False)
             for hand in waiting:
-                if hand in model.legal_decisions():
+                if hand in model.legal_decisions() and self.driver.hand_owner(ctx, hand) == player:
                     model.decide(hand, "auto", "system")
         elif action == "pause":
             self._resume(ctx, f"player {player} reconnected")

@@ -25,6 +25,7 @@ from ledger.records import (
     CardDealt,
     DecisionTaken,
     FollowDecided,
+    Interrupted,
     Opened,
     Paused,
     Posting,
@@ -239,6 +240,14 @@ def _no_check(s: _State, e: Record) -> None:
     """Paused / Resumed: nothing for the rules to recompute (their postings balance is checked for all)."""
 
 
+def _interrupted(s: _State, e: Interrupted) -> None:
+    """A player-side interruption names one of the round's players; the events its policy
+    action records (auto decisions, Paused, Voided) are checked on their own."""
+    if e.player_id not in {p for _, p in s.put_in}:
+        s.find("interruption_player_unknown", e.position, f"interruption ({e.cause}) names player {e.player_id}, "
+               "who has no bet in the round")
+
+
 def _voided(s: _State, e: Voided) -> None:
     expected = [Refund(b, p, a) for (b, p), a in s.put_in.items() if a > 0]
     if sorted(e.refunds) != sorted(expected):
@@ -278,7 +287,7 @@ def _settlement_reversed(s: _State, e: SettlementReversed) -> None:
 _CHECKS: dict[type, Callable[[_State, Any], None]] = {
     Opened: _opened, BetPlaced: _bet_placed, BettingClosed: _betting_closed, CardDealt: _card_dealt,
     DecisionTaken: _decision_taken, FollowDecided: _follow_decided, Paused: _no_check,
-    Resumed: _no_check, Voided: _voided, Settled: _settled, SettlementReversed: _settlement_reversed,
+    Interrupted: _interrupted, Resumed: _no_check, Voided: _voided, Settled: _settled, SettlementReversed: _settlement_reversed,
 }
 
 
@@ -319,6 +328,12 @@ def _paused_text(s: _State, e: Paused) -> tuple[str, str | None]:
     return f"PAUSED: {e.cause} by {e.by}{flag}: {e.note or ''}", e.by
 
 
+def _interrupted_text(s: _State, e: Interrupted) -> tuple[str, str | None]:
+    what = {"complete": "the round goes on; the no-action rule plays any of the player's hands waiting for a "
+                        "decision", "pause": "the round pauses", "void": "the round is voided"}.get(e.action, e.action)
+    return f"INTERRUPTED: {e.cause} of player {e.player_id}, reported by {e.by} ({what}): {e.note or ''}", e.by
+
+
 def _resumed_text(s: _State, e: Resumed) -> tuple[str, str | None]:
     return f"resumed by {e.by}: {e.note or ''}", e.by
 
@@ -345,7 +360,7 @@ def _betting_closed_text(s: _State, e: BettingClosed) -> tuple[str, str | None]:
 _TEXTS: dict[type, Callable[[_State, Any], tuple[str, str | None]]] = {
     Opened: _opened_text, BetPlaced: _bet_placed_text, BettingClosed: _betting_closed_text,
     CardDealt: _card_dealt_text, DecisionTaken: _decision_taken_text, FollowDecided: _follow_decided_text,
-    Paused: _paused_text, Resumed: _resumed_text, Voided: _voided_text, Settled: _settled_text,
+    Paused: _paused_text, Interrupted: _interrupted_text, Resumed: _resumed_text, Voided: _voided_text, Settled: _settled_text,
     SettlementReversed: _settlement_reversed_text,
 }
 

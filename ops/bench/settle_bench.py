@@ -30,7 +30,7 @@ def raw_decode(files: list[dict]) -> int:
 
 def settle_all(files: list[dict]) -> int:
     for f in files:
-        played = play(f)
+        played = play(f, outcome=False)  # play + settle; the description of what happened is display
         if not played.complete:
             raise SystemExit(f"round did not settle: {played.refusal} at {played.refused_at}")
     return len(files)

@@ -60,6 +60,8 @@ def print_round(r: dict) -> None:
     for e in r["timeline"]:
         if e["event"] == "DecisionTaken":
             print(f"   decision {e['action']} on {e['hand']} ({e['source']})")
+        elif e["event"] == "Interrupted":
+            print(f"   interrupted: {e['cause']} of {e['player_id']} by {e['by']} ({e['action']})")
         elif e["event"] in ("Paused", "Resumed", "Voided", "SettlementReversed"):
             why = e.get("cause") or e.get("reason") or e.get("note") or ""
             print(f"   {e['event'].lower()} by {e.get('by')} {why}".rstrip())

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 from domain.errors import Refusal
 from domain.money import format_minor
+from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.roundfile import play
 from ops.errors import check_input_file
@@ -19,6 +20,11 @@ docs/rounds.md). Examples:
 
   ledger settle docs/examples/baccarat.json
   ledger settle docs/examples/blackjack-live.json --json | jq .results
+  ledger settle docs/examples/teen-patti.json --json | jq .outcome
+
+The output says what happened first (every hand after splits with its cards,
+total and result, the dealer's hand, the winner, the hand categories side bets
+read: the `outcome` object of --json), then every bet's money.
 
 Exit status: 0 settled; 1 refused (the refusal code and message are printed);
 3 the round is not complete yet (what is expected next is printed); 2 the file
@@ -30,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "settle",
         help="settle one round file (rule set, bets, cards, decisions) without storage",
-        description="Settle one round from its facts and print each bet's outcome, payout, "
-        "rounding remainder and explanation, or the refusal.",
+        description="Settle one round from its facts and print what happened (hands, totals, winner, "
+        "categories) and each bet's outcome, payout, rounding remainder and explanation, or the refusal.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -58,11 +64,14 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "status": "settled",
             "ruleset": {"id": played.ruleset_id, "version": played.ruleset_version, "hash": played.ruleset_hash},
+            "outcome": played.outcome.as_dict() if played.outcome is not None else None,
             "results": [r.as_dict() for r in played.results],
             "remainder_total": f"{total_remainder.numerator}/{total_remainder.denominator}",
         }, indent=2))
         return 0
     print(f"{played.ruleset_id} v{played.ruleset_version}  (rule-set hash {played.ruleset_hash[:12]}…)")
+    if played.outcome is not None:
+        _print_outcome(played.outcome)
     for r in played.results:
         rem = "" if r.remainder_num == 0 else f"  remainder {r.remainder_num}/{r.remainder_den}"
         print(f"  {r.bet_id:<12} {r.player_id:<10} {r.bet_type:<16} {r.outcome:<9} "
@@ -70,6 +79,37 @@ def run(args: argparse.Namespace) -> int:
         print(f"      {r.explanation}")
     print(f"rounding kept: {total_remainder} minor unit(s)")
     return 0
+
+
+def _print_outcome(outcome: RoundOutcome) -> None:
+    """What happened, as --json says it: the dealer's hand, one line per hand, the winner."""
+    print(f"outcome: {outcome.summary}")
+    for hand in (*([outcome.dealer] if outcome.dealer is not None else []), *outcome.hands):
+        print("  " + _hand_line(hand))
+    if outcome.winner is not None:
+        print(f"  winner: {outcome.winner}")
+    for what, category in outcome.categories:
+        print(f"  {what}: {category}")
+    for note in outcome.notes:
+        print(f"  note: {note}")
+    print("bets:")
+
+
+def _hand_line(h: HandOutcome) -> str:
+    line = f"{h.hand:<10} {' '.join(h.cards):<24} {h.name or ''}"
+    if h.category and h.category not in (h.name or ""):
+        line += f" [{h.category}]"
+    flags = [flag for flag, on in (("doubled", h.doubled), ("from split", h.from_split), ("no-action rule", h.auto))
+             if on]
+    if h.status is not None and h.status != h.name:
+        flags.insert(0, h.status)
+    if flags:
+        line += f" ({', '.join(flags)})"
+    if h.result is not None:
+        line += f" -> {h.result}"
+    if h.stakes:
+        line += "; stakes " + ", ".join(f"{s.bet_id} {s.reason} {format_minor(s.amount_minor)}" for s in h.stakes)
+    return line
 
 
 def _report_refusal(args: argparse.Namespace, refusal: Refusal, where: str) -> int:

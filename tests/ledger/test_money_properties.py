@@ -70,8 +70,8 @@ def test_random_teen_patti_sequences_keep_the_books_balanced(tmp_path_factory, s
                 cmds.append(f.close())
             elif s[0] == "card":
                 cmds.append(f.card(s[1], s[2]))
-            elif s[0] == "pause":
-                cmds.append(f.pause(s[1]))
+            elif s[0] == "pause":  # a player-side cause names a player (one with a bet, or not yet)
+                cmds.append(f.pause(s[1], **({"player_id": f"p{i % 3}"} if s[1].startswith("player_") else {})))
             elif s[0] == "resume":
                 cmds.append(f.resume())
             elif s[0] == "void":

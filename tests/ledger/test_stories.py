@@ -165,7 +165,7 @@ def test_live_blackjack_player_disconnect_completes_the_hand(ledger):
         f.pause("player_connection_lost", player_id="p2"),  # the follower drops: declined
     ))
     assert results[-1].status == "accepted"
-    assert results[-1].events == ("FollowDecided",)
+    assert results[-1].events == ("Interrupted", "FollowDecided")
     rnd = ledger.find_round("bj-4", 1)
     assert rnd.put_in[("bb", "p2")] == 500
 

@@ -35,6 +35,7 @@ def voided_baccarat() -> list[bytes]:
         f.bet("v2", "bob", "table", "tie", 350),
         f.close(),
         f.cards("AS>burn", "5H>burn"),
+        f.pause("player_connection_lost", note="alice lost connection", player_id="alice"),  # Interrupted
         f.pause("system_error", note="camera down"),
         f.void(),
     )

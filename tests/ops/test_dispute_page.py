@@ -185,6 +185,9 @@ def test_voided_round_shows_pause_void_and_refunds(browser: Any, store: str, tmp
     assert text(page, "#now-event") == "Voided" and text(page, "#now-source") == "supervisor-1"
     assert "VOIDED: system_error" in text(page, "#now-text")
     assert page.locator("#timeline-body td.ev-Paused").count() == 1
+    assert page.locator("#timeline-body td.ev-Interrupted").count() == 1  # alice's disconnect leaves a trace
+    row = page.locator("#timeline-body tr", has=page.locator("td.ev-Interrupted"))
+    assert "player_connection_lost of player alice" in row.inner_text()
     assert text(page, "#settlement-body") == "No settlement recorded."
     refunds = page.evaluate("""() => [...document.querySelectorAll('#refunds-body tr')].map(
         r => [r.dataset.bet, r.querySelector('[data-field=refunded]').textContent])""")

@@ -14,7 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.eventlog import EventLog
-from ledger.records import Settled, SettlementReversed, Voided, event_name, postings_of
+from ledger.records import (
+    BetPlaced,
+    Interrupted,
+    Opened,
+    Settled,
+    SettlementReversed,
+    Voided,
+    event_name,
+    postings_of,
+)
 from ledger.store import open_app
 from ops.commands.demo import run_demo
 from ops.errors import CliError
@@ -90,6 +99,23 @@ def test_duplicates_are_recognised_and_early_voids_leave_tombstones() -> None:
     opens_refused = sum(1 for line, r in zip(lines, results)
                         if json.loads(line)["type"] == "open_round" and r.code == "round_voided")
     assert opens_refused == studio.stats.faults["early_void"] > 0
+
+
+def test_every_simulated_disconnect_names_its_player_and_leaves_a_trace() -> None:
+    """The studio names the player of a player-side pause; the ledger records one Interrupted
+    per disconnect, for a player with a bet in the round, in every game."""
+    studio = Studio(10, 20, seed=11, fault_rate=500, fault_kinds=("disconnect",))
+    lines = list(studio.lines())
+    with tempfile.TemporaryDirectory() as tmp:
+        app, results = ingest(lines, tmp)
+        assert all(r.status == "accepted" for r in results), {r.code for r in results}
+        records = list(EventLog(app).records())
+    interrupted = [ev for ev in records if isinstance(ev, Interrupted)]
+    assert len(interrupted) == studio.stats.faults["disconnect"] > 0
+    bettors = {(ev.aggregate_id, ev.player_id) for ev in records if isinstance(ev, BetPlaced)}
+    assert all((ev.aggregate_id, ev.player_id) in bettors for ev in interrupted)
+    games = {ev.aggregate_id: ev.game for ev in records if isinstance(ev, Opened)}
+    assert {games[ev.aggregate_id] for ev in interrupted} == {"blackjack", "baccarat", "teen-patti"}
 
 
 def test_demo_smoke(tmp_path, capsys) -> None:
