@@ -21,9 +21,11 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -82,10 +84,19 @@ class Conn:
         self.host, self.port, self.headers = host, port, headers
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+    async def connect(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
     async def request(self, method: str, path: str, body: bytes = b"",
                       content_type: str = "application/x-ndjson") -> tuple[int, bytes]:
         if self.writer is None or self.reader is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            await self.connect()
+        assert self.reader is not None and self.writer is not None
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\nContent-Type: {content_type}\r\n{self.headers}\r\n"
         self.writer.write(head.encode() + body)
         status_line = await self.reader.readline()
@@ -103,7 +114,7 @@ class Conn:
 
 
 class Server:
-    def __init__(self, url: str, port: int, workers: int, max_batch: int) -> None:
+    def __init__(self, url: str, port: int, workers: int, max_batch: int, trace_dir: str | None = None) -> None:
         from ledger.keys import key_store
         from ledger.store import open_app
 
@@ -116,7 +127,8 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ops.cli", "serve", "--db", url, "--port", str(port), "--workers", str(workers),
              "--max-batch", str(max_batch), "--log-level", "warning"],
-            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={**os.environ, **({"LEDGER_SERVE_TRACE_DIR": trace_dir} if trace_dir else {})})
 
     def wait_ready(self) -> None:
         import httpx
@@ -150,29 +162,39 @@ class Server:
         self.proc.wait(timeout=60)
 
 
-async def open_loop(base: str, key: str, lines: list[bytes], rate: float) -> dict[str, Any]:
+async def open_loop(base: str, key: str, lines: list[bytes], rate: float,
+                    timings: list[tuple[int, float, float, float]] | None = None) -> dict[str, Any]:
+    """One step of load. `timings`, when given, gets (feed index, due, sent, answered) per command."""
     by_table: dict[str, list[int]] = defaultdict(list)
     for i, line in enumerate(lines):
         by_table[json.loads(line)["table_id"]].append(i)
     latencies: list[float] = []
     errors = 0
     port = int(base.rsplit(":", 1)[1])
+    conns = [Conn("127.0.0.1", port, f"Authorization: Bearer {key}\r\n") for _ in by_table]
+    for conn in conns:  # a game server is connected before its table's first command
+        await conn.connect()
     start = time.perf_counter() + 0.2
 
-    async def table(indexes: list[int]) -> None:  # one connection per table (a game server's own)
+    async def table(conn: Conn, indexes: list[int]) -> None:  # one connection per table (a game server's own)
         nonlocal errors
-        conn = Conn("127.0.0.1", port, f"Authorization: Bearer {key}\r\n")
         for i in indexes:
             due = start + i / rate
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            sent = time.perf_counter()
             status, body = await conn.request("POST", "/v1/commands", lines[i])
+            answered = time.perf_counter()
             if status != 200 or json.loads(body)[0]["status"] != "accepted":
                 errors += 1
-            latencies.append(time.perf_counter() - due)
+            latencies.append(answered - due)
+            if timings is not None:
+                timings.append((i, due, sent, answered))
 
-    await asyncio.gather(*(table(ix) for ix in by_table.values()))
+    await asyncio.gather(*(table(conn, ix) for conn, ix in zip(conns, by_table.values())))
+    for conn in conns:
+        conn.close()
     elapsed = time.perf_counter() - start
     latencies.sort()
 
@@ -183,22 +205,39 @@ async def open_loop(base: str, key: str, lines: list[bytes], rate: float) -> dic
             "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2), "p999_ms": round(q(0.999), 2)}
 
 
-def http_steps(rates: list[float], seconds: float, workers: int) -> None:
-    modes = [("group commit", 500), ("one command per transaction", 1)]
+MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1)}
+
+
+def http_steps(rates: list[float], seconds: float, workers: int, trace: bool = False,
+               modes: tuple[tuple[str, int], ...] = tuple(MODES.values()), warmup_s: float = 1.0) -> None:
     best: dict[str, float] = {}
     for rate in rates:
         for name, max_batch in modes:  # interleaved: both modes see the same machine load
             url = fresh_schema_url()
-            server = Server(url, free_port(), workers, max_batch)
+            trace_dir = tempfile.mkdtemp(prefix="live-bench-trace-") if trace else None
+            server = Server(url, free_port(), workers, max_batch, trace_dir)
+            timings: list[tuple[int, float, float, float]] | None = [] if trace else None
             try:
                 server.wait_ready()
+                if warmup_s > 0:  # a live server is warm: code paths, key cache, prepared statements
+                    warm_rate = min(rate, 250.0)
+                    asyncio.run(open_loop(server.base, server.key, feed(int(warm_rate * warmup_s), "warm"), warm_rate))
                 lines = feed(int(rate * seconds), f"r{int(rate)}")
-                row = asyncio.run(open_loop(server.base, server.key, lines, rate))
+                row = asyncio.run(open_loop(server.base, server.key, lines, rate, timings))
                 row.update(server.batches())
             finally:
                 server.stop()
                 drop_schema(url)
-            print(json.dumps({"mode": name, "workers": workers, **row}), flush=True)
+            print(json.dumps({"mode": name, "workers": workers, **row, "load_avg_1m": os.getloadavg()[0]}),
+                  flush=True)
+            if trace_dir is not None and timings is not None:
+                from ops.bench.live_trace import breakdown
+
+                parsed = [json.loads(line) for line in lines]
+                print(json.dumps({"mode": name, "offered_per_s": rate, "trace": breakdown(
+                    timings, [d["command_id"] for d in parsed], [d["table_id"] for d in parsed], trace_dir)}),
+                    flush=True)
+                shutil.rmtree(trace_dir, ignore_errors=True)
             if row["p99_ms"] <= 50 and row["errors"] == 0 and row["acked_per_s"] >= 0.9 * rate:
                 best[name] = max(best.get(name, 0), rate)
     print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
@@ -248,11 +287,18 @@ def main() -> int:
     p.add_argument("--rates", default="250,500,1000,2000,3000,4000", help="offered commands/s, comma-separated")
     p.add_argument("--seconds", type=float, default=4.0, help="load per step")
     p.add_argument("--workers", type=int, default=1, help="ledger serve --workers")
+    p.add_argument("--warmup-s", type=float, default=1.0,
+                   help="unmeasured load (other tables, at most 250/s) before each step; 0: none")
     p.add_argument("--skip-http", action="store_true")
+    p.add_argument("--modes", default="group,single",
+                   help="group (group commit), single (one command per transaction), or both (the default)")
+    p.add_argument("--trace", action="store_true",
+                   help="per-request server timestamps and GC passes: print where each step's latency goes")
     p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")
     args = p.parse_args()
     if not args.skip_http:
-        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers)
+        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers, args.trace,
+                   tuple(MODES[m] for m in args.modes.split(",")), args.warmup_s)
     if args.jetstream_commands:
         jetstream(args.jetstream_commands)
     return 0

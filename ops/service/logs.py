@@ -40,6 +40,11 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        trace = getattr(getattr(scope.get("app"), "state", None), "trace", None)  # ops/service/trace.py
+        timing: dict[str, Any] | None = None
+        if trace is not None and scope["path"] == "/v1/commands":
+            timing = {"a": started}
+            scope.setdefault("state", {})["trace"] = timing
         status = {"code": 500}
         request_id = uuid.uuid4().hex[:16]
 
@@ -53,6 +58,9 @@ class RequestLog:
             await self.app(scope, receive, watch)
         finally:
             seconds = time.perf_counter() - started
+            if timing is not None:
+                timing["s"] = started + seconds
+                trace.add(timing)
             # the route's template (bounded label values); the docs routes are plain paths
             route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS
                                                                   else "unmatched")
