@@ -52,6 +52,7 @@ def breakdown(timings: list[tuple[int, float, float, float]], command_ids: list[
         server = requests.get(command_ids[i])
         if server is None or not all(k in server for k in "aqbcrs"):
             continue
+        due = min(due, sent)  # sent early by the client's timer: timed from its send, as live_bench does
         blocked_until = min(sent, max(due, previous_answer[i]))
         marks = [due, blocked_until, sent, server["a"], server["q"], server["b"], server["c"], server["r"],
                  server["s"], answered]
