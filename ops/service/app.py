@@ -8,7 +8,6 @@ and call the same functions as the read commands of the command line
 """
 from __future__ import annotations
 
-import asyncio
 import gc
 import inspect
 import json
@@ -191,9 +190,8 @@ def _command_routes(api: FastAPI) -> None:
             timing = request.scope.get("state", {}).get("trace")  # ops/service/trace.py, when on
             if timing is not None:
                 timing["q"] = time.perf_counter()
-            future = request.app.state.committer.submit([raws[i] for i in allowed], timing)
             try:
-                results = await asyncio.wrap_future(future)
+                results = await request.app.state.committer.results([raws[i] for i in allowed], timing)
             except Exception as exc:
                 raise HTTPException(503, f"the store failed: {str(exc)[:200]}") from exc
             if timing is not None:

@@ -14,6 +14,7 @@ sure no two processes write the same table at once.
 """
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
@@ -76,6 +77,7 @@ class TableLocks:
 class _Request:
     raws: list[bytes | str]
     future: Future[list[Result]] = field(default_factory=Future)
+    waiter: asyncio.Future[list[Result]] | None = None  # set by `results`: answered on its event loop
     arrived: float = field(default_factory=time.monotonic)
     timing: dict[str, float] | None = None  # filled in for ops/service/trace.py: batch start, commit end, batch size
 
@@ -100,13 +102,28 @@ class GroupCommitter:
         if not request.raws:
             request.future.set_result([])
             return request.future
+        self._enqueue(request)
+        return request.future
+
+    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> list[Result]:
+        """`submit` for a caller on an event loop: the writer answers all of one batch's
+        callers on a loop with ONE call into it (not one wake-up per caller), and a caller
+        that went away (cancelled) is skipped, never an error in the writer."""
+        if not raws:
+            return []
+        loop = asyncio.get_running_loop()
+        request = _Request(list(raws), timing=timing, waiter=loop.create_future())
+        self._enqueue(request)
+        assert request.waiter is not None
+        return await request.waiter
+
+    def _enqueue(self, request: _Request) -> None:
         with self._cv:
             if self._closing:
                 raise RuntimeError("the ledger writer is shutting down")
             self._queue.append(request)
             self._queued += len(request.raws)
             self._cv.notify()
-        return request.future
 
     def close(self) -> None:
         """Write everything already submitted, then stop the writer thread."""
@@ -152,22 +169,54 @@ class GroupCommitter:
         try:
             results = self.write(raws)
         except BaseException as exc:  # every caller hears of it; the writer lives on
-            for request in taken:
-                request.future.set_exception(exc)
+            _answer(taken, [exc] * len(taken))
             return
         committed = time.perf_counter()
         if self.on_commit is not None:
             self.on_commit(len(raws), committed - started, results)
+        answers: list[Answer] = []
         at = 0
         for request in taken:
             if request.timing is not None:
                 request.timing.update(b=started, c=committed, k=len(raws))
-            request.future.set_result(results[at : at + len(request.raws)])
+            answers.append(results[at : at + len(request.raws)])
             at += len(request.raws)
+        _answer(taken, answers)
 
     def write(self, raws: list[bytes | str]) -> list[Result]:
         with self.locks.hold(raws) if self.locks else _nothing():
             return write_batch(self.app, raws)
+
+
+Answer = list[Result] | BaseException
+
+
+def _answer(taken: list[_Request], answers: list[Answer]) -> None:
+    """Each request its answer: thread futures directly, event-loop waiters one call per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[list[Result]], Answer]]] = {}
+    for request, answer in zip(taken, answers):
+        if request.waiter is not None:
+            by_loop.setdefault(request.waiter.get_loop(), []).append((request.waiter, answer))
+        elif not request.future.done():  # a cancelled future is no reason to stop the writer
+            if isinstance(answer, BaseException):
+                request.future.set_exception(answer)
+            else:
+                request.future.set_result(answer)
+    for loop, waiters in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, waiters)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+
+def _settle(waiters: list[tuple[asyncio.Future[list[Result]], Answer]]) -> None:
+    for waiter, answer in waiters:
+        if waiter.done():  # its caller went away
+            continue
+        if isinstance(answer, BaseException):
+            waiter.set_exception(answer)
+        else:
+            waiter.set_result(answer)
 
 
 def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:
