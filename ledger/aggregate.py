@@ -31,6 +31,9 @@ class Stamp(NamedTuple):
 
     command_id: str
     studio_time: str  # the studio's clock as ISO 8601 text, formatted once per command
+    # The ledger's clock for the events' `timestamp`: one per batch (they commit together),
+    # so the transcoder formats it once, not per event; None takes the time per event.
+    recorded_at: datetime | None = None
 
 
 A = TypeVar("A", bound="LedgerAggregate")
@@ -60,7 +63,8 @@ class LedgerAggregate:
     def _record_event(self: A, event_class: Callable[..., LedgerEvent[A]], stamp: Stamp, **fields: object) -> None:
         """Make the next event in sequence, apply it (id and version checked), keep it pending until saved."""
         event = event_class(
-            originator_id=self._id, originator_version=self.version + 1, timestamp=DomainEvent.create_timestamp(),
+            originator_id=self._id, originator_version=self.version + 1,
+            timestamp=stamp.recorded_at or DomainEvent.create_timestamp(),
             command_id=stamp.command_id, studio_time=stamp.studio_time, **fields,
         )
         event.mutate(self)

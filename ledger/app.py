@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
+from eventsourcing.domain import DomainEvent
 from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
 from pydantic import ValidationError
 
@@ -319,6 +320,8 @@ class UnitOfWork:
     marks: dict[UUID, int] = field(default_factory=dict)  # pending-event counts when the command began
     absent: set[UUID] = field(default_factory=set)  # ids known to have no events when the batch began
     debug: bool = True  # bind command ids for log lines only when per-command lines are logged
+    # The events' `timestamp`: the batch commits as one, so one reading of the clock serves it.
+    recorded_at: datetime = field(default_factory=DomainEvent.create_timestamp)
 
     # -- loading
 
@@ -463,7 +466,7 @@ class UnitOfWork:
         rtext = round_text_for(cmd.table_id, cmd.round_no)
         self.marks = {}
         try:
-            consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat()))
+            consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat(), self.recorded_at))
         except Refusal as refusal:
             require(
                 self._new_events() == (),

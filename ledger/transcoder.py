@@ -29,6 +29,7 @@ _LONG_NUMBER = b"0" * 19
 
 class OrjsonTranscoder(JSONTranscoder):
     _stamp_prefix: bytes | None = None  # the datetime wrapper's opening, once the library registered it
+    _last_stamp: tuple[datetime | None, orjson.Fragment | None] = (None, None)  # the last timestamp, written
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict and self._plain_fields(obj):
@@ -57,13 +58,18 @@ class OrjsonTranscoder(JSONTranscoder):
         stamp = obj.get("timestamp")
         if type(stamp) is not datetime or stamp.tzinfo is not UTC:
             return obj
+        last = self._last_stamp  # one read: another thread may replace the pair meanwhile
+        if last[0] is stamp:  # a batch's events share one timestamp (ledger/app.py): formatted once
+            return {**obj, "timestamp": last[1]}
         prefix = self._stamp_prefix
         if prefix is None:
             transcoding = self.types.get(datetime)
             if type(transcoding) is not DatetimeAsISO:  # someone else's datetime form: theirs decides
                 return obj
             prefix = self._stamp_prefix = b'{"_type_":' + orjson.dumps(transcoding.name) + b',"_data_":'
-        return {**obj, "timestamp": orjson.Fragment(prefix + orjson.dumps(stamp) + b"}")}
+        fragment = orjson.Fragment(prefix + orjson.dumps(stamp) + b"}")
+        self._last_stamp = (stamp, fragment)
+        return {**obj, "timestamp": fragment}
 
     def _typed(self, value: Any) -> dict[str, Any]:
         """A registered type as the library writes it (orjson's `default`)."""
