@@ -314,10 +314,12 @@ class UnitOfWork:
 
     app: LedgerApp
     known: dict[str, KnownCommand]  # command ids already in the store
-    aggregates: dict[UUID, LedgerAggregate] = field(default_factory=dict)
+    # Keyed by the id's 128-bit integer: a UUID hashes in Python code, an int in C (a few per command).
+    aggregates: dict[int, LedgerAggregate] = field(default_factory=dict)
     rows: LedgerRows = field(default_factory=LedgerRows)
     seen: dict[str, tuple[str, Result]] = field(default_factory=dict)  # command ids handled in this batch
-    marks: dict[UUID, int] = field(default_factory=dict)  # pending-event counts when the command began
+    # The current command's aggregates in load order, with their pending-event counts when it began.
+    marks: list[tuple[LedgerAggregate, int]] = field(default_factory=list)
     absent: set[UUID] = field(default_factory=set)  # ids known to have no events when the batch began
     debug: bool = True  # bind command ids for log lines only when per-command lines are logged
     # The events' `timestamp`: the batch commits as one, so one reading of the clock serves it.
@@ -326,22 +328,30 @@ class UnitOfWork:
     # -- loading
 
     def load(self, aggregate_id: UUID) -> LedgerAggregate | None:
-        found = self.aggregates.get(aggregate_id)
+        found = self.aggregates.get(aggregate_id.int)
         if found is None:
             found = self._cached(aggregate_id)
-        if found is None:
-            if aggregate_id in self.absent:
-                return None
-            try:
-                found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
-            except AggregateNotFoundError:
-                return None
-        self._keep(aggregate_id, found)
+            if found is None:
+                if aggregate_id in self.absent:
+                    return None
+                try:
+                    found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
+                except AggregateNotFoundError:
+                    return None
+            self.aggregates[aggregate_id.int] = found
+        self._mark(found)
         return found
 
-    def _keep(self, aggregate_id: UUID, aggregate: LedgerAggregate) -> None:
-        self.aggregates[aggregate_id] = aggregate
-        self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
+    def _keep(self, aggregate: LedgerAggregate) -> None:
+        self.aggregates[aggregate.id.int] = aggregate
+        self._mark(aggregate)
+
+    def _mark(self, aggregate: LedgerAggregate) -> None:
+        """Count the aggregate's pending events the first time the current command uses it."""
+        for seen, _ in self.marks:  # a command uses one or two aggregates
+            if seen is aggregate:
+                return
+        self.marks.append((aggregate, len(aggregate.pending_events)))
 
     def _cached(self, aggregate_id: UUID) -> LedgerAggregate | None:
         """The cached aggregate as it is, without fast-forwarding it from the store
@@ -369,14 +379,14 @@ class UnitOfWork:
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
             found = Round.new(cmd.table_id, cmd.round_no)
-            self._keep(found.id, found)
+            self._keep(found)
         return _as(Round, found)
 
     def shoe_or_new(self, table_id: str, shoe_id: str) -> Shoe:
         found = self.load(shoe_id_for(table_id, shoe_id))
         if found is None:
             found = Shoe.new(table_id, shoe_id)
-            self._keep(found.id, found)
+            self._keep(found)
         return _as(Shoe, found)
 
     def shoe_of(self, r: Round) -> Shoe:
@@ -397,7 +407,8 @@ class UnitOfWork:
         self.app.save(*touched, ledger_rows=self.rows)
         cache = self.app.repository.cache
         if cache is not None:
-            for aggregate_id, aggregate in self.aggregates.items():
+            for aggregate in self.aggregates.values():
+                aggregate_id = aggregate.id
                 if isinstance(aggregate, Round) and aggregate.is_closed:
                     # Done with: a late command reads it from the store. Caching only live rounds
                     # keeps ingest's memory flat however many rounds a feed holds.
@@ -408,8 +419,8 @@ class UnitOfWork:
     def evict(self) -> None:
         cache = self.app.repository.cache
         if cache is not None:
-            for aggregate_id in self.aggregates:
-                _evict(cache, aggregate_id)
+            for aggregate in self.aggregates.values():
+                _evict(cache, aggregate.id)
 
     # -- one command
 
@@ -448,8 +459,7 @@ class UnitOfWork:
     def _new_events(self) -> tuple[str, ...]:
         """Names of the events the current command recorded, on the aggregates it loaded."""
         names: list[str] = []
-        for k, mark in self.marks.items():
-            a = self.aggregates[k]
+        for a, mark in self.marks:
             pending = a.pending_events
             if len(pending) > mark:
                 prefix = a.EVENT_NAME_PREFIX
@@ -464,7 +474,7 @@ class UnitOfWork:
 
     def _run(self, cmd: Command, raw: Raw) -> Result:
         rtext = round_text_for(cmd.table_id, cmd.round_no)
-        self.marks = {}
+        self.marks = []
         try:
             consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat(), self.recorded_at))
         except Refusal as refusal:
