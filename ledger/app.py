@@ -24,7 +24,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.domain import DomainEvent
-from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
+from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -50,6 +50,7 @@ from ledger.commands import (
     is_command,
     parse_command,
 )
+from ledger.eventstore import LedgerEventStore
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
@@ -159,6 +160,10 @@ class LedgerApp(Application):
     # are. No deepcopy from the cache: a refused command never changes an aggregate
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
+
+    def construct_event_store(self) -> EventStore[UUID]:
+        """The library's event store, which can skip the per-event recordings (ledger/eventstore.py)."""
+        return LedgerEventStore(mapper=self.mapper, recorder=self.recorder)
 
     def construct_recorder(self) -> ApplicationRecorder:
         """The library's recorder; on PostgreSQL its tables are created by one process at a time."""
@@ -404,7 +409,7 @@ class UnitOfWork:
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
-        self.app.save(*touched, ledger_rows=self.rows)
+        self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads them
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate in self.aggregates.values():

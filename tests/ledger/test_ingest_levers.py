@@ -56,3 +56,40 @@ def test_an_event_made_the_fast_way_is_the_event_its_init_makes(cls: type) -> No
         cls.recorded(oid, 3, when, stamp, {**fields, "unknown": 1})
     with pytest.raises(TypeError):
         cls.recorded("not-a-uuid", 3, when, stamp, fields)
+
+
+def test_save_without_recordings_stores_the_same_rows_and_returns_none(tmp_path: Path) -> None:
+    """`recordings=False` (what the ledger's batches pass) skips only the Recording objects."""
+    import inspect
+
+    from eventsourcing.application import Application
+    from eventsourcing.persistence import EventStore
+
+    from ledger.aggregate import Stamp
+    from ledger.eventstore import LedgerEventStore
+    from ledger.round import Round
+
+    # What this relies on from the library: save hands its keywords to put, put maps and inserts.
+    assert "self.events.put(" in inspect.getsource(Application._record)
+    assert "**processing_event.saved_kwargs" in inspect.getsource(Application._record)
+    assert "self.recorder.insert_events(stored_events, **kwargs)" in inspect.getsource(EventStore.put)
+    assert "self.mapper.to_stored_event" in inspect.getsource(EventStore.put)
+    from ledger.app import LedgerApp
+
+    # Nothing of the ledger's reads the recordings it skips: the notify hooks stay the library's no-ops.
+    assert LedgerApp._notify is Application._notify and LedgerApp.notify is Application.notify
+    from datetime import UTC, datetime
+
+    rows, when = [], datetime.now(UTC)
+    for wanted in (True, False):
+        app = open_app(f"sqlite:///{tmp_path / f'{wanted}.db'}")
+        assert isinstance(app.events, LedgerEventStore) and app.repository.event_store is app.events
+        r = Round.new("T", 1)
+        r.void("supervisor_error", "sup", "", Stamp("c-1", "2026-01-01T00:00:00+00:00", when))
+        got = app.save(r, recordings=wanted) if not wanted else app.save(r)
+        assert len(got) == (1 if wanted else 0)
+        notes = app.recorder.select_notifications(1, 10)
+        rows.append([(n.id, n.originator_id, n.originator_version, n.topic, n.state) for n in notes])
+        assert app.repository.get(r.id).phase == "voided"
+        app.close()
+    assert rows[0] == rows[1] and len(rows[0]) == 1
