@@ -24,7 +24,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.domain import DomainEvent
-from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, RecordConflictError
+from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, Mapper, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -50,7 +50,7 @@ from ledger.commands import (
     is_command,
     parse_command,
 )
-from ledger.eventstore import LedgerEventStore
+from ledger.eventstore import LedgerEventStore, LedgerMapper
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
@@ -160,6 +160,10 @@ class LedgerApp(Application):
     # are. No deepcopy from the cache: a refused command never changes an aggregate
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper, with its per-event work done once per event class (ledger/eventstore.py)."""
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=LedgerMapper)
 
     def construct_event_store(self) -> EventStore[UUID]:
         """The library's event store, which can skip the per-event recordings (ledger/eventstore.py)."""
