@@ -275,14 +275,17 @@ class LedgerApp(Application):
         cache = self.repository.cache
         if cache is None:
             return set()
-        wanted: set[UUID] = set()
+        # Names first (a tuple of str and int hashes in C, a UUID in Python), ids once per name.
+        rounds: set[tuple[str, int]] = set()
+        shoes: set[tuple[str, str]] = set()
         for p in parsed:
             if isinstance(p, Refusal):
                 continue
-            wanted.add(round_id_for(p.table_id, p.round_no))
+            rounds.add((p.table_id, p.round_no))
             if isinstance(p, OpenRound):
-                wanted.add(shoe_id_for(p.table_id, p.shoe_id))
-        wanted = {i for i in wanted if i not in cache.cache}
+                shoes.add((p.table_id, p.shoe_id))
+        held = cache.cache
+        wanted = {i for i in [*(round_id_for(*k) for k in rounds), *(shoe_id_for(*k) for k in shoes)] if i not in held}
         if not wanted:
             return set()
         return wanted - self.ledger_recorder().existing_ids(list(wanted))

@@ -112,3 +112,32 @@ def test_the_ledgers_mapper_stores_what_the_librarys_mapper_stores(tmp_path: Pat
         assert ours == theirs
         assert (ours.topic, ours.state) == (note.topic, note.state)
     app.close()
+
+
+@pytest.mark.parametrize("in_shoe", [0, 1, 5, 6, 7, 8])
+@pytest.mark.parametrize("in_round", [0, 1, 2])
+@pytest.mark.parametrize("others", [0, 3, 7])
+def test_the_card_count_short_cut_refuses_exactly_what_the_full_count_refuses(
+    in_shoe: int, in_round: int, others: int
+) -> None:
+    """The count is skipped only when the shoe's copies plus every card of the round stay
+    below the decks: then the full count could not reach them either."""
+    from collections import Counter
+
+    from domain.cards import parse_card
+    from domain.errors import Refusal
+    from domain.registry import get_rule_set
+    from ledger.round import Round
+
+    rules = get_rule_set("baccarat/live-8d", 1)
+    r = Round.new("T", 1)
+    r._rule_set = rules
+    r.cards = [(i + 1, "KS", "player") for i in range(in_round)] + [
+        (in_round + i + 1, "2H", "banker") for i in range(others)]
+    full = in_shoe + in_round >= rules.decks  # the count before the short cut
+    try:
+        r._check_card_count(parse_card("KS"), "KS", Counter({"KS": in_shoe}))
+        refused = False
+    except Refusal as refusal:
+        refused = refusal.code == "impossible_card"
+    assert refused == full
