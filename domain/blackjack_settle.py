@@ -7,7 +7,7 @@ from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
 from domain.blackjack_state import EXTRA_REASONS, Hand, State, holder_bet
 from domain.errors import require
 from domain.model import BetResult
-from domain.money import Odds, format_minor, win
+from domain.money import ZERO, Odds, format_minor, win
 
 PUSH = Odds(Fraction(0))
 
@@ -61,9 +61,9 @@ def _component(outcome: str, odds: Odds | None, stake: int) -> tuple[int, Fracti
         back = half.numerator // half.denominator
         return back, half - back, f"surrender: half back → {format_minor(back)} on {format_minor(stake)}"
     if odds is None:
-        return 0, Fraction(0), f"lose {format_minor(stake)}"
+        return 0, ZERO, f"lose {format_minor(stake)}"
     if odds.ratio == 0:
-        return stake, Fraction(0), f"push → {format_minor(stake)} back"
+        return stake, ZERO, f"push → {format_minor(stake)} back"
     p = win(stake, odds)
     label = "even money" if outcome == "even_money" else "win"
     return p.returned_minor, p.remainder, f"{label} {odds} → {format_minor(p.returned_minor)} on {format_minor(stake)}"
@@ -71,7 +71,7 @@ def _component(outcome: str, odds: Odds | None, stake: int) -> tuple[int, Fracti
 
 def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> BetResult:
     staked = returned = 0
-    remainder = Fraction(0)
+    remainder = ZERO
     outcomes: list[str] = []
     parts: list[str] = []
     for h in s.hands:
@@ -82,7 +82,8 @@ def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> 
             back, rem, text = _component(outcome, odds, k.amount_minor)
             staked += k.amount_minor
             returned += back
-            remainder += rem
+            if rem:  # most are zero: no Fraction sum for them
+                remainder += rem
             outcomes.append(outcome)
             suffix = "" if k.reason == "main" else f" [{k.reason}]"
             parts.append(f"{what}: {text}{suffix}")
@@ -93,7 +94,8 @@ def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> 
 
 def _line(bet_id: str, player_id: str, bet_type: str, outcome: str, staked: int, returned: int,
           remainder: Fraction, text: str) -> BetResult:
-    require(0 <= remainder < 1 or bet_type == "main", f"{bet_id}: remainder out of range")
+    # 0 <= n/d < 1 in integers (a Fraction's denominator is positive): two Fraction comparisons less
+    require(0 <= remainder.numerator < remainder.denominator or bet_type == "main", f"{bet_id}: remainder out of range")
     return BetResult(bet_id, player_id, bet_type, outcome, staked, returned,
                      remainder.numerator, remainder.denominator, text)
 
@@ -106,7 +108,7 @@ def _pair_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str, spo
         return _line(bet_id, player_id, "pair", "win", stake, p.returned_minor, p.remainder,
                      f"{seat} first two cards {a} {b} are a pair: win {rules.odds_pair} → "
                      f"{format_minor(p.returned_minor)} on {format_minor(stake)}")
-    return _line(bet_id, player_id, "pair", "lose", stake, 0, Fraction(0),
+    return _line(bet_id, player_id, "pair", "lose", stake, 0, ZERO,
                  f"{seat} first two cards {a} {b} are not a pair: lose {format_minor(stake)}")
 
 
@@ -119,7 +121,7 @@ def _insurance_line(rules: BlackjackRules, s: State, spot: str) -> BetResult:
         return _line(line_id, holder.player_id, "insurance", "win", stake, p.returned_minor, p.remainder,
                      f"insurance on {spot}: dealer blackjack, win {rules.odds_insurance} → "
                      f"{format_minor(p.returned_minor)} on {format_minor(stake)}")
-    return _line(line_id, holder.player_id, "insurance", "lose", stake, 0, Fraction(0),
+    return _line(line_id, holder.player_id, "insurance", "lose", stake, 0, ZERO,
                  f"insurance on {spot}: {_describe_dealer(s)}, no blackjack: lose {format_minor(stake)}")
 
 

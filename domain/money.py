@@ -68,14 +68,20 @@ class Payout:
         return self.stake_minor + self.winnings_minor
 
 
+ZERO = Fraction(0)  # the remainder of most payouts: one shared (immutable) value
+
+
 def win(stake_minor: int, odds: Odds) -> Payout:
-    """Pay `stake_minor` at `odds`, rounding the winnings down to the minor unit."""
+    """Pay `stake_minor` at `odds`, rounding the winnings down to the minor unit.
+
+    In integers: stake x numerator divided by the denominator, with its remainder; the
+    same winnings and remainder as `stake_minor * odds.ratio` taken apart in Fractions
+    (tests/domain/test_money_integer.py), without three Fraction operations per bet."""
     require(type(stake_minor) is int and stake_minor >= 0, f"bad stake {stake_minor!r}")
-    exact = stake_minor * odds.ratio
-    winnings = exact.numerator // exact.denominator
-    remainder = exact - winnings
-    require(0 <= remainder < 1, "remainder out of range")
-    return Payout(stake_minor, winnings, remainder)
+    ratio = odds.ratio
+    denominator = ratio.denominator  # > 0 (Fraction): divmod's remainder is in [0, denominator)
+    winnings, cut = divmod(stake_minor * ratio.numerator, denominator)
+    return Payout(stake_minor, winnings, ZERO if cut == 0 else Fraction(cut, denominator))
 
 
 def fraction_parts(f: Fraction) -> tuple[int, int]:

@@ -23,7 +23,8 @@ from typing import Any, Protocol, TypeVar, assert_never, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
-from eventsourcing.persistence import ApplicationRecorder, DataError, RecordConflictError
+from eventsourcing.domain import DomainEvent
+from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, Mapper, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -53,6 +54,7 @@ from ledger.commands import (
     is_command,
     parse_command,
 )
+from ledger.eventstore import LedgerEventStore, LedgerMapper
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
@@ -163,6 +165,14 @@ class LedgerApp(Application):
     # are. No deepcopy from the cache: a refused command never changes an aggregate
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper, with its per-event work done once per event class (ledger/eventstore.py)."""
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=LedgerMapper)
+
+    def construct_event_store(self) -> EventStore[UUID]:
+        """The library's event store, which can skip the per-event recordings (ledger/eventstore.py)."""
+        return LedgerEventStore(mapper=self.mapper, recorder=self.recorder)
 
     def construct_recorder(self) -> ApplicationRecorder:
         """The library's recorder; on PostgreSQL its tables are created by one process at a time."""
@@ -278,18 +288,23 @@ class LedgerApp(Application):
         cache = self.repository.cache
         if cache is None:
             return set()
-        wanted: set[UUID] = set()
+        # Names first (a tuple of str and int hashes in C, a UUID in Python), ids once per name.
+        rounds: set[tuple[str, int]] = set()
+        shoes: set[tuple[str, str]] = set()
+        tables: set[str] = set()
         for p in parsed:
             if isinstance(p, Refusal):
                 continue
             if isinstance(p, ConfigureTable):
-                wanted.add(table_id_for(p.table_id))
+                tables.add(p.table_id)
                 continue
-            wanted.add(round_id_for(p.table_id, p.round_no))
+            rounds.add((p.table_id, p.round_no))
             if isinstance(p, OpenRound):
-                wanted.add(shoe_id_for(p.table_id, p.shoe_id))
-                wanted.add(table_id_for(p.table_id))
-        wanted = {i for i in wanted if i not in cache.cache}
+                shoes.add((p.table_id, p.shoe_id))
+                tables.add(p.table_id)
+        held = cache.cache
+        ids = [*(round_id_for(*k) for k in rounds), *(shoe_id_for(*k) for k in shoes), *map(table_id_for, tables)]
+        wanted = {i for i in ids if i not in held}
         if not wanted:
             return set()
         return wanted - self.ledger_recorder().existing_ids(list(wanted))
@@ -330,32 +345,44 @@ class UnitOfWork:
 
     app: LedgerApp
     known: dict[str, KnownCommand]  # command ids already in the store
-    aggregates: dict[UUID, LedgerAggregate] = field(default_factory=dict)
+    # Keyed by the id's 128-bit integer: a UUID hashes in Python code, an int in C (a few per command).
+    aggregates: dict[int, LedgerAggregate] = field(default_factory=dict)
     rows: LedgerRows = field(default_factory=LedgerRows)
     seen: dict[str, tuple[str, Result]] = field(default_factory=dict)  # command ids handled in this batch
-    marks: dict[UUID, int] = field(default_factory=dict)  # pending-event counts when the command began
+    # The current command's aggregates in load order, with their pending-event counts when it began.
+    marks: list[tuple[LedgerAggregate, int]] = field(default_factory=list)
     absent: set[UUID] = field(default_factory=set)  # ids known to have no events when the batch began
     debug: bool = True  # bind command ids for log lines only when per-command lines are logged
+    # The events' `timestamp`: the batch commits as one, so one reading of the clock serves it.
+    recorded_at: datetime = field(default_factory=DomainEvent.create_timestamp)
 
     # -- loading
 
     def load(self, aggregate_id: UUID) -> LedgerAggregate | None:
-        found = self.aggregates.get(aggregate_id)
+        found = self.aggregates.get(aggregate_id.int)
         if found is None:
             found = self._cached(aggregate_id)
-        if found is None:
-            if aggregate_id in self.absent:
-                return None
-            try:
-                found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
-            except AggregateNotFoundError:
-                return None
-        self._keep(aggregate_id, found)
+            if found is None:
+                if aggregate_id in self.absent:
+                    return None
+                try:
+                    found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
+                except AggregateNotFoundError:
+                    return None
+            self.aggregates[aggregate_id.int] = found
+        self._mark(found)
         return found
 
-    def _keep(self, aggregate_id: UUID, aggregate: LedgerAggregate) -> None:
-        self.aggregates[aggregate_id] = aggregate
-        self.marks.setdefault(aggregate_id, len(aggregate.pending_events))
+    def _keep(self, aggregate: LedgerAggregate) -> None:
+        self.aggregates[aggregate.id.int] = aggregate
+        self._mark(aggregate)
+
+    def _mark(self, aggregate: LedgerAggregate) -> None:
+        """Count the aggregate's pending events the first time the current command uses it."""
+        for seen, _ in self.marks:  # a command uses one or two aggregates
+            if seen is aggregate:
+                return
+        self.marks.append((aggregate, len(aggregate.pending_events)))
 
     def _cached(self, aggregate_id: UUID) -> LedgerAggregate | None:
         """The cached aggregate as it is, without fast-forwarding it from the store
@@ -383,14 +410,14 @@ class UnitOfWork:
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
             found = Round.new(cmd.table_id, cmd.round_no)
-            self._keep(found.id, found)
+            self._keep(found)
         return _as(Round, found)
 
     def shoe_or_new(self, table_id: str, shoe_id: str) -> Shoe:
         found = self.load(shoe_id_for(table_id, shoe_id))
         if found is None:
             found = Shoe.new(table_id, shoe_id)
-            self._keep(found.id, found)
+            self._keep(found)
         return _as(Shoe, found)
 
     def shoe_of(self, r: Round) -> Shoe:
@@ -408,10 +435,11 @@ class UnitOfWork:
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
-        self.app.save(*touched, ledger_rows=self.rows)
+        self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads them
         cache = self.app.repository.cache
         if cache is not None:
-            for aggregate_id, aggregate in self.aggregates.items():
+            for aggregate in self.aggregates.values():
+                aggregate_id = aggregate.id
                 if isinstance(aggregate, Round) and aggregate.is_closed:
                     # Done with: a late command reads it from the store. Caching only live rounds
                     # keeps ingest's memory flat however many rounds a feed holds.
@@ -422,8 +450,8 @@ class UnitOfWork:
     def evict(self) -> None:
         cache = self.app.repository.cache
         if cache is not None:
-            for aggregate_id in self.aggregates:
-                _evict(cache, aggregate_id)
+            for aggregate in self.aggregates.values():
+                _evict(cache, aggregate.id)
 
     # -- one command
 
@@ -462,8 +490,7 @@ class UnitOfWork:
     def _new_events(self) -> tuple[str, ...]:
         """Names of the events the current command recorded, on the aggregates it loaded."""
         names: list[str] = []
-        for k, mark in self.marks.items():
-            a = self.aggregates[k]
+        for a, mark in self.marks:
             pending = a.pending_events
             if len(pending) > mark:
                 prefix = a.EVENT_NAME_PREFIX
@@ -479,9 +506,9 @@ class UnitOfWork:
 
     def _run(self, cmd: Command, raw: Raw) -> Result:
         rtext = _round_text(cmd)
-        self.marks = {}
+        self.marks = []
         try:
-            consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat()))
+            consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat(), self.recorded_at))
         except Refusal as refusal:
             require(
                 self._new_events() == (),

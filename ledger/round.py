@@ -570,8 +570,11 @@ class Round(LedgerAggregate):
 
     def _check_card_count(self, card: Card, text: str, shoe_seen: Counter[str]) -> None:
         # Only this card's count matters: shoe so far + this round's copies of it.
-        seen = shoe_seen[text] + sum(1 for _, c, _ in self.cards if c == text)
         decks = self._rules().decks
+        in_shoe = shoe_seen[text]
+        if in_shoe + len(self.cards) < decks:  # even if every card of the round were this one: no count to take
+            return
+        seen = in_shoe + sum(1 for _, c, _ in self.cards if c == text)
         if seen >= decks:  # CardCounter words the refusal
             CardCounter(decks, Counter({card: seen})).check(card)
 
