@@ -581,7 +581,7 @@ class UnitOfWork:
         found = self.load(table_id_for(cmd.table_id))
         if found is None:
             found = Table.new(cmd.table_id)
-            self._keep(found.id, found)
+            self._keep(found)
         _as(Table, found).configure(
             stamp, table_id=cmd.table_id, game=cmd.game, ruleset_id=cmd.ruleset_id,
             ruleset_version=cmd.ruleset_version, currency=cmd.currency, timezone=cmd.timezone,
