@@ -187,7 +187,8 @@ class BlackjackRound:
         """For the ledger: refuse a decision on `hand` by anyone but its holder (spielbank seed 002)."""
         holder = self.deciding_player(hand)
         if player_id != holder:
-            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only the box holder {holder} decides; {player_id} may "
+            who = "the box holder" if self.rules.spot_kind == "box" else "the seated player"
+            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only {who} {holder} decides; {player_id} may "
                                             "only follow a split or double")
 
     # ------------------------------------------------------------------ end

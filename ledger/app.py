@@ -31,6 +31,7 @@ from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
+from domain.seating import spans_rounds
 from ledger import logging as ledger_logging
 from ledger.aggregate import LedgerAggregate, Stamp
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
@@ -54,6 +55,7 @@ from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.startup import tables_created_alone
+from ledger.table import Table, table_id_for
 
 A = TypeVar("A", bound=LedgerAggregate)
 __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
@@ -210,6 +212,13 @@ class LedgerApp(Application):
     def get_shoe(self, table_id: str, shoe_id: str) -> Shoe:
         found: Shoe = self.repository.get(shoe_id_for(table_id, shoe_id))
         return found
+
+    def get_table(self, table_id: str) -> Table:
+        """The table's seats (an empty seating when none of its rounds keeps seats across rounds)."""
+        try:
+            return _as(Table, self.repository.get(table_id_for(table_id)))
+        except AggregateNotFoundError:
+            return Table.new(table_id)
 
     def forget_cached(self) -> None:
         """Drop every cached round and shoe (another process changed them): the next use reads the store."""
@@ -376,6 +385,13 @@ class UnitOfWork:
             self._keep(found.id, found)
         return _as(Shoe, found)
 
+    def table_or_new(self, table_id: str) -> Table:
+        found = self.load(table_id_for(table_id))
+        if found is None:
+            found = Table.new(table_id)
+            self._keep(found.id, found)
+        return _as(Table, found)
+
     def shoe_of(self, r: Round) -> Shoe:
         found = self.load(shoe_id_for(r.table_id, r.shoe_id))
         if found is None:
@@ -486,13 +502,14 @@ class UnitOfWork:
         match cmd:
             case PlaceBet():
                 bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
+                self._check_seats(r, bet)
                 r.place_bet(bet, stamp)
             case CloseBetting():
                 r.close_betting(stamp)
             case DealCard():
                 consequence = self._deal_card(r, cmd, stamp)
             case Decide():
-                r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp)
+                r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp, player_id=cmd.player_id)
             case Follow():
                 r.follow(cmd.bet_id, cmd.kind, cmd.accept, stamp)
             case Pause():
@@ -522,6 +539,13 @@ class UnitOfWork:
             dealer_id=cmd.dealer_id, round_in_shoe=round_in_shoe,
         )
 
+    def _check_seats(self, r: Round, bet: Bet) -> None:
+        """Seats held or lost in earlier rounds of the table (live-8d v2, domain/seating.py)."""
+        r.refuse_unless_running()  # a closed round says so before any seat does
+        rules = r.rules
+        if spans_rounds(rules):
+            self.table_or_new(r.table_id).check_bet(rules, bet, r.round_no)
+
     def _deal_card(self, r: Round, cmd: DealCard, stamp: Stamp) -> Refusal | None:
         r.refuse_unless_running(allow_flagged=True)  # before the shoe: a voided tombstone has none
         seen = self.shoe_of(r).seen_for(r._rules())
@@ -537,6 +561,8 @@ class UnitOfWork:
             return
         shoe = self.shoe_of(r)
         shoe.record_round(stamp, rules, r.id, r.closing_cards())
+        if spans_rounds(rules):
+            self.table_or_new(r.table_id).round_closed(stamp, rules, r)
         if r.phase == "voided" and r.voided is not None and rules.error_policy.replace_shoe_on_void:
             shoe.retire(stamp, r.id, r.voided["cause"])
 
