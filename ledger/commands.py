@@ -75,7 +75,7 @@ class Decide(_Command):
 class Follow(_Command):
     type: Literal["follow"]
     bet_id: Id
-    kind: Literal["split", "double"]
+    kind: Literal["split", "double", "insurance"]  # insurance: spielbank v2, another player's own stake on a box
     accept: bool
 
 

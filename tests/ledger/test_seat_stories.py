@@ -184,3 +184,41 @@ def test_a_decision_without_player_id_is_taken_as_the_holders(ledger):
     r = ingest(ledger, spielbank_box(f, decide_as=None), f.cards("TC>dealer", "7D>dealer"))
     assert all(x.status == "accepted" for x in r), statuses(r)
     assert ledger.find_round("bj-sb2", 1).phase == "settled"
+
+
+def test_the_other_players_on_a_box_insure_their_own_stake_v2(ledger):
+    f = Feed("bj-sb3")
+    r = ingest(
+        ledger,
+        f.open(SPIELBANK, shoe_id="S1", version=2),
+        f.bet("h", "p1", "box:1", "main", 1000, seat_no=1),
+        f.bet("o", "p2", "box:1", "main", 2000, seat_no=2),
+        f.close(),
+        *f.cards("TS>box:1", "AH>dealer", "9D>box:1"),
+        f.follow("o", "insurance", True),  # p2 insures their own stake
+        f.decide("box:1", "no_insurance", player_id="p2"),  # only the holder answers for the box
+        f.decide("box:1", "no_insurance", player_id="p1"),
+        f.decide("box:1", "stand", player_id="p1"),
+        f.card("KD", "dealer"),  # dealer blackjack
+    )
+    assert statuses(r)[8] == ("refused", "not_box_holder")
+    assert all(x.status == "accepted" for i, x in enumerate(r) if i != 8), statuses(r)
+    rnd = ledger.find_round("bj-sb3", 1)
+    settled = rnd.settlements[-1]["results"]
+    line = next(x for x in settled if x["bet_id"] == "o:insurance")
+    assert (line["player_id"], line["staked_minor"], line["returned_minor"]) == ("p2", 1000, 3000)
+    replays_clean(ledger)
+
+
+def test_version_1_keeps_insurance_for_the_holder_only(ledger):
+    f = Feed("bj-sb4")
+    r = ingest(
+        ledger,
+        f.open(SPIELBANK, shoe_id="S1"),
+        f.bet("h", "p1", "box:1", "main", 1000, seat_no=1),
+        f.bet("o", "p2", "box:1", "main", 2000, seat_no=2),
+        f.close(),
+        *f.cards("TS>box:1", "AH>dealer", "9D>box:1"),
+        f.follow("o", "insurance", True),
+    )
+    assert statuses(r)[-1] == ("refused", "no_follow_offer")
