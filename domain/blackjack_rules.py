@@ -85,9 +85,13 @@ class BlackjackRules(RuleSet):
     seats_span_rounds: bool = False  # live-8d v2: a seat stays its player's from round to round
     seat_lost_after_no_action: bool = False  # live-8d v2 (seed 000): no action in a round loses the seat afterwards
     seat_lost_wait_rounds: int = 0  # Decision: rounds after the loss in which its player may not take that seat again
+    # spielbank v2: within a round a seat number (`seat_no`, read by the box-holder rule) belongs to one
+    # player and a player gives one seat number; v1 feeds give two players the same seat (tests/golden)
+    seat_no_per_player: bool = False
 
     ADDED_FIELDS: ClassVar[dict[str, Any]] = {
         "seats_span_rounds": False, "seat_lost_after_no_action": False, "seat_lost_wait_rounds": 0,
+        "seat_no_per_player": False,
     }
 
     def __post_init__(self) -> None:
@@ -308,10 +312,11 @@ LIVE_8D_V2 = replace(
     seat_lost_wait_rounds=1,  # Decision: the freed seat is offered to others for one full round
 )
 
-# Version 2 of spielbank: the other players on a box insure their own stake (seed 002).
+# Version 2 of spielbank: the other players on a box insure their own stake (seed 002), and
+# the seat numbers the holder rule reads are one player's each.
 SPIELBANK_V2 = replace(
     SPIELBANK_V1, version=2, title="Spielbank blackjack, 6 decks, boxes with up to 4 stakes, own insurance",
-    box_followers_insurance=True,
+    box_followers_insurance=True, seat_no_per_player=True,
 )
 
 RULE_SETS = (LIVE_8D_V1, LIVE_8D_V2, SPIELBANK_V1, SPIELBANK_V2, CASINO_TOUR_V1)

@@ -407,12 +407,14 @@ keep their meaning; the list below says when blackjack raises them.""", (
         "bet b3: stakes on box:1 would total 5,000.05, above the box maximum 5,000.00"),
     Use(C.STAKE_NOT_DIVISIBLE, "spielbank (`stake_divisible_by_min`): stake not a multiple of the table minimum",
         "bet b (main on box:1): stake 10.01 is not divisible by the table minimum 5.00"),
-    Use(C.SEAT_TAKEN, "the seat/box already has another player's main bet and takes one stake (`stakes_per_box_max=1`)",
+    Use(C.SEAT_TAKEN, "the seat/box already has another player's main bet and takes one stake (`stakes_per_box_max=1`); "
+        "spielbank v2 (`seat_no_per_player`): or the bet's `seat_no` is another player's this round",
         "bet b2: seat:1 is taken by player p1"),
     Use(C.BOX_FULL, "spielbank: the box already holds `stakes_per_box_max` (4) stakes",
         "bet b5: box:1 already holds 4 stakes, the maximum per box under blackjack/spielbank"),
     Use(C.PLAYER_ALREADY_SEATED, "live-8d: the player already has a seat (`boxes_per_player_max=1`); live-8d v2 "
-        "(domain/seating.py, `seats_span_rounds`): or holds another seat from an earlier round",
+        "(domain/seating.py, `seats_span_rounds`): or holds another seat from an earlier round; spielbank v2 "
+        "(`seat_no_per_player`): or gave another `seat_no` this round",
         "bet b2: player p1 already sits at seat:1; a player takes at most one seat"),
     Use(C.SEAT_HELD, "live-8d v2 (domain/seating.py): the seat is held by another player from an earlier round",
         "bet b7: seat:3 is held by player p1 (seated since round 12); it is free once they lose it"),

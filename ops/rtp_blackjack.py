@@ -473,7 +473,7 @@ SHOE_CD_PRECOMPUTED = {
     # v2 of live-8d (seats across rounds) and spielbank (the other players' own insurance) change
     # no play rule the main-bet figure depends on: the v1 figures, under the v2 hashes
     "ac472d552e6fb28520dc5d95d6d27272060788368d4b8c099879d3f85f648871": 0.9928697,  # live-8d v2
-    "20644888dfa55fa09a4ad84ddc36a3878c0031af54e273ed7f4f64b7c08775fb": 0.9925146,  # spielbank v2
+    "4f7b85727664e5d3450dcf2e5d9f0b0d60fc0480225f05f9e1bea9b2a817b17f": 0.9925146,  # spielbank v2
 }
 
 

@@ -1,5 +1,5 @@
 """Spielbank v2: the other players on a box insure their own stake (seed 002); v1 keeps
-the holder's insurance only. Table-driven through the pure round model."""
+the holder's insurance only; v2 seat numbers are one player's each. Table-driven (pure model)."""
 from __future__ import annotations
 
 import pytest
@@ -54,9 +54,26 @@ def test_the_holders_answer_closes_the_boxs_insurance_offers():
 
 def test_a_followers_insurance_stays_open_while_another_box_answers():
     t = (Table(SPIELBANK_V2).bet("h1", "p1", "box:1", 1000, seat_no=1).bet("f", "p2", "box:1", 1000, seat_no=2)
-         .bet("h2", "p3", "box:2", 1000, seat_no=2).close().cards("TS", "TH", "AH", "9D", "9C"))
+         .bet("h2", "p3", "box:2", 1000, seat_no=4).close().cards("TS", "TH", "AH", "9D", "9C"))
     t.do("box:2", "no_insurance")
     assert offers(t) == [("f", "p2", "insurance", 500)]
     t.r.follow("f", "insurance", True)
     t.do("box:1", "no_insurance").do("box:1", "stand").do("box:2", "stand").cards("KD")
     assert t.results()["f:insurance"].returned_minor == 1500
+
+
+@pytest.mark.parametrize("rules, second, code", [
+    (SPIELBANK_V2, ("b", "p2", "box:2", 3), "seat_taken"),  # seat 3 is p1's this round
+    (SPIELBANK_V2, ("b", "p1", "box:2", 4), "player_already_seated"),  # p1 already gave seat 3
+    (SPIELBANK_V2, ("b", "p1", "box:2", 3), None),  # p1's second box, same seat
+    (SPIELBANK_V2, ("b", "p2", "box:2", 4), None),
+    (SPIELBANK_V2, ("b", "p2", "box:2", None), None),  # no seat number: nothing to check
+    (SPIELBANK_V1, ("b", "p2", "box:2", 3), None),  # v1 as recorded: two players may give one seat
+])
+def test_seat_numbers_are_one_players_each_in_v2(rules, second, code):
+    t = Table(rules).bet("a", "p1", "box:1", 1000, seat_no=3)
+    bet_id, player, spot, seat_no = second
+    if code is None:
+        t.bet(bet_id, player, spot, 1000, seat_no=seat_no)
+    else:
+        refused(code, t.bet, bet_id, player, spot, 1000, seat_no=seat_no)
