@@ -3,6 +3,8 @@ and how a closed round moves the seats."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.blackjack_rules import CASINO_TOUR_V1, LIVE_8D_V1, LIVE_8D_V2, SPIELBANK_V1, SPIELBANK_V2
 from domain.errors import InvariantBroken, Refusal
@@ -125,3 +127,39 @@ def test_v1_hashes_did_not_move_when_seat_fields_were_added():
     assert SPIELBANK_V1.content_hash() == "e22eaf7333d0711ee8d87c20c6bc41d5aeae231ba62018e01950f549a66eedf6"
     assert "seats_span_rounds" not in LIVE_8D_V1.canonical()
     assert LIVE_8D_V2.canonical()["seats_span_rounds"] is True
+
+
+# ---------------------------------------------------------------- property: any run of rounds
+
+PLAYERS = [f"p{n}" for n in range(1, 6)]
+attempt = st.tuples(st.sampled_from(PLAYERS), st.integers(1, 7), st.booleans(), st.booleans())  # player, seat, asked, acted
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(attempt, max_size=8), st.booleans()), max_size=12))
+def test_any_run_of_rounds_keeps_one_player_per_seat_and_one_seat_per_player(rounds):
+    seating = Seating()
+    for round_no, (attempts, voided) in enumerate(rounds, start=1):
+        taken: dict[str, str] = {}
+        for player, n, _asked, _acted in attempts:
+            spot = f"seat:{n}"
+            try:
+                check_bet(LIVE_8D_V2, seating, bet(player, spot), round_no)
+            except Refusal:
+                continue
+            if spot in taken or player in taken.values():
+                continue  # the round model refuses these (seat_taken / player_already_seated)
+            taken[spot] = player
+            holder = seating.holder(spot)
+            assert holder is None or holder.player_id == player
+        plays = [SeatPlay(s, p, *next((a, c) for pl, n, a, c in attempts if pl == p and f"seat:{n}" == s))
+                 for s, p in taken.items()]
+        before = seating
+        seating = after_round(LIVE_8D_V2, seating, round_no, plays, voided=voided)
+        spots = [h.spot for h in seating.held]
+        players = [h.player_id for h in seating.held]
+        assert len(spots) == len(set(spots)) and len(players) == len(set(players))
+        if voided:
+            assert seating.held == before.held
+        for h in seating.held:  # a seat is held only by who bet on it and acted, or kept it from before
+            assert taken.get(h.spot) == h.player_id or (voided and before.holder(h.spot) == h)
