@@ -24,7 +24,7 @@ What the rules here say (rule-set fields `seats_span_rounds`,
   others for one full round even when an idle client rebets automatically;
   they may take another free seat or bet behind meanwhile, and that seat, if
   still free, afterwards. Re-seating is just a main bet on a free seat.
-- A voided round changes nobody's seat (nobody could act in it); a round that
+- A voided round changes nobody's seat and records nothing (nobody could act in it); a round that
   closes after a later round already closed (a reversal and resettlement) does
   not move seats back.
 """
@@ -145,10 +145,8 @@ def after_round(rules: BlackjackRules, seating: Seating, round_no: int, plays: l
                 voided: bool = False) -> Seating:
     """The seats after round `round_no` closed with `plays` (see the module doc)."""
     require(len(plays) <= SPOTS_MAX, f"round {round_no}: {len(plays)} seats played, at most {SPOTS_MAX}")
-    if not rules.seats_span_rounds or round_no <= seating.last_round_no:
+    if not rules.seats_span_rounds or round_no <= seating.last_round_no or voided:
         return seating
-    if voided:
-        return Seating(seating.held, seating.lost, round_no)
     held: dict[str, Held] = {}
     lost = [x for x in seating.lost if x.round_no + rules.seat_lost_wait_rounds > round_no]
     played = {p.spot: p for p in plays}
