@@ -8,6 +8,7 @@ from typing import Any
 
 from ledger.eventlog import EventLog
 from ops.commands.audit import replay_all
+from projections.seating import replay_seating
 from tests.ledger.feed import Feed, lines
 
 LIVE = "blackjack/live-8d"
@@ -53,8 +54,11 @@ def held(ledger: Any, table: str) -> dict[str, str]:
 
 
 def replays_clean(ledger: Any) -> None:
+    """Every round replays to the same money, and the rounds replay to the same seats."""
     summary = replay_all(EventLog(ledger))
     assert summary["findings"] == []
+    seats = replay_seating(EventLog(ledger).records())
+    assert seats.findings == []
 
 
 def test_a_seat_is_held_across_rounds_one_seat_per_player_no_bet_behind(ledger):
@@ -222,3 +226,22 @@ def test_version_1_keeps_insurance_for_the_holder_only(ledger):
         f.follow("o", "insurance", True),
     )
     assert statuses(r)[-1] == ("refused", "no_follow_offer")
+
+
+def test_a_tampered_stored_seating_is_a_finding(ledger):
+    from tests.projections.test_audit_store import Store
+
+    f = Feed("bj-s9")
+    ingest(ledger, seat_round(f, 1, {"seat:1": "p1"}), seat_round(f, 2, {"seat:1": "p1"}, sources={"seat:1": "timeout"}))
+    replay = replay_seating(EventLog(ledger).records())
+    assert (replay.tables, replay.changes, replay.findings) == (1, 2, [])
+    changed = [r for r in EventLog(ledger).records() if getattr(r, "topic", "").endswith("Table.SeatingChanged")]
+    assert len(changed) == 2
+
+    def give_the_seat_back(state: dict) -> None:
+        state["seating"]["held"] = [["seat:1", "p1", 1]]
+        state["seating"]["lost"] = []
+
+    Store(ledger).edit_state(changed[1].position, give_the_seat_back)
+    findings = replay_seating(EventLog(ledger).records()).findings
+    assert [(x.kind, x.position) for x in findings] == [("seating_differs", changed[1].position)]
