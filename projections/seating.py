@@ -4,12 +4,10 @@ from its rounds' events and compare it with the stored `Table.SeatingChanged` ev
 The round replay (projections/replay.py) proves each round's money; this proves the
 seats: from the rounds alone (bets, decisions and who made them, how each closed) the
 same pure rules the ledger ran (domain/seating.py) must give exactly the seatings the
-ledger recorded, in the same order. Findings:
+ledger recorded for the same rounds. Findings:
 - `seating_differs`: a stored seating other than the recomputed one;
 - `seating_missing`: a round changed the seats but no `Table.SeatingChanged` names it;
 - `seating_unexpected`: a `Table.SeatingChanged` for a round that changed nothing.
-Table events are `Unknown` records to ledger/records.py (the Table aggregate is new and
-minimal); their stored fields are read here by name.
 """
 from __future__ import annotations
 
@@ -19,10 +17,8 @@ from dataclasses import dataclass, field
 from domain import registry
 from domain.model import Bet
 from domain.seating import Seating, after_round, seat_plays, spans_rounds
-from ledger.records import BetPlaced, DecisionTaken, Opened, Record, Settled, Unknown, Voided
+from ledger.records import BetPlaced, DecisionTaken, Opened, Record, Settled, TableSeatingChanged, Voided
 from projections.audit import Finding
-
-SEATING_TOPIC_SUFFIX = ":Table.SeatingChanged"
 
 
 @dataclass
@@ -63,8 +59,8 @@ def replay_seating(records: Iterable[Record]) -> SeatingReplay:
                 rounds[rec.aggregate_id].decisions.append((rec.hand, rec.source))
             case Settled() | Voided() if rec.aggregate_id in rounds and not rounds[rec.aggregate_id].closed:
                 _close(rounds[rec.aggregate_id], rec.aggregate_id, isinstance(rec, Voided), seatings, expected)
-            case Unknown() if rec.topic.endswith(SEATING_TOPIC_SUFFIX):
-                stored[str(rec.fields.get("round_id"))] = (rec.position, Seating.from_dict(rec.fields.get("seating") or {}))
+            case TableSeatingChanged():
+                stored[rec.round_id] = (rec.position, Seating.from_dict(rec.seating))
             case _:
                 pass
     return _compare(expected, stored, len(seatings))

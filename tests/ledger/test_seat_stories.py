@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.eventlog import EventLog
+from ledger.records import TableSeatingChanged
 from ops.commands.audit import replay_all
 from projections.seating import replay_seating
 from tests.ledger.feed import Feed, lines
@@ -50,7 +51,8 @@ def ingest(ledger: Any, *cmds: Any) -> list[Any]:
 
 
 def held(ledger: Any, table: str) -> dict[str, str]:
-    return {h.spot: h.player_id for h in ledger.get_table(table).seating.held}
+    t = ledger.get_table(table)
+    return {} if t is None else {h.spot: h.player_id for h in t.seating.held}
 
 
 def replays_clean(ledger: Any) -> None:
@@ -144,7 +146,7 @@ def test_version_1_feeds_keep_seating_round_by_round(ledger):
     r2 = ingest(ledger, seat_round(f, 2, {"seat:1": "p2", "seat:3": "p1"}, version=1))
     assert all(r.status == "accepted" for r in r2), statuses(r2)
     assert all(not e.startswith("Table.") for r in r2 for e in r.events)
-    assert ledger.get_table("bj-s6").version == 0
+    assert ledger.get_table("bj-s6") is None  # no Table aggregate: nothing spans rounds under v1
 
 
 def test_only_the_seated_player_decides_when_the_feed_names_who(ledger):
@@ -235,7 +237,7 @@ def test_a_tampered_stored_seating_is_a_finding(ledger):
     ingest(ledger, seat_round(f, 1, {"seat:1": "p1"}), seat_round(f, 2, {"seat:1": "p1"}, sources={"seat:1": "timeout"}))
     replay = replay_seating(EventLog(ledger).records())
     assert (replay.tables, replay.changes, replay.findings) == (1, 2, [])
-    changed = [r for r in EventLog(ledger).records() if getattr(r, "topic", "").endswith("Table.SeatingChanged")]
+    changed = [r for r in EventLog(ledger).records() if isinstance(r, TableSeatingChanged)]
     assert len(changed) == 2
 
     def give_the_seat_back(state: dict) -> None:
@@ -245,3 +247,20 @@ def test_a_tampered_stored_seating_is_a_finding(ledger):
     Store(ledger).edit_state(changed[1].position, give_the_seat_back)
     findings = replay_seating(EventLog(ledger).records()).findings
     assert [(x.kind, x.position) for x in findings] == [("seating_differs", changed[1].position)]
+
+
+def test_seats_live_in_the_configured_tables_aggregate_too(ledger):
+    f = Feed("bj-s10")
+    configure = {"type": "configure_table", "command_id": "cfg-1", "table_id": "bj-s10",
+                 "studio_time": "2024-05-01T11:00:00+00:00", "game": "blackjack", "ruleset_id": LIVE,
+                 "ruleset_version": 2, "currency": "EUR", "spots_count": 5}
+    r0 = ingest(ledger, configure)
+    assert r0[0].status == "accepted", statuses(r0)
+    r1 = ingest(ledger, seat_round(f, 1, {"seat:1": "p1"}, sources={"seat:1": "timeout"}))
+    assert all(r.status == "accepted" for r in r1), statuses(r1)
+    r2 = ingest(ledger, seat_round(f, 2, {"seat:2": "p2"}, tried=(("x", "p1", "seat:1"), ("y", "p3", "seat:6"))))
+    assert [s for s in statuses(r2) if s[0] == "refused"] == [("refused", "seat_lost"), ("refused", "unknown_spot")]
+    table = ledger.get_table("bj-s10")
+    assert table.current is not None and table.current.config_version == 1  # the configuration stays
+    assert {h.spot: h.player_id for h in table.seating.held} == {"seat:2": "p2"}
+    replays_clean(ledger)
