@@ -83,7 +83,8 @@ def test_wrong_or_unexpected_cards_change_nothing(seed, stop, wrong):
 def test_comparison_is_antisymmetric_and_tie_means_same_ranks(deck):
     a, b = tuple(deck[:3]), tuple(deck[3:6])
     assert tp.compare_hands(a, b, RULES) == -tp.compare_hands(b, a, RULES)
-    same = sorted(c.rank for c in a) == sorted(c.rank for c in b)
+    # a tie needs the same ranks in the same category: 5-6-9 suited (a colour) beats 5-6-9 offsuit
+    same = sorted(c.rank for c in a) == sorted(c.rank for c in b) and tp.category_of(a) == tp.category_of(b)
     assert (tp.compare_hands(a, b, RULES) == 0) == same
 
 
