@@ -342,6 +342,31 @@ class RefusalCode(StrEnum):
         "a command posted to the live service with an API key scoped to other tables; nothing recorded, not logged",
         "this API key may write tables {tables} only, not {table_id}; nothing was recorded",
     )
+    # table configuration (domain/tableconfig.py, ledger/table.py)
+    TABLE_LIMIT_FORBIDDEN = (
+        "table_limit_forbidden",
+        "a table limit the rule set does not allow: a bet type it does not offer, minimum above maximum, an amount "
+        "outside 1..AMOUNT_MAX_MINOR, a maximum that is not a multiple of a minimum every stake must divide by",
+        "table {table_id}: the {bet_type} limit {min}..{max} is not allowed under {ruleset_id} v{version}: {reason}",
+    )
+    TABLE_SETTING_FORBIDDEN = (
+        "table_setting_forbidden",
+        "a table setting the rule set does not allow: a setting of another game, or a count outside what the rule "
+        "set permits (seats/boxes, stakes per box, boxes per player, the Player/Banker difference limit)",
+        "table {table_id}: {setting}={value} is not allowed under {ruleset_id} v{version}: {reason}",
+    )
+    TABLE_MISMATCH = (
+        "table_mismatch",
+        "a command that disagrees with the table's configuration: configure_table naming a rule set of another "
+        "game, or open_round at a configured table under another rule set or currency",
+        "round {table_id}#{round_no} opens under {ruleset_id} v{version} in {currency}; table {table_id} is "
+        "configured (v{config_version}) for {table_ruleset} in {table_currency}",
+    )
+    BAD_TIMEZONE = (
+        "bad_timezone",
+        "a table timezone that is not an IANA time zone name",
+        "table {table_id}: {timezone!r} is not an IANA time zone name like 'Europe/Berlin' or 'UTC'",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,7 +579,20 @@ the results array, beside the ledger's own codes; the command never reaches the 
         "this API key may write tables T1, T2 only, not bacc-1; nothing was recorded"),
 ))
 
-SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE, SERVICE)
+TABLES = Section("Tables", """\
+Modules: domain/tableconfig.py (what a table may configure) and ledger/table.py (the Table
+aggregate, `configure_table`); open_round at a configured table (ledger/app.py); the `table`
+object of a round file (domain/roundfile.py). See docs/feed.md and docs/events.md.""", (
+    Use(C.TABLE_LIMIT_FORBIDDEN, example="table bj-2: the main limit 500..1,000.00 is not allowed under "
+        "blackjack/spielbank v1: every stake must be a multiple of the minimum 5.00; the maximum is not"),
+    Use(C.TABLE_SETTING_FORBIDDEN, example="table bj-1: stakes_per_box_max=2 is not allowed under "
+        "blackjack/live-8d v1: at most 1"),
+    Use(C.TABLE_MISMATCH, example="round bj-1#7 opens under blackjack/spielbank v1 in EUR; table bj-1 is configured "
+        "(v2) for blackjack/live-8d v1 in EUR"),
+    Use(C.BAD_TIMEZONE, example="table bj-1: 'Mars/Olympus' is not an IANA time zone name like 'Europe/Berlin' or 'UTC'"),
+))
+
+SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE, SERVICE, TABLES)
 
 
 def markdown() -> str:

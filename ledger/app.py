@@ -31,12 +31,15 @@ from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
+from domain.ruleset import BetLimit
+from domain.tableconfig import TableSettings
 from ledger import logging as ledger_logging
 from ledger.aggregate import LedgerAggregate, Stamp
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
     CloseBetting,
     Command,
+    ConfigureTable,
     DealCard,
     Decide,
     Follow,
@@ -53,6 +56,7 @@ from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRo
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
+from ledger.table import Table, table_id_for
 from ledger.startup import tables_created_alone
 
 A = TypeVar("A", bound=LedgerAggregate)
@@ -211,6 +215,14 @@ class LedgerApp(Application):
         found: Shoe = self.repository.get(shoe_id_for(table_id, shoe_id))
         return found
 
+    def get_table(self, table_id: str, version: int | None = None) -> Table | None:
+        """The table's aggregate (every configuration version), None if never configured."""
+        try:
+            found = self.repository.get(table_id_for(table_id), version=version)
+        except AggregateNotFoundError:
+            return None
+        return _as(Table, found)
+
     def forget_cached(self) -> None:
         """Drop every cached round and shoe (another process changed them): the next use reads the store."""
         cache = self.repository.cache
@@ -269,9 +281,13 @@ class LedgerApp(Application):
         for p in parsed:
             if isinstance(p, Refusal):
                 continue
+            if isinstance(p, ConfigureTable):
+                wanted.add(table_id_for(p.table_id))
+                continue
             wanted.add(round_id_for(p.table_id, p.round_no))
             if isinstance(p, OpenRound):
                 wanted.add(shoe_id_for(p.table_id, p.shoe_id))
+                wanted.add(table_id_for(p.table_id))
         wanted = {i for i in wanted if i not in cache.cache}
         if not wanted:
             return set()
@@ -303,7 +319,7 @@ class LedgerApp(Application):
             return Result(status="conflict", command_id=None, code="concurrency_conflict", message=message)
         return Result(
             status="conflict", command_id=cmd.command_id, code="concurrency_conflict", message=message,
-            round_id=round_text_for(cmd.table_id, cmd.round_no),
+            round_id=_round_text(cmd),
         )
 
 
@@ -455,12 +471,13 @@ class UnitOfWork:
 
     def _execute(self, cmd: Command, raw: Raw) -> Result:
         if self.debug:
-            with ledger_logging.bound(command_id=cmd.command_id, round=f"{cmd.table_id}#{cmd.round_no}"):
+            where = cmd.table_id if isinstance(cmd, ConfigureTable) else f"{cmd.table_id}#{cmd.round_no}"
+            with ledger_logging.bound(command_id=cmd.command_id, round=where):
                 return self._run(cmd, raw)
         return self._run(cmd, raw)
 
     def _run(self, cmd: Command, raw: Raw) -> Result:
-        rtext = round_text_for(cmd.table_id, cmd.round_no)
+        rtext = _round_text(cmd)
         self.marks = {}
         try:
             consequence = self._dispatch(cmd, Stamp(cmd.command_id, cmd.studio_time.isoformat()))
@@ -479,6 +496,9 @@ class UnitOfWork:
         """The command as a typed call on its round (and the round's shoe)."""
         if isinstance(cmd, OpenRound):
             self._open_round(cmd, stamp)
+            return None
+        if isinstance(cmd, ConfigureTable):
+            self._configure_table(cmd, stamp)
             return None
         r = self.round_or_new(cmd) if isinstance(cmd, Void) else self.round(cmd)
         before = r.phase
@@ -513,13 +533,31 @@ class UnitOfWork:
         r = self.round_or_new(cmd)
         r.refuse_if_exists()
         rules = registry.get_rule_set(cmd.ruleset_id, cmd.ruleset_version)
+        table = self.load(table_id_for(cmd.table_id))
+        applied = None
+        if table is not None:  # a configured table: the round plays by its current configuration
+            config = _as(Table, table).config_for_round(
+                ruleset_id=cmd.ruleset_id, ruleset_version=cmd.ruleset_version, currency=cmd.currency,
+                round_no=cmd.round_no)
+            applied = (config.config_version, config.config_hash, config.settings)
         shoe = self.shoe_or_new(cmd.table_id, cmd.shoe_id)
         round_in_shoe = shoe.start_round(
             stamp, rules, table_id=cmd.table_id, shoe_id=cmd.shoe_id, round_no=cmd.round_no, round_id=r.id,
         )
         r.open(
             stamp, rules, table_id=cmd.table_id, round_no=cmd.round_no, currency=cmd.currency, shoe_id=cmd.shoe_id,
-            dealer_id=cmd.dealer_id, round_in_shoe=round_in_shoe,
+            dealer_id=cmd.dealer_id, round_in_shoe=round_in_shoe, table=applied,
+        )
+
+    def _configure_table(self, cmd: ConfigureTable, stamp: Stamp) -> None:
+        found = self.load(table_id_for(cmd.table_id))
+        if found is None:
+            found = Table.new(cmd.table_id)
+            self._keep(found.id, found)
+        _as(Table, found).configure(
+            stamp, table_id=cmd.table_id, game=cmd.game, ruleset_id=cmd.ruleset_id,
+            ruleset_version=cmd.ruleset_version, currency=cmd.currency, timezone=cmd.timezone,
+            settings=settings_of(cmd),
         )
 
     def _deal_card(self, r: Round, cmd: DealCard, stamp: Stamp) -> Refusal | None:
@@ -542,7 +580,9 @@ class UnitOfWork:
 
     def _reject(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
                 events: tuple[str, ...] = ()) -> Result:
-        ids = (cmd.command_id, cmd.table_id, cmd.round_no, cmd.type) if cmd is not None else _peek(raw)
+        ids: Ids = _peek(raw)
+        if cmd is not None:
+            ids = (cmd.command_id, cmd.table_id, None if isinstance(cmd, ConfigureTable) else cmd.round_no, cmd.type)
         self.rows.rejections.append(
             RejectionRow(*ids, code=refusal.code, message=storable(refusal.message), payload=_raw_text(raw),
                          received_at=_now())
@@ -551,6 +591,27 @@ class UnitOfWork:
             status="refused", command_id=ids[0], code=refusal.code, message=refusal.message,
             round_id=round_id, events=events,
         )
+
+
+def _round_text(cmd: Command) -> str | None:
+    """The round a command is about, as text (None for a command about the table as a whole)."""
+    return None if isinstance(cmd, ConfigureTable) else round_text_for(cmd.table_id, cmd.round_no)
+
+
+def settings_of(cmd: ConfigureTable) -> TableSettings:
+    """The command's overrides of the rule set, as the pure rules take them."""
+    limits = tuple((t, BetLimit(v.min_minor, v.max_minor) if v.min_minor <= v.max_minor else _bad_limit(cmd, t))
+                   for t, v in sorted((cmd.limits or {}).items()))
+    return TableSettings(
+        limits=limits, stake_divisible_by_min=cmd.stake_divisible_by_min, spots_count=cmd.spots_count,
+        stakes_per_box_max=cmd.stakes_per_box_max, boxes_per_player_max=cmd.boxes_per_player_max,
+        difference_max_minor=cmd.difference_max_minor,
+    )
+
+
+def _bad_limit(cmd: ConfigureTable, bet_type: str) -> BetLimit:
+    raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
+                  f"table {cmd.table_id}: the {bet_type} limit has its minimum above its maximum")
 
 
 def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:

@@ -30,6 +30,42 @@ class _Command(BaseModel):
     studio_time: datetime  # the studio's clock, ISO 8601 with offset; the store keeps its own time too
 
 
+class _TableCommand(BaseModel):
+    """A command about a table as a whole (no round)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    command_id: Id
+    table_id: Id
+    studio_time: datetime
+
+
+class Limit(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    min_minor: MinorAmount
+    max_minor: MinorAmount
+
+
+class ConfigureTable(_TableCommand):
+    """A table's configuration (ledger/table.py): each change is a new configuration version.
+    Every optional setting left out is the rule set's value (domain/tableconfig.py says
+    which settings each game may configure and within what bounds)."""
+
+    type: Literal["configure_table"]
+    game: Literal["blackjack", "baccarat", "teen-patti"]
+    ruleset_id: Id
+    ruleset_version: Annotated[int, Field(ge=1, le=10**6)]
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    timezone: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_+\-/]+$")] = "UTC"
+    limits: Annotated[dict[Id, Limit], Field(max_length=64)] | None = None  # bet type -> min/max
+    stake_divisible_by_min: bool | None = None
+    spots_count: Annotated[int, Field(ge=1, le=16)] | None = None
+    stakes_per_box_max: Annotated[int, Field(ge=1, le=16)] | None = None
+    boxes_per_player_max: Annotated[int, Field(ge=1, le=16)] | None = None
+    difference_max_minor: MinorAmount | None = None  # baccarat: the Player/Banker difference limit
+
+
 class OpenRound(_Command):
     type: Literal["open_round"]
     ruleset_id: Id
@@ -109,13 +145,16 @@ class ReverseSettlement(_Command):
 
 
 Command = Annotated[
-    OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement,
+    OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
+    | ConfigureTable,
     Field(discriminator="type"),
 ]
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
 
 
-COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement)
+COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement,
+                   ConfigureTable)
+RoundCommand = OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
 
 
 def is_command(value: object) -> TypeGuard[Command]:

@@ -24,6 +24,7 @@ from domain.errors import require
 
 ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
+TABLE_TOPIC_PREFIX = "ledger.table:Table."
 ENVELOPE = ("position", "aggregate_id", "version", "server_time", "command_id", "studio_time")
 LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
 
@@ -84,6 +85,20 @@ class Opened(NamedTuple):
     shoe_id: str
     round_in_shoe: int
     dealer_id: str
+
+
+class TableApplied(NamedTuple):
+    """Right after Opened, only at a configured table: the configuration the round opened under."""
+
+    position: int
+    aggregate_id: str
+    version: int
+    server_time: datetime
+    command_id: str
+    studio_time: str
+    config_version: int
+    config_hash: str
+    settings: dict[str, Any]  # the table's overrides of the rule set (domain.tableconfig.TableSettings)
 
 
 class BetPlaced(NamedTuple):
@@ -283,6 +298,27 @@ class ShoeRetired(NamedTuple):
     cause: str
 
 
+# ------------------------------------------------------------------ table events
+class TableConfigured(NamedTuple):
+    """One configuration version of a table (ledger/table.py)."""
+
+    position: int
+    aggregate_id: str
+    version: int
+    server_time: datetime
+    command_id: str
+    studio_time: str
+    table_id: str
+    config_version: int
+    config_hash: str
+    game: str
+    ruleset_id: str
+    ruleset_version: int
+    currency: str
+    timezone: str
+    settings: dict[str, Any]
+
+
 class Unknown(NamedTuple):
     """A stored event outside this vocabulary (a replay reports it; views skip it)."""
 
@@ -296,21 +332,27 @@ class Unknown(NamedTuple):
     fields: dict[str, Any]
 
 
-RoundRecord: TypeAlias = (Opened | BetPlaced | BettingClosed | CardDealt | DecisionTaken | FollowDecided | Paused
-                          | Interrupted | Resumed | Voided | Settled | SettlementReversed)
+RoundRecord: TypeAlias = (Opened | TableApplied | BetPlaced | BettingClosed | CardDealt | DecisionTaken
+                          | FollowDecided | Paused | Interrupted | Resumed | Voided | Settled | SettlementReversed)
 ShoeRecord: TypeAlias = ShoeStarted | ShoeRoundStarted | ShoeCardsRecorded | ShoeRetired
-Record: TypeAlias = RoundRecord | ShoeRecord | Unknown
+TableRecord: TypeAlias = TableConfigured
+Record: TypeAlias = RoundRecord | ShoeRecord | TableRecord | Unknown
 RecordType: TypeAlias = type[Record]
 
 ROUND_TYPES: tuple[type[RoundRecord], ...] = (
     Opened, BetPlaced, BettingClosed, CardDealt, DecisionTaken, FollowDecided, Paused, Resumed, Voided, Settled,
     SettlementReversed, Interrupted)
+# Round events only a round at a configured table records (kept apart: a feed without
+# table configurations records exactly ROUND_TYPES, as it always did).
+TABLE_ROUND_TYPES: tuple[type[RoundRecord], ...] = (TableApplied,)
 SHOE_TYPES: tuple[type[ShoeRecord], ...] = (ShoeStarted, ShoeRoundStarted, ShoeCardsRecorded, ShoeRetired)
+TABLE_TYPES: tuple[type[TableRecord], ...] = (TableConfigured,)
 # Record type -> its stored event name (the topic after the module), as audit files and timelines show it.
 _SHOE_NAMES = {ShoeStarted: "Started", ShoeRoundStarted: "RoundStarted", ShoeCardsRecorded: "CardsRecorded",
                ShoeRetired: "Retired"}
 EVENT_NAMES: dict[type, str] = {
-    **{t: "Round." + t.__name__ for t in ROUND_TYPES}, **{t: "Shoe." + n for t, n in _SHOE_NAMES.items()}}
+    **{t: "Round." + t.__name__ for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES)}, **{t: "Shoe." + n for t, n in _SHOE_NAMES.items()},
+    TableConfigured: "Table.Configured"}
 SHORT_NAMES: dict[type, str] = {t: n.partition(".")[2] for t, n in EVENT_NAMES.items()}
 _TYPES_BY_NAME = {n: t for t, n in EVENT_NAMES.items()}
 
@@ -331,13 +373,14 @@ def is_round(record: Record) -> bool:
     return type(record) in _IS_ROUND
 
 
-_IS_ROUND = frozenset(ROUND_TYPES)
+_IS_ROUND = frozenset((*ROUND_TYPES, *TABLE_ROUND_TYPES))
 
 
 def type_of_topic(topic: str) -> RecordType:
     """The record type a stored topic decodes to (`Unknown` outside the vocabulary)."""
     name = topic.rpartition(":")[2]
-    if not (topic.startswith(ROUND_TOPIC_PREFIX) or topic.startswith(SHOE_TOPIC_PREFIX)):
+    if not (topic.startswith(ROUND_TOPIC_PREFIX) or topic.startswith(SHOE_TOPIC_PREFIX)
+            or topic.startswith(TABLE_TOPIC_PREFIX)):
         return Unknown
     return _TYPES_BY_NAME.get(name, Unknown)
 
@@ -419,7 +462,7 @@ def _unknown(topic: str) -> Decoder:
     return decode
 
 
-_DECODERS: dict[type, Decoder] = {t: _decoder(t) for t in (*ROUND_TYPES, *SHOE_TYPES)}
+_DECODERS: dict[type, Decoder] = {t: _decoder(t) for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES, *SHOE_TYPES, *TABLE_TYPES)}
 
 
 def stored_fields(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.money import Leg, check_balanced, house_account, player_account, round_account, transfer
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
+from domain.tableconfig import TableSettings, effective_rules
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 
 # Fixed forever: round and shoe ids are derived from it (docs/events.md).
@@ -52,6 +53,12 @@ def rules_for(ruleset_id: str, version: int, recorded_hash: str) -> RuleSet:
     rules = registry.get_rule_set(ruleset_id, version)
     require(ruleset_hash(rules.key) == recorded_hash, f"rule set {ruleset_id} v{version} changed")
     return rules
+
+
+@lru_cache(maxsize=1024)
+def table_rules_for(key: tuple[str, int], settings: TableSettings) -> RuleSet:
+    """The rule set `key` with a table's overrides (domain/tableconfig.py), made once per pair."""
+    return effective_rules(registry.get_rule_set(*key), settings)
 
 
 @lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
@@ -149,6 +156,20 @@ class Round(LedgerAggregate):
             r.ruleset_id, r.ruleset_version, r.ruleset_hash = self.ruleset_id, self.ruleset_version, self.ruleset_hash
             r.shoe_id, r.round_in_shoe, r.dealer_id = self.shoe_id, self.round_in_shoe, self.dealer_id
             r.phase = "betting"
+
+    class TableApplied(Event):
+        """Recorded right after Opened, only at a configured table (ledger/table.py): the
+        table configuration version the round opened under, its hash, and the table's
+        overrides of the rule set, so the round replays under exactly these for ever."""
+
+        config_version: int
+        config_hash: str
+        settings: dict[str, Any]  # domain.tableconfig.TableSettings.as_dict()
+
+        def apply(self, r: Round) -> None:
+            r.table_config = (self.config_version, self.config_hash)
+            r.table_settings = TableSettings.from_dict(self.settings)
+            r._rule_set = None
 
     class BetPlaced(Event):
         bet_id: str
@@ -297,6 +318,8 @@ class Round(LedgerAggregate):
         self.settlements: list[dict[str, Any]] = []
         self.reversed_nos: list[int] = []
         self._model: RoundModel | None = None
+        self.table_config: tuple[int, str] | None = None  # (version, hash) of the table configuration, if any
+        self.table_settings: TableSettings | None = None  # that configuration's overrides of the rule set
         self._rule_set: RuleSet | None = None  # derived from the opening facts (see `rules`)
         self._model_at = -1  # the version `_model` reflects; any other version rebuilds it
 
@@ -322,7 +345,10 @@ class Round(LedgerAggregate):
         """Looked up once per round (every command asks; the opening facts never change)."""
         rules = self._rule_set
         if rules is None and self.ruleset_id:
-            rules = self._rule_set = rules_for(self.ruleset_id, self.ruleset_version, self.ruleset_hash)
+            rules = rules_for(self.ruleset_id, self.ruleset_version, self.ruleset_hash)
+            if self.table_settings is not None:
+                rules = table_rules_for(rules.key, self.table_settings)
+            self._rule_set = rules
         return rules
 
     @property
@@ -381,7 +407,10 @@ class Round(LedgerAggregate):
     # ------------------------------------------------------------ commands
 
     def open(self, stamp: Stamp, rules: RuleSet, *, table_id: str, round_no: int, currency: str,
-             shoe_id: str, dealer_id: str, round_in_shoe: int) -> None:
+             shoe_id: str, dealer_id: str, round_in_shoe: int,
+             table: tuple[int, str, TableSettings] | None = None) -> None:
+        """Open under `rules` (the published rule set); at a configured table, `table` is
+        (config version, config hash, overrides) and is recorded as TableApplied."""
         self.refuse_if_exists()
         self._emit(
             Round.Opened, stamp,
@@ -389,6 +418,10 @@ class Round(LedgerAggregate):
             ruleset_version=rules.version, ruleset_hash=ruleset_hash(rules.key), currency=currency,
             shoe_id=shoe_id, round_in_shoe=round_in_shoe, dealer_id=dealer_id,
         )
+        if table is not None:
+            version, digest, settings = table
+            self._emit(Round.TableApplied, stamp, config_version=version, config_hash=digest,
+                       settings=settings.as_dict())
 
     def place_bet(self, bet: Bet, stamp: Stamp) -> None:
         self.refuse_unless_running()

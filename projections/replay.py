@@ -19,6 +19,7 @@ from domain.model import Bet, RoundModel
 from domain.money import format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
 from domain.ruleset import RuleSet
+from domain.tableconfig import TableSettings, effective_rules, settings_hash
 from ledger.records import (
     BetPlaced,
     BettingClosed,
@@ -35,6 +36,7 @@ from ledger.records import (
     Settled,
     SettlementReversed,
     StakeMove,
+    TableApplied,
     Voided,
     event_name,
     postings_of,
@@ -100,6 +102,8 @@ class _State:
     model: RoundModel | None = None
     stopped: str | None = None  # why the model can no longer follow the facts
     unknown_rules_at: int | None = None  # position of an Opened whose rule set the registry lacks
+    table_settings_hash: str | None = None  # the overrides of a configured table (TableApplied)
+    round_in_shoe: int = 1
     put_in: dict[tuple[str, str], int] = field(default_factory=dict)
     settlements: dict[int, tuple[Posting, ...]] = field(default_factory=dict)  # no -> postings
     steps: list[Step] = field(default_factory=list)
@@ -195,7 +199,7 @@ def _compare_postings(s: _State, event: Record, expected: dict[str, int]) -> Non
 
 
 def _opened(s: _State, e: Opened) -> None:
-    s.table_id, s.currency = e.table_id, e.currency
+    s.table_id, s.currency, s.round_in_shoe = e.table_id, e.currency, e.round_in_shoe
     try:
         rules = get_rule_set(e.ruleset_id, e.ruleset_version)
     except Refusal as refusal:
@@ -207,6 +211,19 @@ def _opened(s: _State, e: Opened) -> None:
                f"round recorded {e.ruleset_hash}: the rule set changed after this round was played")
     s.rules = rules
     s.model = new_round(rules, round_in_shoe=e.round_in_shoe)
+
+
+def _table_applied(s: _State, e: TableApplied) -> None:
+    """A configured table: the round plays by its rule set with the recorded overrides
+    (exactly the configuration version it opened under, whatever the table says today)."""
+    if s.rules is None:
+        return
+    if e.version != 2:
+        s.find("table_config_misplaced", e.position, "the table configuration must follow Opened directly")
+    settings = TableSettings.from_dict(e.settings)
+    s.rules = effective_rules(s.rules, settings)
+    s.model = new_round(s.rules, round_in_shoe=s.round_in_shoe)
+    s.table_settings_hash = settings_hash(settings)
 
 
 def _bet_placed(s: _State, e: BetPlaced) -> None:
@@ -285,7 +302,7 @@ def _settlement_reversed(s: _State, e: SettlementReversed) -> None:
 
 # A check takes the record type it is registered for.
 _CHECKS: dict[type, Callable[[_State, Any], None]] = {
-    Opened: _opened, BetPlaced: _bet_placed, BettingClosed: _betting_closed, CardDealt: _card_dealt,
+    Opened: _opened, TableApplied: _table_applied, BetPlaced: _bet_placed, BettingClosed: _betting_closed, CardDealt: _card_dealt,
     DecisionTaken: _decision_taken, FollowDecided: _follow_decided, Paused: _no_check,
     Interrupted: _interrupted, Resumed: _no_check, Voided: _voided, Settled: _settled, SettlementReversed: _settlement_reversed,
 }
@@ -353,12 +370,17 @@ def _settlement_reversed_text(s: _State, e: SettlementReversed) -> tuple[str, st
     return f"SETTLEMENT {e.settlement_no} REVERSED by {e.by}: {e.reason}", e.by
 
 
+def _table_applied_text(s: _State, e: TableApplied) -> tuple[str, str | None]:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(e.settings.items())) or "the rule set's defaults"
+    return f"at table configuration v{e.config_version} ({e.config_hash[:12]}): {shown}", None
+
+
 def _betting_closed_text(s: _State, e: BettingClosed) -> tuple[str, str | None]:
     return "betting closed", None
 
 
 _TEXTS: dict[type, Callable[[_State, Any], tuple[str, str | None]]] = {
-    Opened: _opened_text, BetPlaced: _bet_placed_text, BettingClosed: _betting_closed_text,
+    Opened: _opened_text, TableApplied: _table_applied_text, BetPlaced: _bet_placed_text, BettingClosed: _betting_closed_text,
     CardDealt: _card_dealt_text, DecisionTaken: _decision_taken_text, FollowDecided: _follow_decided_text,
     Paused: _paused_text, Interrupted: _interrupted_text, Resumed: _resumed_text, Voided: _voided_text, Settled: _settled_text,
     SettlementReversed: _settlement_reversed_text,
