@@ -25,8 +25,18 @@ from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
 from ledger.app import LedgerApp
-from ledger.records import Decoder, Record, RecordType, decoder_for, stored_fields, type_of_topic
+from ledger.records import (
+    TABLE_CONFIGURED_TOPIC,
+    Decoder,
+    Record,
+    RecordType,
+    TableConfigured,
+    decoder_for,
+    stored_fields,
+    type_of_topic,
+)
 from ledger.store import StoreUnavailable, db_url_from, env_for, open_app, require_ledger
+from ledger.table import table_id_for
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
@@ -196,6 +206,41 @@ class EventLog:
             count += len(rows)
             position = rows[-1].id + 1
         return count
+
+    def table_history(self, table_id: str) -> list[TableConfigured]:
+        """Every configuration version of one table, oldest first (empty: never configured)."""
+        rows = self._rows_where("originator_id", table_id_for(table_id))
+        return [r for r in map(self.decode, rows) if isinstance(r, TableConfigured)]
+
+    def tables(self) -> dict[str, list[TableConfigured]]:
+        """Every configured table's configuration versions, by table id (sorted), oldest first."""
+        found: dict[str, list[TableConfigured]] = {}
+        for record in map(self.decode, self._rows_where("topic", TABLE_CONFIGURED_TOPIC)):
+            if isinstance(record, TableConfigured):
+                found.setdefault(record.table_id, []).append(record)
+        return {t: sorted(found[t], key=lambda r: r.version) for t in sorted(found)}
+
+    def _rows_where(self, column: str, value: UUID | str) -> list[Notification]:
+        """Stored rows whose `column` (originator_id or topic) equals `value`, in global order."""
+        require(column in ("originator_id", "topic"), f"not a lookup column: {column}")
+        recorder = self._recorder
+        if self.backend.kind == SQLITE:
+            key = value.hex if isinstance(value, UUID) else value
+            statement = f"SELECT rowid, * FROM {recorder.events_table_name} WHERE {column}=? ORDER BY rowid"
+            with recorder.datastore.transaction(commit=False) as c:
+                c.execute(statement, [key])
+                return [Notification(id=r["rowid"], originator_id=recorder.convert_originator_id(r["originator_id"]),
+                                     originator_version=r["originator_version"], topic=r["topic"], state=r["state"])
+                        for r in c.fetchall()]
+        pg = SQL("SELECT * FROM {schema}.{table} WHERE {column} = %s ORDER BY notification_id").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name),
+            column=Identifier(column))
+        with recorder.datastore.transaction(commit=False) as curs:
+            curs.execute(pg, (value,))
+            return [Notification(id=r["notification_id"], originator_id=r["originator_id"],
+                                 originator_version=r["originator_version"], topic=r["topic"],
+                                 state=bytes(r["state"]))
+                    for r in curs.fetchall()]
 
     def round_records(self, round_id: UUID) -> list[Record]:
         """Every event of one round, in round order, with global positions (one indexed query)."""

@@ -25,6 +25,7 @@ from domain.errors import require
 ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
 TABLE_TOPIC_PREFIX = "ledger.table:Table."
+TABLE_CONFIGURED_TOPIC = TABLE_TOPIC_PREFIX + "Configured"
 ENVELOPE = ("position", "aggregate_id", "version", "server_time", "command_id", "studio_time")
 LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
 
