@@ -25,6 +25,7 @@ from domain.outcome import RoundOutcome
 from domain.refusals import RefusalCode
 from domain.registry import get_rule_set, new_round, unknown_rule_set
 from domain.ruleset import RuleSet
+from domain.tableconfig import check_settings, effective_rules, settings_from_file, settings_hash
 
 BET_FIELDS = ("bet_id", "player_id", "spot", "bet_type", "stake_minor", "mode", "seat_no")
 STEPS_MAX = 500
@@ -44,6 +45,7 @@ class Played:
     complete: bool = False
     view: dict[str, Any] = field(default_factory=dict)
     outcome: RoundOutcome | None = None  # what happened (hands, totals, winner), once complete
+    table: dict[str, Any] | None = None  # the file's `table` object as applied: table_id, settings, settings_hash
 
 
 def parse_bet(raw: object) -> Bet:
@@ -92,6 +94,11 @@ def play(data: object, *, outcome: bool = True) -> Played:
         raise Refusal(RefusalCode.BAD_ROUND_FILE, "the round file must be a JSON object")
     rules = _rule_set(data)
     played = Played(rules.id, rules.version, rules.content_hash())
+    if data.get("table") is not None:  # a declared table: its limits and counts over the rule set's
+        table_id, settings = settings_from_file(data["table"])
+        check_settings(rules, settings, table_id)
+        rules = effective_rules(rules, settings)
+        played.table = {"table_id": table_id, "settings": settings.as_dict(), "settings_hash": settings_hash(settings)}
     model = new_round(rules, round_in_shoe=int(data.get("round_in_shoe", 1)))
     steps = data.get("steps", [])
     if len(steps) > STEPS_MAX:

@@ -81,6 +81,14 @@ class TableSettings:
             "difference_max_minor")})
 
 
+def describe_settings(settings: Mapping[str, Any]) -> str:
+    """`main 2.00..1,000.00; spots_count 5` from the stored form (the rule set's value for the rest)."""
+    parts = [f"{t} {format_minor(v['min_minor'])}..{format_minor(v['max_minor'])}"
+             for t, v in sorted(settings.get("limits", {}).items())]
+    parts += [f"{k} {v}" for k, v in sorted(settings.items()) if k != "limits"]
+    return "; ".join(parts) or "the rule set's defaults"
+
+
 def settings_hash(settings: TableSettings) -> str:
     return content_hash(settings.as_dict())
 
@@ -187,3 +195,55 @@ def effective_rules(rules: RuleSet, settings: TableSettings) -> RuleSet:
     effective = dataclasses.replace(rules, **overrides)
     effective.__dict__.pop("_content_hash", None)  # replace copies no cache, but never trust a copied one
     return effective
+
+
+# ---------------------------------------------------------------- the round file's `table` object
+TABLE_FILE_FIELDS = ("table_id", "currency", "timezone", "limits", "stake_divisible_by_min", "spots_count",
+                     "stakes_per_box_max", "boxes_per_player_max", "difference_max_minor")
+_COUNT_FIELDS = ("spots_count", "stakes_per_box_max", "boxes_per_player_max", "difference_max_minor")
+
+
+def settings_from_file(raw: object) -> tuple[str, TableSettings]:
+    """(table id, overrides) from a round file's `table` object (docs/rounds.md): the
+    settings of configure_table, by the same names; a wrong shape is `bad_round_file`."""
+    if not isinstance(raw, dict):
+        raise _bad_file(f"'table' must be an object, got {raw!r}")
+    unknown = sorted(set(raw) - set(TABLE_FILE_FIELDS))
+    if unknown:
+        raise _bad_file(f"'table' has unknown fields {unknown}; allowed: {', '.join(TABLE_FILE_FIELDS)}")
+    table_id = raw.get("table_id", "table")
+    for name in ("table_id", "currency", "timezone"):
+        if name in raw and not isinstance(raw[name], str):
+            raise _bad_file(f"table {name} must be a string, got {raw[name]!r}")
+    for name in _COUNT_FIELDS:
+        if raw.get(name) is not None and not _is_int(raw[name]):
+            raise _bad_file(f"table {name} must be an integer, got {raw[name]!r}")
+    divisible = raw.get("stake_divisible_by_min")
+    if divisible is not None and not isinstance(divisible, bool):
+        raise _bad_file(f"table stake_divisible_by_min must be true or false, got {divisible!r}")
+    limits_raw = raw.get("limits") or {}
+    if not isinstance(limits_raw, dict):
+        raise _bad_file("table limits must be an object: {bet_type: {min_minor, max_minor}}")
+    limits = []
+    for bet_type, value in sorted(limits_raw.items()):
+        if not (isinstance(value, dict) and set(value) == {"min_minor", "max_minor"}
+                and _is_int(value["min_minor"]) and _is_int(value["max_minor"])):
+            raise _bad_file(f"table limit {bet_type!r} must be {{\"min_minor\": int, \"max_minor\": int}}, got {value!r}")
+        if not 0 < value["min_minor"] <= value["max_minor"] <= AMOUNT_MAX_MINOR:
+            raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
+                          f"table {table_id}: the {bet_type} limit {value['min_minor']}..{value['max_minor']} needs "
+                          f"0 < minimum <= maximum <= {AMOUNT_MAX_MINOR}")
+        limits.append((bet_type, BetLimit(value["min_minor"], value["max_minor"])))
+    settings = TableSettings(
+        limits=tuple(limits), stake_divisible_by_min=divisible,
+        **{name: raw.get(name) for name in _COUNT_FIELDS},
+    )
+    return table_id, settings
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bad_file(message: str) -> Refusal:
+    return Refusal(RefusalCode.BAD_ROUND_FILE, message)

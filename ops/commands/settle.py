@@ -11,6 +11,7 @@ from domain.money import format_minor
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.roundfile import play
+from domain.tableconfig import describe_settings
 from ops.errors import check_input_file
 
 EPILOG = """\
@@ -64,12 +65,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "status": "settled",
             "ruleset": {"id": played.ruleset_id, "version": played.ruleset_version, "hash": played.ruleset_hash},
+            "table": played.table,
             "outcome": played.outcome.as_dict() if played.outcome is not None else None,
             "results": [r.as_dict() for r in played.results],
             "remainder_total": f"{total_remainder.numerator}/{total_remainder.denominator}",
         }, indent=2))
         return 0
     print(f"{played.ruleset_id} v{played.ruleset_version}  (rule-set hash {played.ruleset_hash[:12]}…)")
+    if played.table is not None:
+        print(f"at table {played.table['table_id']}: {describe_settings(played.table['settings'])}")
     if played.outcome is not None:
         _print_outcome(played.outcome)
     for r in played.results:

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from domain.money import format_minor
+from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
 
@@ -39,14 +39,6 @@ def as_dict(r: TableConfigured) -> dict[str, Any]:
             "game": r.game, "ruleset_id": r.ruleset_id, "ruleset_version": r.ruleset_version,
             "currency": r.currency, "timezone": r.timezone, "settings": r.settings,
             "studio_time": r.studio_time, "command_id": r.command_id, "position": r.position}
-
-
-def describe_settings(settings: dict[str, Any]) -> str:
-    """`main 2.00..1,000.00; spots_count 5` (the rule set's value for everything not shown)."""
-    parts = [f"{t} {format_minor(v['min_minor'])}..{format_minor(v['max_minor'])}"
-             for t, v in sorted(settings.get("limits", {}).items())]
-    parts += [f"{k} {v}" for k, v in sorted(settings.items()) if k != "limits"]
-    return "; ".join(parts) or "the rule set's defaults"
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -117,3 +117,21 @@ def test_an_unconfigured_table_records_what_it_always_did(ledger: Any, store_url
         assert recompute(records).findings == []
     finally:
         log.close()
+
+
+def test_table_show_and_list_commands(ledger: Any, store_url: str, capsys: Any) -> None:
+    from ops.cli import main
+
+    assert ledger.handle(configure(1, **V1)).status == "accepted"
+    assert ledger.handle(configure(2, **V2)).status == "accepted"
+    assert main(["table", "show", TABLE, "--db", store_url, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [v["config_version"] for v in shown["versions"]] == [1, 2]
+    assert shown["versions"][1]["settings"] == V2 and shown["versions"][0]["timezone"] == "Asia/Kolkata"
+    assert main(["table", "show", TABLE, "--db", store_url]) == 0
+    assert "tie 1.00..1,000.00" in capsys.readouterr().out
+    assert main(["table", "show", "nowhere", "--db", store_url]) == 1
+    assert "no configuration" in capsys.readouterr().err
+    assert main(["table", "list", "--db", store_url, "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(t["table_id"], t["config_version"]) for t in listed] == [(TABLE, 2)]
