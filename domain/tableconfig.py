@@ -145,9 +145,16 @@ def _check_counts(rules: RuleSet, settings: TableSettings, table_id: str) -> Non
             continue
         most = getattr(rules, name)
         if name == "boxes_per_player_max":
-            most = min(most, settings.spots_count or getattr(rules, "spots_count"))
+            most = min(most, settings.spots_count or _count(rules, "spots_count"))
         if not 1 <= value <= most:
             raise _setting(rules, table_id, name, value, f"1..{most}")
+
+
+def _count(rules: RuleSet, name: str) -> int:
+    """A blackjack count field of a rule set typed as the base class (the game was checked first)."""
+    value = getattr(rules, name)
+    require(isinstance(value, int), f"{rules.id} has no count {name}")
+    return int(value)
 
 
 def _check_difference(rules: RuleSet, settings: TableSettings, table_id: str) -> None:
@@ -191,7 +198,7 @@ def effective_rules(rules: RuleSet, settings: TableSettings) -> RuleSet:
             overrides[name] = value
     if settings.spots_count is not None and settings.boxes_per_player_max is None:
         # fewer seats than the rule set's boxes per player: a player can play at most every seat
-        overrides["boxes_per_player_max"] = min(getattr(rules, "boxes_per_player_max"), settings.spots_count)
+        overrides["boxes_per_player_max"] = min(_count(rules, "boxes_per_player_max"), settings.spots_count)
     effective = dataclasses.replace(rules, **overrides)
     effective.__dict__.pop("_content_hash", None)  # replace copies no cache, but never trust a copied one
     return effective

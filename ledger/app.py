@@ -48,6 +48,7 @@ from ledger.commands import (
     PlaceBet,
     Resume,
     ReverseSettlement,
+    RoundCommand,
     Void,
     is_command,
     parse_command,
@@ -56,8 +57,8 @@ from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRo
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
-from ledger.table import Table, table_id_for
 from ledger.startup import tables_created_alone
+from ledger.table import Table, table_id_for
 
 A = TypeVar("A", bound=LedgerAggregate)
 __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
@@ -218,7 +219,7 @@ class LedgerApp(Application):
     def get_table(self, table_id: str, version: int | None = None) -> Table | None:
         """The table's aggregate (every configuration version), None if never configured."""
         try:
-            found = self.repository.get(table_id_for(table_id), version=version)
+            found: object = self.repository.get(table_id_for(table_id), version=version)
         except AggregateNotFoundError:
             return None
         return _as(Table, found)
@@ -369,7 +370,7 @@ class UnitOfWork:
         except KeyError:
             return None
 
-    def round(self, cmd: Command) -> Round:
+    def round(self, cmd: RoundCommand) -> Round:
         """The command's round; refused when it was never opened (nor voided)."""
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
@@ -378,7 +379,7 @@ class UnitOfWork:
             )
         return _as(Round, found)
 
-    def round_or_new(self, cmd: Command) -> Round:
+    def round_or_new(self, cmd: RoundCommand) -> Round:
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
             found = Round.new(cmd.table_id, cmd.round_no)

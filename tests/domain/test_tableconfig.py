@@ -37,7 +37,7 @@ def _place(rules: RuleSet, bet_type: str, stake_minor: int) -> None:
     """Place one bet of `bet_type` (with what it needs first) on a fresh round under `rules`."""
     model = new_round(rules, round_in_shoe=1)
     if rules.game == "blackjack":
-        spot = f"{getattr(rules, 'spot_kind')}:1"
+        spot = f"{rules.spot_kind}:1"
         main_min = rules.limit_for("main").min_minor
         if bet_type == "main":
             model.place_bet(Bet("b", "p1", spot, "main", stake_minor))
@@ -91,7 +91,7 @@ def test_spielbank_stakes_divisible_by_the_table_minimum() -> None:
 @pytest.mark.parametrize("spots", [1, 4])
 def test_spots_count_at_the_limit_and_one_past(rules: RuleSet, spots: int) -> None:
     effective = _rules(rules, spots_count=spots)
-    kind = getattr(rules, "spot_kind")
+    kind = rules.spot_kind
     model = new_round(effective, round_in_shoe=1)
     model.place_bet(Bet("b", "p1", f"{kind}:{spots}", "main", 1_000))
     with pytest.raises(Refusal) as refused:
@@ -114,11 +114,11 @@ def test_stakes_per_box_at_the_limit_and_one_past(stakes: int) -> None:
                          ids=lambda v: getattr(v, "id", str(v)))
 def test_boxes_per_player_at_the_limit_and_one_past(rules: RuleSet, boxes: int) -> None:
     effective = _rules(rules, boxes_per_player_max=boxes)
-    kind = getattr(rules, "spot_kind")
+    kind = rules.spot_kind
     model = new_round(effective, round_in_shoe=1)
     for i in range(1, boxes + 1):
         model.place_bet(Bet(f"b{i}", "p1", f"{kind}:{i}", "main", 1_000))
-    if boxes == getattr(rules, "spots_count"):
+    if boxes == rules.spots_count:
         return  # every box already taken by the player: nothing left to refuse on
     with pytest.raises(Refusal) as refused:
         model.place_bet(Bet("x", "p1", f"{kind}:{boxes + 1}", "main", 1_000))
@@ -179,4 +179,4 @@ def test_settings_round_trip_and_hash() -> None:
 
 def test_fewer_seats_than_boxes_per_player_clamps_the_default() -> None:
     effective = _rules(TOUR, spots_count=3)
-    assert getattr(effective, "boxes_per_player_max") == 3
+    assert effective.boxes_per_player_max == 3
