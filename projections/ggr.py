@@ -30,6 +30,8 @@ from projections.state import (
     Put,
     Rows,
     View,
+    Zones,
+    as_zones,
     fraction_text,
     gaming_day,
     parse_fraction,
@@ -115,14 +117,15 @@ def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementRever
 SUMMED = ("rounds_closed", "staked_minor", "paid_minor", "refunded_minor", "ggr_minor")
 
 
-def ggr_rows(db: Db, zone: tzinfo = UTC) -> list[dict[str, Any]]:
-    """Per gaming day (in `zone`), table, game and currency."""
+def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+    """Per gaming day (in `zone`, or each table's own zone), table, game and currency."""
+    zones = as_zones(zone)
     cols = GGR.column_names
     days: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
         lambda: dict.fromkeys(SUMMED, 0) | {"rounding_kept": Fraction(0)})
     for found in db.query(f"SELECT {', '.join(cols)} FROM {GGR.name}"):
         row = dict(zip(cols, found))
-        key = (gaming_day(row["period"], zone), row["table_id"], row["game"], row["currency"])
+        key = (gaming_day(row["period"], zones.of(row["table_id"])), row["table_id"], row["game"], row["currency"])
         total = days[key]
         for column in SUMMED:
             total[column] += row[column]

@@ -48,7 +48,19 @@ from ledger.records import (
 from projections.balances import PLAYER_PREFIX, account_row
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, gaming_day, iso, postings_delta, studio_utc, utc_text
+from projections.state import (
+    Change,
+    Put,
+    Rows,
+    View,
+    Zones,
+    as_zones,
+    gaming_day,
+    iso,
+    postings_delta,
+    studio_utc,
+    utc_text,
+)
 
 RECALL_ROUNDS = Table(
     "proj_recall_rounds",
@@ -289,9 +301,10 @@ def _result_dict(r: SettlementLine) -> dict[str, Any]:
 
 
 def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
-                  zone: tzinfo = UTC) -> list[dict[str, Any]]:
+                  zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
     """The player's `last` rounds, oldest first, each with the round's timeline and its
     gaming `day` (the studio time's day in `zone`)."""
+    zones = as_zones(zone)
     require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
     cols = RECALL.column_names
     found = db.query(
@@ -304,7 +317,7 @@ def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
         for col in RECALL.json_columns:
             row[col] = _loads(row[col])
         row["timeline"] = expand_timeline(_loads(values[-1]))
-        row["day"] = gaming_day(row["studio_at"], zone)
+        row["day"] = gaming_day(row["studio_at"], zones.of(row["table_id"]))
         out.append(row)
     return out
 

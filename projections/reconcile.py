@@ -43,7 +43,7 @@ from ledger.records import (
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
-from projections.state import studio_utc
+from projections.state import Zones, as_zones, studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 MOVEMENT_TYPES = ("debit", "credit", "cancel")
@@ -74,8 +74,8 @@ class Movement:
 class _Movements:
     """Collects the movements in event order, each (type, reference) kept distinct."""
 
-    def __init__(self, zone: tzinfo) -> None:
-        self.zone = zone
+    def __init__(self, zone: tzinfo | Zones) -> None:
+        self.zones = as_zones(zone)
         self.rounds: dict[str, tuple[str, str, str]] = {}  # round id -> (table, currency, TABLE#NO)
         self.moves_seen: Counter[str] = Counter()
         self.keys: Counter[tuple[str, str]] = Counter()
@@ -87,7 +87,7 @@ class _Movements:
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
         self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
-                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zone).date().isoformat(), table, ev.aggregate_id, label))
+                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zones.of(table)).date().isoformat(), table, ev.aggregate_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
@@ -120,8 +120,9 @@ class _Movements:
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
-def expected_movements(events: Iterable[Record], zone: tzinfo = UTC) -> list[Movement]:
-    """Every wallet movement the ledger's events imply, in event order; days in `zone`."""
+def expected_movements(events: Iterable[Record], zone: tzinfo | Zones = UTC) -> list[Movement]:
+    """Every wallet movement the ledger's events imply, in event order; days in `zone`
+    (or each table's own zone)."""
     movements = _Movements(zone)
     for ev in events:
         movements.add(ev)

@@ -10,13 +10,25 @@ default); totals by cause and day are summed per asked zone (`refund_totals`).
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ledger.records import Record, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, day_bounds, gaming_day, iso, studio_utc, utc_text
+from projections.state import (
+    Change,
+    Put,
+    Rows,
+    View,
+    Zones,
+    as_zones,
+    day_bounds,
+    gaming_day,
+    iso,
+    studio_utc,
+    utc_text,
+)
 
 REFUNDS = Table(
     "proj_refunds",
@@ -49,32 +61,55 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
 
 
 def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,
-                 zone: tzinfo = UTC) -> list[dict[str, Any]]:
-    """Every refund line of the gaming days asked for, each with its `day` in `zone`."""
-    where, params = _between(day_from, day_to, zone)
+                 zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+    """Every refund line of the gaming days asked for, each with its `day` in `zone`
+    (or its table's own zone)."""
+    zones = as_zones(zone)
+    where, params = _between(day_from, day_to, zones)
     cols = REFUNDS.column_names
     found = db.query(f"SELECT {', '.join(cols)} FROM {REFUNDS.name}{where} ORDER BY position, line_no", params)
-    return [row | {"day": gaming_day(row["studio_at"], zone)} for row in (dict(zip(cols, r)) for r in found)]
+    rows = (row | {"day": gaming_day(row["studio_at"], zones.of(row["table_id"]))}
+            for row in (dict(zip(cols, r)) for r in found))
+    return [row for row in rows if _within(row["day"], day_from, day_to)]
 
 
 def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None,
-                  zone: tzinfo = UTC) -> list[dict[str, Any]]:
-    """Count and amount per gaming day (in `zone`), cause and currency."""
-    where, params = _between(day_from, day_to, zone)
+                  zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+    """Count and amount per gaming day (in `zone`, or each table's own zone), cause and currency."""
+    zones = as_zones(zone)
+    where, params = _between(day_from, day_to, zones)
     found = db.query(
-        f"SELECT studio_at, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
-        "GROUP BY studio_at, cause, currency", params)
+        f"SELECT studio_at, table_id, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
+        "GROUP BY studio_at, table_id, cause, currency", params)
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for at, cause, currency, n, amount in found:
-        t = totals[(gaming_day(at, zone), cause, currency)]
+    for at, table_id, cause, currency, n, amount in found:
+        day = gaming_day(at, zones.of(table_id))
+        if not _within(day, day_from, day_to):
+            continue
+        t = totals[(day, cause, currency)]
         t[0] += int(n)
         t[1] += int(amount)
     return [{"day": d, "cause": c, "currency": cur, "refunds": n, "amount_minor": a}
             for (d, c, cur), (n, a) in sorted(totals.items())]
 
 
-def _between(day_from: str | None, day_to: str | None, zone: tzinfo) -> tuple[str, list[str]]:
-    low, high = day_bounds(day_from, day_to, zone)
+def _widened(bound: str | None, days: int) -> str | None:
+    if bound is None:
+        return None
+    return utc_text(datetime.fromisoformat(bound) + timedelta(days=days))
+
+
+def _within(day: str, day_from: str | None, day_to: str | None) -> bool:
+    return (day_from is None or day >= day_from) and (day_to is None or day <= day_to)
+
+
+def _between(day_from: str | None, day_to: str | None, zones: Zones) -> tuple[str, list[str]]:
+    """The studio-time bounds of the days asked for. With tables in zones of their own the
+    bounds are a day wider on each side (every zone is within a day of UTC); the exact days
+    are then kept per table by `_within`."""
+    low, high = day_bounds(day_from, day_to, zones.fallback)
+    if zones.by_table:
+        low, high = _widened(low, -1), _widened(high, 1)
     clauses, params = [], []
     if low:
         clauses.append("studio_at >= ?")

@@ -14,16 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
+from zoneinfo import ZoneInfo
 
 import orjson
 
 from domain.errors import require
-from ledger.records import Postings, Record, RecordType
+from ledger.records import Postings, Record, RecordType, TableConfigured
 from projections.sql import Db, Table, delete_sql, select_sql
 
 CACHE_ROWS_MAX = 500_000  # beyond this the committed cache is dropped and refilled lazily
@@ -90,6 +91,28 @@ def quarter_hour(moment: datetime) -> str:
     """The UTC quarter hour an instant falls in (utc_text): every zone in use today is a
     whole number of quarter hours from UTC, so a quarter hour lies in one day of any zone."""
     return utc_text(moment.replace(minute=moment.minute - moment.minute % 15, second=0, microsecond=0))
+
+
+class Zones:
+    """The time zone of each table's gaming days: its configured `timezone` (configure_table)
+    where it has one, else `fallback` (the --timezone option / LEDGER_TIMEZONE, UTC by default)."""
+
+    def __init__(self, fallback: tzinfo = UTC, by_table: dict[str, tzinfo] | None = None) -> None:
+        self.fallback = fallback
+        self.by_table = by_table or {}
+
+    def of(self, table_id: str | None) -> tzinfo:
+        return self.by_table.get(table_id or "", self.fallback)
+
+
+def table_zones(tables: Mapping[str, Sequence[TableConfigured]], fallback: tzinfo = UTC) -> Zones:
+    """Zones from the tables' configurations (`EventLog.tables()`): each table's current timezone."""
+    return Zones(fallback, {t: ZoneInfo(history[-1].timezone) for t, history in tables.items() if history})
+
+
+def as_zones(zone: tzinfo | Zones) -> Zones:
+    """A single zone for every table, or the per-table zones as given."""
+    return zone if isinstance(zone, Zones) else Zones(zone)
 
 
 def gaming_day(utc: str, zone: tzinfo) -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from fractions import Fraction
-from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, add_timezone_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from projections.ggr import ggr_rows
 from projections.state import fraction_text, parse_fraction
 
@@ -36,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rows = ggr_rows(views.db, ZoneInfo(args.timezone))
+        rows = ggr_rows(views.db, gaming_day_zones(views.log, args.timezone))
     totals: dict[str, dict] = {}
     for r in rows:
         t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,

@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from zoneinfo import ZoneInfo
 
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ops.options import int_range, timezone
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
+from projections.state import Zones, table_zones
 
 EPILOG = """\
 Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
@@ -47,8 +49,13 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
 
 def add_timezone_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
-                   help="the studio's time zone: days are gaming days there, by studio time "
-                   "(default: LEDGER_TIMEZONE or UTC)")
+                   help="the studio's time zone: days are gaming days there, by studio time; a table "
+                   "configured with a time zone of its own uses that one (default: LEDGER_TIMEZONE or UTC)")
+
+
+def gaming_day_zones(log: EventLog, fallback: str) -> Zones:
+    """Each configured table's own time zone for its gaming days; `fallback` (--timezone) for the rest."""
+    return table_zones(log.tables(), ZoneInfo(fallback))
 
 
 @contextmanager

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, add_timezone_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from ops.options import int_range
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN, recall_rounds
 
@@ -33,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rounds = recall_rounds(views.db, args.player, args.last, ZoneInfo(args.timezone))
+        rounds = recall_rounds(views.db, args.player, args.last, gaming_day_zones(views.log, args.timezone))
     if args.json:
         print(json.dumps({"player_id": args.player, "rounds": rounds}, indent=2))
         return 0 if rounds else 1

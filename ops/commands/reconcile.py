@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
-from ops.commands.project import add_db_argument, add_timezone_argument
+from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones
 from ops.errors import CliError, ErrorCode, check_input_file
 from ops.options import int_range
 from projections.reconcile import (
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
-        movements = expected_movements(log.records(), ZoneInfo(args.timezone))
+        movements = expected_movements(log.records(), gaming_day_zones(log, args.timezone))
     finally:
         log.close()
     report = reconcile(wallet, movements)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from zoneinfo import ZoneInfo
 
 from domain.money import format_minor
-from ops.commands.project import add_db_argument, add_timezone_argument, open_views
+from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from ops.options import check_day_range, day
 from projections.refunds import refund_lines, refund_totals
 
@@ -37,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_day_range(args.day_from, args.day_to)
     with open_views(args.db) as views:
-        zone = ZoneInfo(args.timezone)
+        zone = gaming_day_zones(views.log, args.timezone)
         lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to, zone)
         totals = refund_totals(views.db, args.day_from, args.day_to, zone)
     if args.json:

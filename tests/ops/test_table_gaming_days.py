@@ -1,0 +1,78 @@
+"""Gaming days by the table's own time zone (configure_table `timezone`): ggr, refunds,
+recall and reconcile's expected movements; --timezone stays the fallback for other tables."""
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.eventlog import EventLog
+from ledger.store import open_app
+from ops.cli import main
+from projections.reconcile import expected_movements
+from projections.state import table_zones
+from tests.ledger.feed import Feed, lines, teen_patti_round
+
+LATE = datetime(2024, 5, 1, 20, 0, tzinfo=UTC)  # 01:30 on 2 May in Kolkata, still 1 May in UTC
+
+
+def _at_late_evening(cmds: list[Any]) -> list[Any]:
+    out = []
+    for c in cmds:
+        for one in c if isinstance(c, list) else [c]:
+            out.append(one | {"studio_time": LATE.isoformat()})
+    return out
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    app = open_app(url)
+    try:
+        configure = {"type": "configure_table", "command_id": "cfg-1", "table_id": "TP-IN",
+                     "studio_time": LATE.isoformat(), "game": "teen-patti", "ruleset_id": "teen-patti/20-20",
+                     "ruleset_version": 1, "currency": "EUR", "timezone": "Asia/Kolkata"}
+        assert app.handle(json.dumps(configure)).status == "accepted"
+        for table in ("TP-IN", "TP-UTC"):
+            f = Feed(table)
+            results = app.ingest(lines(*_at_late_evening(teen_patti_round(f))))
+            assert all(r.status == "accepted" for r in results)
+            f.at(2)
+            results = app.ingest(lines(*_at_late_evening([f.open("teen-patti/20-20", shoe_id="d2"),
+                                                          f.bet("v1", "alice", "table", "tie", 100), f.void()])))
+            assert all(r.status == "accepted" for r in results)
+    finally:
+        app.close()
+    return url
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    assert main(list(argv)) in (0, 1)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_ggr_refunds_recall_by_the_table_zone(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _json(capsys, "ggr", "--db", store, "--json")["rows"]
+    assert {(r["table_id"], r["day"]) for r in rows} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
+    refunds = _json(capsys, "refunds", "--db", store, "--json")["refunds"]
+    assert {(r["table_id"], r["day"]) for r in refunds} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
+    only_2nd = _json(capsys, "refunds", "--db", store, "--json", "--from", "2024-05-02", "--to", "2024-05-02")
+    assert {r["table_id"] for r in only_2nd["refunds"]} == {"TP-IN"}
+    assert [t["refunds"] for t in only_2nd["totals"]] == [1]
+    recalled = _json(capsys, "recall", "alice", "--db", store, "--json")["rounds"]
+    assert {(r["table_id"], r["day"]) for r in recalled} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
+    # the option is the fallback: the unconfigured table moves, the configured one stays
+    rows = _json(capsys, "ggr", "--db", store, "--json", "--timezone", "Asia/Tokyo")["rows"]
+    assert {(r["table_id"], r["day"]) for r in rows} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-02")}
+
+
+def test_reconcile_movements_by_the_table_zone(store: str) -> None:
+    log = EventLog.open(store)
+    try:
+        movements = expected_movements(log.records(), table_zones(log.tables()))
+    finally:
+        log.close()
+    assert {(m.table_id, m.day) for m in movements} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
