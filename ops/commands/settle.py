@@ -65,17 +65,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "status": "settled",
             "ruleset": {"id": played.ruleset_id, "version": played.ruleset_version, "hash": played.ruleset_hash},
-            "outcome": played.outcome.as_dict() if played.outcome is not None else None,
             "table": played.table,
+            "outcome": played.outcome.as_dict() if played.outcome is not None else None,
             "results": [r.as_dict() for r in played.results],
             "remainder_total": f"{total_remainder.numerator}/{total_remainder.denominator}",
         }, indent=2))
         return 0
     print(f"{played.ruleset_id} v{played.ruleset_version}  (rule-set hash {played.ruleset_hash[:12]}…)")
-    if played.outcome is not None:
-        _print_outcome(played.outcome)
     if played.table is not None:
         print(f"at table {played.table['table_id']}: {describe_settings(played.table['settings'])}")
+    if played.outcome is not None:
+        _print_outcome(played.outcome)
     for r in played.results:
         rem = "" if r.remainder_num == 0 else f"  remainder {r.remainder_num}/{r.remainder_den}"
         print(f"  {r.bet_id:<12} {r.player_id:<10} {r.bet_type:<16} {r.outcome:<9} "
