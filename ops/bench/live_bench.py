@@ -8,10 +8,14 @@ measured 5-6x slower than the server's /healthz on this machine, so it hid the s
 Open loop: command i of the feed is due at start + i / rate, whatever the answers before
 it. Each of the 50 tables sends its own commands in feed order, one at a time (a table's
 next command waits for the previous answer, as a game server would), over many client
-connections. Latency is measured from the command's due time (so a server that falls
-behind is charged for the queue, not only for the service time).
+connections. Latency is measured from the command's due time, or from its send if the
+client's timer sent it earlier (so a server that falls behind is charged for the queue,
+not only for the service time, including the wait of a table's next command for the
+answer to its previous one).
 
     python -m ops.bench.live_bench                      # rates 250..4000/s, 4 s per step
+    python -m ops.bench.live_bench --rates 250,500,1000,1500,2000 --seconds 5 --repeats 3 --jetstream-commands 5000
+    python -m ops.bench.live_bench --rates 1000 --modes group --trace   # where the latency goes
     python -m ops.bench.live_bench --rates 1000 --seconds 5 --workers 2
     python -m ops.bench.live_bench --skip-http --jetstream-commands 20000
 """
@@ -21,9 +25,11 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -31,6 +37,7 @@ from typing import Any
 
 PG_URL = os.environ.get("LEDGER_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TABLES = 50
+TIMER_SLACK_S = 0.0005
 
 
 def fresh_schema_url() -> str:
@@ -82,10 +89,19 @@ class Conn:
         self.host, self.port, self.headers = host, port, headers
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+    async def connect(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
     async def request(self, method: str, path: str, body: bytes = b"",
                       content_type: str = "application/x-ndjson") -> tuple[int, bytes]:
         if self.writer is None or self.reader is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            await self.connect()
+        assert self.reader is not None and self.writer is not None
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\nContent-Type: {content_type}\r\n{self.headers}\r\n"
         self.writer.write(head.encode() + body)
         status_line = await self.reader.readline()
@@ -103,7 +119,7 @@ class Conn:
 
 
 class Server:
-    def __init__(self, url: str, port: int, workers: int, max_batch: int) -> None:
+    def __init__(self, url: str, port: int, workers: int, max_batch: int, trace_dir: str | None = None) -> None:
         from ledger.keys import key_store
         from ledger.store import open_app
 
@@ -116,7 +132,8 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ops.cli", "serve", "--db", url, "--port", str(port), "--workers", str(workers),
              "--max-batch", str(max_batch), "--log-level", "warning"],
-            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={**os.environ, **({"LEDGER_SERVE_TRACE_DIR": trace_dir} if trace_dir else {})})
 
     def wait_ready(self) -> None:
         import httpx
@@ -145,34 +162,70 @@ class Server:
         return {"transactions": int(n), "commit_ms_mean": round(1000 * got["ledger_batch_commit_seconds_sum"] / n, 2),
                 "commands_per_transaction": round(got["ledger_batch_commands_sum"] / n, 1)}
 
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds used so far by the server's processes: their event-loop (main) threads, and
+        every other thread (the group-commit writer, connection pools). Linux /proc; {} elsewhere."""
+        tick = os.sysconf("SC_CLK_TCK")
+        got = {"loop": 0.0, "other_threads": 0.0}
+        pids, seen = [self.proc.pid], set()
+        try:
+            while pids:
+                pid = pids.pop()
+                if pid in seen:
+                    continue
+                seen.add(pid)
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    got["loop" if int(tid) == pid else "other_threads"] += (int(fields[11]) + int(fields[12])) / tick
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        pids.extend(int(c) for c in f.read().split())
+        except OSError:
+            return {}
+        return got
+
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=60)
 
 
-async def open_loop(base: str, key: str, lines: list[bytes], rate: float) -> dict[str, Any]:
+async def open_loop(base: str, key: str, lines: list[bytes], rate: float,
+                    timings: list[tuple[int, float, float, float]] | None = None) -> dict[str, Any]:
+    """One step of load. `timings`, when given, gets (feed index, due, sent, answered) per command."""
     by_table: dict[str, list[int]] = defaultdict(list)
     for i, line in enumerate(lines):
         by_table[json.loads(line)["table_id"]].append(i)
     latencies: list[float] = []
     errors = 0
     port = int(base.rsplit(":", 1)[1])
+    conns = [Conn("127.0.0.1", port, f"Authorization: Bearer {key}\r\n") for _ in by_table]
+    for conn in conns:  # a game server is connected before its table's first command
+        await conn.connect()
     start = time.perf_counter() + 0.2
 
-    async def table(indexes: list[int]) -> None:  # one connection per table (a game server's own)
+    async def table(conn: Conn, indexes: list[int]) -> None:  # one connection per table (a game server's own)
         nonlocal errors
-        conn = Conn("127.0.0.1", port, f"Authorization: Bearer {key}\r\n")
         for i in indexes:
             due = start + i / rate
-            delay = due - time.perf_counter()
+            # The event loop wakes on whole milliseconds after a timer is due (epoll's
+            # resolution): aiming half a millisecond early makes the send time err by at most
+            # +-0.5 ms instead of always late by 0-1 ms; a command sent early is timed from its
+            # send (below), so being early never shortens a latency.
+            delay = due - TIMER_SLACK_S - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            sent = time.perf_counter()
             status, body = await conn.request("POST", "/v1/commands", lines[i])
+            answered = time.perf_counter()
             if status != 200 or json.loads(body)[0]["status"] != "accepted":
                 errors += 1
-            latencies.append(time.perf_counter() - due)
+            latencies.append(answered - min(due, sent))
+            if timings is not None:
+                timings.append((i, due, sent, answered))
 
-    await asyncio.gather(*(table(ix) for ix in by_table.values()))
+    await asyncio.gather(*(table(conn, ix) for conn, ix in zip(conns, by_table.values())))
+    for conn in conns:
+        conn.close()
     elapsed = time.perf_counter() - start
     latencies.sort()
 
@@ -183,25 +236,78 @@ async def open_loop(base: str, key: str, lines: list[bytes], rate: float) -> dic
             "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2), "p999_ms": round(q(0.999), 2)}
 
 
-def http_steps(rates: list[float], seconds: float, workers: int) -> None:
-    modes = [("group commit", 500), ("one command per transaction", 1)]
+MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1)}
+
+
+def http_steps(rates: list[float], seconds: float, workers: int, trace: bool = False,
+               modes: tuple[tuple[str, int], ...] = tuple(MODES.values()), warmup_s: float = 1.0,
+               repeats: int = 1) -> None:
+    """Every rate, each mode, `repeats` times, interleaved (every mode sees the same machine
+    load); with repeats > 1 each run's row and then the median of the runs."""
     best: dict[str, float] = {}
     for rate in rates:
-        for name, max_batch in modes:  # interleaved: both modes see the same machine load
-            url = fresh_schema_url()
-            server = Server(url, free_port(), workers, max_batch)
-            try:
-                server.wait_ready()
-                lines = feed(int(rate * seconds), f"r{int(rate)}")
-                row = asyncio.run(open_loop(server.base, server.key, lines, rate))
-                row.update(server.batches())
-            finally:
-                server.stop()
-                drop_schema(url)
-            print(json.dumps({"mode": name, "workers": workers, **row}), flush=True)
+        runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for _ in range(repeats):
+            for name, max_batch in modes:
+                row = http_step(rate, seconds, workers, name, max_batch, trace, warmup_s)
+                runs[name].append(row)
+                print(json.dumps(row if repeats == 1 else {"run": True, **row}), flush=True)
+        for name, rows in runs.items():
+            row = rows[0] if repeats == 1 else median_row(rows)
+            if repeats > 1:
+                print(json.dumps(row), flush=True)
             if row["p99_ms"] <= 50 and row["errors"] == 0 and row["acked_per_s"] >= 0.9 * rate:
                 best[name] = max(best.get(name, 0), rate)
     print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
+
+
+def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each figure over the runs (each figure on its own)."""
+    from statistics import median
+
+    out = {k: v for k, v in rows[0].items() if isinstance(v, str)}
+    out["runs"] = len(rows)
+    for k, v in rows[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = round(median(r[k] for r in rows), 2)
+        elif isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()):
+            out[k] = {kk: round(median(r[k][kk] for r in rows), 2) for kk in v}
+    out["median_of_runs"] = True
+    return out
+
+
+def http_step(rate: float, seconds: float, workers: int, name: str, max_batch: int, trace: bool,
+              warmup_s: float) -> dict[str, Any]:
+    url = fresh_schema_url()
+    trace_dir = tempfile.mkdtemp(prefix="live-bench-trace-") if trace else None
+    server = Server(url, free_port(), workers, max_batch, trace_dir)
+    timings: list[tuple[int, float, float, float]] | None = [] if trace else None
+    try:
+        server.wait_ready()
+        if warmup_s > 0:  # a live server is warm: code paths, key cache, prepared statements
+            warm_rate = min(rate, 250.0)
+            asyncio.run(open_loop(server.base, server.key, feed(int(warm_rate * warmup_s), "warm"), warm_rate))
+        lines = feed(int(rate * seconds), f"r{int(rate)}")
+        cpu_before, client_before = server.cpu_s(), time.process_time()
+        row = asyncio.run(open_loop(server.base, server.key, lines, rate, timings))
+        cpu_after, client_cpu_s = server.cpu_s(), time.process_time() - client_before
+        row.update(server.batches())
+        # CPU time per command (robust on a shared machine, unlike the latencies)
+        row["cpu_us_per_command"] = {**{k: round(1e6 * (cpu_after[k] - cpu_before[k]) / len(lines))
+                                        for k in cpu_after},
+                                     "client": round(1e6 * client_cpu_s / len(lines))}
+    finally:
+        server.stop()
+        drop_schema(url)
+    row = {"mode": name, "workers": workers, **row, "load_avg_1m": round(os.getloadavg()[0], 2)}
+    if trace_dir is not None and timings is not None:
+        from ops.bench.live_trace import breakdown
+
+        parsed = [json.loads(line) for line in lines]
+        row["trace"] = breakdown(timings, [d["command_id"] for d in parsed], [d["table_id"] for d in parsed],
+                                 trace_dir)
+        shutil.rmtree(trace_dir, ignore_errors=True)
+    return row
 
 
 def jetstream(commands: int) -> None:
@@ -248,11 +354,21 @@ def main() -> int:
     p.add_argument("--rates", default="250,500,1000,2000,3000,4000", help="offered commands/s, comma-separated")
     p.add_argument("--seconds", type=float, default=4.0, help="load per step")
     p.add_argument("--workers", type=int, default=1, help="ledger serve --workers")
+    p.add_argument("--warmup-s", type=float, default=1.0,
+                   help="unmeasured load (other tables, at most 250/s) before each step; 0: none")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="runs of each step (interleaved); > 1 also prints each step's medians, which decide")
     p.add_argument("--skip-http", action="store_true")
+    p.add_argument("--modes", default="group,single",
+                   help="group (group commit), single (one command per transaction), or both (the default)")
+    p.add_argument("--trace", action="store_true",
+                   help="per-request server timestamps and GC passes: print where each step's latency goes")
     p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")
     args = p.parse_args()
     if not args.skip_http:
-        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers)
+        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers, args.trace,
+                   tuple(MODES[m] for m in args.modes.split(",")), args.warmup_s,
+                   args.repeats)
     if args.jetstream_commands:
         jetstream(args.jetstream_commands)
     return 0

@@ -14,9 +14,9 @@ Every request needs an API key (ledger keys add) except /healthz, /readyz and /m
   ledger serve --db postgresql://postgres@127.0.0.1:5432/postgres --workers 2
   curl -s localhost:8080/readyz
 
-Commands posted at the same moment are committed together (one transaction per
-window of --max-wait-ms, at most --max-batch commands); each answer comes after
-its commit. With --workers N, a table is written by one process at a time
+Commands posted while a batch commits are committed together in the next one
+(at most --max-batch commands; --max-wait-ms > 0 also waits that long to gather
+more); each answer comes after its commit. With --workers N, a table is written by one process at a time
 (per-table locks in a private directory). SIGTERM: stop taking requests, finish
 and commit what was taken, then exit.
 """
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
     p.add_argument("--max-wait-ms", type=float, default=None, metavar="MS",
-                   help="group-commit window after the first waiting command (default 2)")
+                   help="extra wait after the first waiting command, to gather larger batches (default 0: none)")
     p.add_argument("--max-batch", type=int, default=None, metavar="N",
                    help="commands per transaction at most (default 500)")
     p.add_argument("--log-level", default="info")

@@ -57,21 +57,32 @@ def role(*allowed: str) -> Callable[..., Awaitable[ApiKey]]:
 
     async def check(request: Request,
                     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
-        # async, so a cached key costs no thread hop; a store read goes to the thread pool
-        key = None
-        if creds is not None:
-            keys: Keys = request.app.state.keys
-            known, key = keys.cached(creds.credentials)
-            if not known:
-                key = await run_in_threadpool(keys.check, creds.credentials)
-        if key is None:
-            raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
-                                headers={"WWW-Authenticate": "Bearer"})
-        if key.role not in allowed:
-            raise HTTPException(403, f"role {key.role} may not use this route (needs {' or '.join(allowed)})")
-        return key
+        return await key_of(request, creds, allowed)
 
     return check
+
+
+async def key_of(request: Request, creds: HTTPAuthorizationCredentials | None, allowed: tuple[str, ...]) -> ApiKey:
+    """The caller's key, which must have one of `allowed` roles (401 without a valid key, 403 else)."""
+    # async, so a cached key costs no thread hop; a store read goes to the thread pool
+    key = None
+    if creds is not None:
+        keys: Keys = request.app.state.keys
+        known, key = keys.cached(creds.credentials)
+        if not known:
+            key = await run_in_threadpool(keys.check, creds.credentials)
+    if key is None:
+        raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if key.role not in allowed:
+        raise HTTPException(403, f"role {key.role} may not use this route (needs {' or '.join(allowed)})")
+    return key
+
+
+async def writer_key(request: Request) -> ApiKey:
+    """What the `Writer` dependency gives, called directly: the hot route (POST /v1/commands)
+    skips FastAPI's dependency solving, a quarter of its CPU per request."""
+    return await key_of(request, await bearer(request), ROLE_WRITE)
 
 
 

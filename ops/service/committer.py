@@ -1,9 +1,12 @@
 """Group commit: many callers' commands, one transaction per short window.
 
 Callers `submit(raws)` and get a Future of their own results. One writer thread
-takes what has queued, waits at most `max_wait_ms` after the first waiting
-command (or until `max_batch` commands are in), and writes everything taken in
-ONE `LedgerApp.run_batch` call (one transaction). Each future is resolved only
+takes what has queued whenever it is free (at most `max_batch` commands) and
+writes everything taken in ONE `LedgerApp.run_batch` call (one transaction):
+what arrives while a batch commits makes the next batch, so batches grow with
+the load by themselves and an idle writer adds no delay. `max_wait_ms` > 0 also
+waits that long after the first waiting command to gather more (fewer, larger
+transactions for more latency; `ledger ingest -` does that on a pipe). Each future is resolved only
 after that commit, so an answer always means "durably recorded". The queue is
 FIFO and there is one writer per process, so the commands of a table keep their
 arrival order. Across processes (`ledger serve --workers N`), `TableLocks` makes
@@ -11,6 +14,7 @@ sure no two processes write the same table at once.
 """
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 from ledger.app import LedgerApp
 from ledger.batching import Result
 
-MAX_WAIT_MS_DEFAULT = 2.0
+MAX_WAIT_MS_DEFAULT = 0.0  # a 2 ms window cost 2 ms on every answer and made no batch larger under load
 MAX_BATCH_DEFAULT = 500
 CONFLICT_RETRIES = 5
 LOCK_PARTITIONS = 64
@@ -73,7 +77,9 @@ class TableLocks:
 class _Request:
     raws: list[bytes | str]
     future: Future[list[Result]] = field(default_factory=Future)
+    waiter: asyncio.Future[list[Result]] | None = None  # set by `results`: answered on its event loop
     arrived: float = field(default_factory=time.monotonic)
+    timing: dict[str, float] | None = None  # filled in for ops/service/trace.py: batch start, commit end, batch size
 
 
 BatchHook = Callable[[int, float, list[Result]], None]  # (commands, seconds, results) after each commit
@@ -91,18 +97,33 @@ class GroupCommitter:
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
-    def submit(self, raws: Sequence[bytes | str]) -> Future[list[Result]]:
-        request = _Request(list(raws))
+    def submit(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> Future[list[Result]]:
+        request = _Request(list(raws), timing=timing)
         if not request.raws:
             request.future.set_result([])
             return request.future
+        self._enqueue(request)
+        return request.future
+
+    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> list[Result]:
+        """`submit` for a caller on an event loop: the writer answers all of one batch's
+        callers on a loop with ONE call into it (not one wake-up per caller), and a caller
+        that went away (cancelled) is skipped, never an error in the writer."""
+        if not raws:
+            return []
+        loop = asyncio.get_running_loop()
+        request = _Request(list(raws), timing=timing, waiter=loop.create_future())
+        self._enqueue(request)
+        assert request.waiter is not None
+        return await request.waiter
+
+    def _enqueue(self, request: _Request) -> None:
         with self._cv:
             if self._closing:
                 raise RuntimeError("the ledger writer is shutting down")
             self._queue.append(request)
             self._queued += len(request.raws)
             self._cv.notify()
-        return request.future
 
     def close(self) -> None:
         """Write everything already submitted, then stop the writer thread."""
@@ -148,19 +169,54 @@ class GroupCommitter:
         try:
             results = self.write(raws)
         except BaseException as exc:  # every caller hears of it; the writer lives on
-            for request in taken:
-                request.future.set_exception(exc)
+            _answer(taken, [exc] * len(taken))
             return
+        committed = time.perf_counter()
         if self.on_commit is not None:
-            self.on_commit(len(raws), time.perf_counter() - started, results)
+            self.on_commit(len(raws), committed - started, results)
+        answers: list[Answer] = []
         at = 0
         for request in taken:
-            request.future.set_result(results[at : at + len(request.raws)])
+            if request.timing is not None:
+                request.timing.update(b=started, c=committed, k=len(raws))
+            answers.append(results[at : at + len(request.raws)])
             at += len(request.raws)
+        _answer(taken, answers)
 
     def write(self, raws: list[bytes | str]) -> list[Result]:
         with self.locks.hold(raws) if self.locks else _nothing():
             return write_batch(self.app, raws)
+
+
+Answer = list[Result] | BaseException
+
+
+def _answer(taken: list[_Request], answers: list[Answer]) -> None:
+    """Each request its answer: thread futures directly, event-loop waiters one call per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[list[Result]], Answer]]] = {}
+    for request, answer in zip(taken, answers):
+        if request.waiter is not None:
+            by_loop.setdefault(request.waiter.get_loop(), []).append((request.waiter, answer))
+        elif not request.future.done():  # a cancelled future is no reason to stop the writer
+            if isinstance(answer, BaseException):
+                request.future.set_exception(answer)
+            else:
+                request.future.set_result(answer)
+    for loop, waiters in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, waiters)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+
+def _settle(waiters: list[tuple[asyncio.Future[list[Result]], Answer]]) -> None:
+    for waiter, answer in waiters:
+        if waiter.done():  # its caller went away
+            continue
+        if isinstance(answer, BaseException):
+            waiter.set_exception(answer)
+        else:
+            waiter.set_result(answer)
 
 
 def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:

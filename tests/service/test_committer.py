@@ -91,3 +91,39 @@ def test_table_locks_exclude_the_same_partition_only(tmp_path):
         assert not try_lock(mine)
         assert try_lock(other)
     assert try_lock(mine)
+
+
+def test_event_loop_callers_are_answered_and_one_that_went_away_stops_nothing():
+    import asyncio
+
+    gate = threading.Event()
+    ledger = FakeLedger(gate)
+    committer = GroupCommitter(ledger, max_wait_ms=10_000, max_batch=3)  # type: ignore[arg-type]
+
+    async def main() -> tuple[list[str], list[str], bool]:
+        gone = asyncio.ensure_future(committer.results([cmd("gone")]))
+        kept = asyncio.ensure_future(committer.results([cmd("k1"), cmd("k2")]))
+        await asyncio.sleep(0.05)
+        gone.cancel()  # its caller went away while the batch was being written
+        gate.set()
+        first = [r.command_id for r in await kept]
+        later = [r.command_id for r in await committer.results([cmd("a1"), cmd("a2"), cmd("a3")])]  # writer lives on
+        return first, later, gone.cancelled()
+
+    first, later, cancelled = asyncio.run(main())
+    committer.close()
+    assert first == ["k1", "k2"] and later == ["a1", "a2", "a3"] and cancelled
+    assert ledger.calls == [["gone", "k1", "k2"], ["a1", "a2", "a3"]]  # written all the same: nothing is undone
+
+
+def test_a_thread_caller_that_cancelled_stops_nothing():
+    gate = threading.Event()
+    ledger = FakeLedger(gate)
+    committer = GroupCommitter(ledger, max_wait_ms=10_000, max_batch=2)  # type: ignore[arg-type]
+    gone, kept = committer.submit([cmd("gone")]), committer.submit([cmd("kept")])
+    assert gone.cancel()  # still pending in the writer's hands: a concurrent Future may be cancelled
+    gate.set()
+    assert [r.command_id for r in kept.result(timeout=10)] == ["kept"]
+    after = committer.submit([cmd("a1"), cmd("a2")]).result(timeout=10)  # the writer lives on
+    assert [r.command_id for r in after] == ["a1", "a2"]
+    committer.close()

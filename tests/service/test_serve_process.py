@@ -36,7 +36,7 @@ def test_keys_cli(tmp_path, capsys):
     assert ledger("keys", "add", "--role", "auditor", "--db", db).stdout.startswith("lk_")
     listed = json.loads(ledger("keys", "list", "--db", db, "--json").stdout)
     assert [(k["name"], k["tables"]) for k in listed][0] == ("s1", ["T1", "T2"])
-    assert made["key"] not in json.dumps(listed) and made["key"].split("_")[2] not in Path(tmp_path / "k.db").read_text(
+    assert made["key"] not in json.dumps(listed) and made["key"].split("_", 2)[2] not in Path(tmp_path / "k.db").read_text(
         errors="replace")  # only the hash is stored
     assert ledger("keys", "revoke", "s1", "--db", db).returncode == 0
     assert ledger("keys", "revoke", "s1", "--db", db).returncode == 1  # already revoked

@@ -1,0 +1,66 @@
+"""POST /v1/commands on its fast path (CommandsFastPath) answers exactly as the FastAPI route
+it bypasses: the same requests to an app without it, on a store of its own, give the same
+statuses, headers and bodies; and it is logged under the route's name."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from ops.service.app import CommandsFastPath, Settings, create_app
+
+from .conftest import auth, feed, make_keys
+
+
+def _exchange(url: str, fast: bool) -> tuple[list[tuple[Any, ...]], int]:
+    """The answers to a set of requests, and how many of them FastAPI's route handled."""
+    keys = make_keys(url, scoped=["T1", "T2"])
+    api = create_app(Settings(db_url=url, key_cache_s=0.0))
+    if not fast:  # before the first request: the middleware stack is built then
+        api.user_middleware = [m for m in api.user_middleware if m.cls is not CommandsFastPath]
+    route = next(r for r in api.routes if isinstance(r, APIRoute) and r.path == "/v1/commands")
+    routed = []
+    inner = route.app
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        routed.append(scope["method"])
+        await inner(scope, receive, send)
+
+    route.app = counted
+    lines = feed(tables=2, rounds=1)[:6]
+    ndjson = {"Content-Type": "application/x-ndjson"}
+    asks: list[tuple[str, dict[str, str], bytes]] = [
+        ("POST", {}, b"\n".join(lines)),
+        ("POST", auth("lk_nokey_nosecret"), b"\n".join(lines)),
+        ("POST", {"Authorization": "Basic abc"}, b"\n".join(lines)),
+        ("POST", auth(keys["backoffice"]), b"\n".join(lines)),
+        ("POST", {**auth(keys["studio"]), "Content-Type": "application/json"}, b"{not json"),
+        ("POST", {**auth(keys["studio"]), "Content-Type": "application/json"}, b'{"a": 1}'),
+        ("POST", {**auth(keys["scoped"]), **ndjson}, b"\n".join(lines[:2])),
+        ("POST", {**auth(keys["studio"]), **ndjson}, b"\n".join(lines[:3])),
+        ("POST", {**auth(keys["studio"]), "Content-Type": "application/json"},
+         b"[" + b",".join(lines[:4]) + b"]"),
+        ("POST", {**auth(keys["studio"]), **ndjson}, b""),
+        ("GET", auth(keys["studio"]), b""),
+    ]
+    seen = []
+    with TestClient(api) as client:
+        for method, headers, body in asks:
+            r = client.request(method, "/v1/commands", headers=headers, content=body)
+            seen.append((r.status_code, r.headers.get("content-type"), r.headers.get("www-authenticate"),
+                         r.json()))
+    return seen, len(routed)
+
+
+def test_fast_path_answers_as_the_route(store_url, second_store, capsys):
+    fast, routed = _exchange(store_url, fast=True)
+    assert routed == 0  # FastAPI's route never ran: the fast path answered
+    logged = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
+    assert [x["route"] for x in logged if x.get("event") == "request"] == ["/v1/commands"] * len(fast)
+    slow, routed = _exchange(second_store, fast=False)
+    assert fast == slow and routed == 10
+    statuses = [s[0] for s in fast]
+    assert statuses == [401, 401, 401, 403, 422, 422, 200, 200, 200, 200, 405]  # the table is not vacuous
+    assert {r["status"] for r in fast[8][3]} >= {"duplicate"}  # a resend of what was just recorded
