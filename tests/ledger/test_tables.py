@@ -132,6 +132,10 @@ def test_table_show_and_list_commands(ledger: Any, store_url: str, capsys: Any) 
     assert "tie 1.00..1,000.00" in capsys.readouterr().out
     assert main(["table", "show", "nowhere", "--db", store_url]) == 1
     assert "no configuration" in capsys.readouterr().err
+    f = Feed(TABLE)
+    ledger.ingest(lines(*teen_patti_round(f)))
+    assert main(["round", "show", f"{TABLE}#1", "--db", store_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["table_config"]["version"] == 2
     assert main(["table", "list", "--db", store_url, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(t["table_id"], t["config_version"]) for t in listed] == [(TABLE, 2)]
