@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from domain.cards import parse_card
-from domain.errors import Refusal
+from domain.errors import InvariantBroken, Refusal
 from domain.model import Bet, RoundModel
 from domain.money import format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
@@ -220,8 +220,13 @@ def _table_applied(s: _State, e: TableApplied) -> None:
         return
     if e.version != 2:
         s.find("table_config_misplaced", e.position, "the table configuration must follow Opened directly")
-    settings = TableSettings.from_dict(e.settings)
-    s.rules = effective_rules(s.rules, settings)
+    try:
+        settings = TableSettings.from_dict(e.settings)
+        s.rules = effective_rules(s.rules, settings)
+    except (InvariantBroken, KeyError, TypeError, ValueError, AttributeError) as exc:  # a tampered store
+        s.stopped = "table configuration unreadable"
+        s.find("table_config_invalid", e.position, f"the recorded table settings cannot be applied: {exc}")
+        return
     s.model = new_round(s.rules, round_in_shoe=s.round_in_shoe)
     s.table_settings_hash = settings_hash(settings)
 

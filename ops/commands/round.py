@@ -13,6 +13,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.errors import Refusal
 from domain.money import format_minor
+from domain.tableconfig import describe_settings
 from ledger.round import round_id_for
 from ledger.store import open_app, require_ledger
 from ops.commands.project import add_db_argument, open_views
@@ -109,6 +110,9 @@ def describe(app: Any, round_uuid: UUID) -> dict[str, Any]:
     return {
         "round_id": str(rnd.id), "table_id": rnd.table_id, "round_no": rnd.round_no, "game": rnd.game,
         "ruleset": f"{rnd.rules.id} v{rnd.rules.version}" if rnd.rules else None, "currency": rnd.currency,
+        "table_config": ({"version": rnd.table_config[0], "hash": rnd.table_config[1],
+                          "settings": rnd.table_settings.as_dict() if rnd.table_settings else {}}
+                         if rnd.table_config else None),
         "shoe_id": rnd.shoe_id, "round_in_shoe": rnd.round_in_shoe, "phase": rnd.phase, "paused": rnd.paused,
         "voided": rnd.voided, "balance_minor": rnd.balance_minor,
         "bets": [{"bet_id": b.bet_id, "player_id": b.player_id, "spot": b.spot, "bet_type": b.bet_type,
@@ -138,6 +142,10 @@ def run_show(args: argparse.Namespace) -> int:
     print(f"round {info['table_id']}#{info['round_no']}  {info['round_id']}")
     print(f"  {info['ruleset']}  {info['currency']}  shoe {info['shoe_id']} (round {info['round_in_shoe']})  "
           f"phase {info['phase']}")
+    if info["table_config"]:
+        config = info["table_config"]
+        print(f"  at table configuration v{config['version']} ({config['hash'][:12]}): "
+              f"{describe_settings(config['settings'])}")
     for b in info["bets"]:
         print(f"  bet {b['bet_id']:<16} {b['player_id']:<12} {b['spot']:<10} {b['bet_type']:<14} "
               f"{format_minor(b['stake_minor'])}")

@@ -132,6 +132,26 @@ def test_table_show_and_list_commands(ledger: Any, store_url: str, capsys: Any) 
     assert "tie 1.00..1,000.00" in capsys.readouterr().out
     assert main(["table", "show", "nowhere", "--db", store_url]) == 1
     assert "no configuration" in capsys.readouterr().err
+    f = Feed(TABLE)
+    ledger.ingest(lines(*teen_patti_round(f)))
+    assert main(["round", "show", f"{TABLE}#1", "--db", store_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["table_config"]["version"] == 2
     assert main(["table", "list", "--db", store_url, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(t["table_id"], t["config_version"]) for t in listed] == [(TABLE, 2)]
+
+
+def test_replay_reports_unreadable_table_settings_as_a_finding(ledger: Any, store_url: str) -> None:
+    """A tampered TableApplied (settings the rule set cannot take) is a finding, not a crash."""
+    f = Feed(TABLE)
+    ledger.handle(configure(1, **V1))
+    ledger.ingest(lines(*teen_patti_round(f)))
+    log = EventLog.open(store_url)
+    try:
+        records = log.round_records(round_id_for(TABLE, 1))
+    finally:
+        log.close()
+    tampered = [r._replace(settings={"limits": {"tie": {"min_minor": 5}}}) if isinstance(r, TableApplied) else r
+                for r in records]
+    replay = recompute(tampered)
+    assert [x.kind for x in replay.findings][:1] == ["table_config_invalid"]
