@@ -77,3 +77,12 @@ def test_seat_numbers_are_one_players_each_in_v2(rules, second, code):
         t.bet(bet_id, player, spot, 1000, seat_no=seat_no)
     else:
         refused(code, t.bet, bet_id, player, spot, 1000, seat_no=seat_no)
+
+
+def test_only_a_followers_insurance_left_the_dealer_still_draws_the_second_card():
+    t = box_with_dealer_ace()
+    t.r.follow("f2", "insurance", True)
+    t.do("box:1", "no_insurance").do("box:1", "hit").cards("KC")  # 29: the box is bust
+    assert t.target() == "dealer"  # no hand stands, but p2's insurance needs the dealer's second card
+    t.cards("KD")
+    assert t.target() is None and t.results()["f2:insurance"].returned_minor == 3000
