@@ -76,6 +76,8 @@ def _check_main(rules: BlackjackRules, s: State, bet: Bet) -> None:
     if own and rules.boxes_per_player_max == 1:
         raise Refusal(RefusalCode.PLAYER_ALREADY_SEATED, f"bet {bet.bet_id}: player {bet.player_id} already sits at "
                                                f"{min(own)}; a player takes at most one seat")
+    if rules.seat_no_per_player and bet.seat_no is not None:
+        _check_seat_no(s, bet)
     if len(own) >= rules.boxes_per_player_max:
         raise Refusal(RefusalCode.TOO_MANY_BOXES, f"bet {bet.bet_id}: player {bet.player_id} already plays "
                                         f"{len(own)} boxes ({', '.join(sorted(own))}), the maximum under {rules.id}")
@@ -85,6 +87,19 @@ def _check_main(rules: BlackjackRules, s: State, bet: Bet) -> None:
         if total > maximum:
             raise Refusal(RefusalCode.STAKE_ABOVE_MAXIMUM, f"bet {bet.bet_id}: stakes on {bet.spot} would total "
                                                  f"{format_minor(total)}, above the box maximum {format_minor(maximum)}")
+
+
+def _check_seat_no(s: State, bet: Bet) -> None:
+    """The holder rule reads seat numbers: one player per seat number, one seat number per player."""
+    for b in s.bets:
+        if b.seat_no is None:
+            continue
+        if b.seat_no == bet.seat_no and b.player_id != bet.player_id:
+            raise Refusal(RefusalCode.SEAT_TAKEN, f"bet {bet.bet_id}: seat {bet.seat_no} is player {b.player_id}'s "
+                                                  "this round; the box-holder rule reads one player per seat")
+        if b.player_id == bet.player_id and b.seat_no != bet.seat_no:
+            raise Refusal(RefusalCode.PLAYER_ALREADY_SEATED, f"bet {bet.bet_id}: player {bet.player_id} sits at seat "
+                                                             f"{b.seat_no} this round, not seat {bet.seat_no}")
 
 
 def _check_behind(rules: BlackjackRules, s: State, bet: Bet, n: int) -> None:

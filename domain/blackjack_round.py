@@ -128,6 +128,11 @@ class BlackjackRound:
             if h.total == BLACKJACK_TOTAL:
                 h.status = "blackjack"
         s.phase = "insurance" if s.dealer[0].rank == "A" else "play"
+        if s.phase == "insurance" and self.rules.box_followers_insurance:
+            for spot in s.spots:  # the other players on a box may insure their own stake (seed 002)
+                for b in s.bets:
+                    if b.spot == spot and b.bet_type == "main" and b.bet_id != s.holders[spot]:
+                        s.offers.append((FollowOffer(b.bet_id, b.player_id, "insurance", b.stake_minor // 2), spot))
 
     # ------------------------------------------------------------------ decisions
     def legal_decisions(self) -> dict[str, tuple[str, ...]]:
@@ -150,7 +155,9 @@ class BlackjackRound:
         return self._apply(self._decide, hand, action, ins_amount)
 
     def _decide(self, s: State, name: str, action: str, ins_amount: int | None) -> list[StakeMove]:
-        s.offers = []  # offers close at the next decision too
+        # offers close at the next decision too; a box's own insurance offers (spielbank v2, the
+        # other players on the box) stay open until its holder answers insurance for the box
+        s.offers = [(o, t) for o, t in s.offers if o.kind == "insurance" and t != name] if s.phase == "insurance" else []
         moves = apply_decision(self.rules, s, name, action, ins_amount)
         _advance(self.rules, s)
         return moves
@@ -171,6 +178,9 @@ class BlackjackRound:
         offer, target = s.offers.pop(index)
         if not accept:
             return []
+        if offer.kind == "insurance":  # the follower's own insurance line, not a stake on the hand
+            s.follower_insurance[offer.bet_id] = offer.amount_minor
+            return [StakeMove(f"{offer.bet_id}:insurance", offer.player_id, offer.amount_minor, "insurance")]
         reason = f"follow_{offer.kind}"
         _hand(s, target).stakes.append(Stake(offer.bet_id, offer.player_id, offer.amount_minor, reason))
         return [StakeMove(offer.bet_id, offer.player_id, offer.amount_minor, reason)]
@@ -187,7 +197,8 @@ class BlackjackRound:
         """For the ledger: refuse a decision on `hand` by anyone but its holder (spielbank seed 002)."""
         holder = self.deciding_player(hand)
         if player_id != holder:
-            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only the box holder {holder} decides; {player_id} may "
+            who = "the box holder" if self.rules.spot_kind == "box" else "the seated player"
+            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only {who} {holder} decides; {player_id} may "
                                             "only follow a split or double")
 
     # ------------------------------------------------------------------ end
@@ -227,6 +238,7 @@ class BlackjackRound:
                       "stake_minor": b.stake_minor} for b in s.bets],
             "holders": dict(s.holders),
             "insurance": dict(sorted(s.insurance.items())),
+            "follower_insurance": dict(sorted(s.follower_insurance.items())),
             "follow_offers": [{"bet_id": o.bet_id, "player_id": o.player_id, "kind": o.kind,
                                "amount_minor": o.amount_minor, "hand": t} for o, t in s.offers],
             "next_card_target": _next_target(self.rules, s),
@@ -452,6 +464,6 @@ def _dealer_mode(rules: BlackjackRules, s: State) -> str:
         return "full"
     up = s.dealer[0]
     could_bj = up.rank == "A" or up.is_ten_value
-    needs_second = any(h.status == "blackjack" for h in s.hands) or bool(s.insurance)
+    needs_second = any(h.status == "blackjack" for h in s.hands) or bool(s.insurance) or bool(s.follower_insurance)
     return "second_only" if could_bj and needs_second else "none"
 

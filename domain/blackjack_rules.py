@@ -13,7 +13,8 @@ Derived settlement lines: `<bet_id>:insurance` (bet_type `insurance`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from domain.cards import Card
 from domain.errorpolicy import ErrorPolicy, policy
@@ -25,6 +26,7 @@ CARDS_PER_HAND_MAX = 12  # 21 needs at most 11 cards (four aces, four 2s, three 
 BETS_PER_ROUND_MAX = 500
 BLACKJACK_TOTAL = 21
 DEALER_STANDS_ON = 17
+SEAT_LOST_WAIT_ROUNDS_MAX = 100
 TIMEOUT_HIT_BELOW = 12  # live-8d no-action rule: hit while the total is 11 or less
 
 DEALER_BJ_TAKES = ("all", "original_only")
@@ -59,7 +61,7 @@ class BlackjackRules(RuleSet):
     bet_behind: bool  # live-8d
     behind_bets_per_seat_max: int
     bet_behind_insurance: bool  # Decision (spec): bet-behind players are not offered insurance
-    box_followers_insurance: bool  # spielbank other players on a box: the feed has no per-player insurance
+    box_followers_insurance: bool  # spielbank other players on a box insure their own stake (follow kind "insurance"); v1: no
     follow_window_seconds: int  # documented only: the ledger keeps time; offers close at the next card/decision
     # --- dealer
     dealer_stands_soft_17: bool
@@ -79,6 +81,18 @@ class BlackjackRules(RuleSet):
     surrender: str  # "none" | "early_no_ace_ten" (live-8d) | "before_third_card" (casino-tour)
     insurance_amount: str  # "half_main" (rounded down on an odd stake) | "half_min_to_half_stake"
     even_money: bool  # casino-tour: player blackjack vs dealer ace may take 1:1 at once
+    # --- seats that span rounds (domain/seating.py; kept by the ledger's Table aggregate)
+    seats_span_rounds: bool = False  # live-8d v2: a seat stays its player's from round to round
+    seat_lost_after_no_action: bool = False  # live-8d v2 (seed 000): no action in a round loses the seat afterwards
+    seat_lost_wait_rounds: int = 0  # Decision: rounds after the loss in which its player may not take that seat again
+    # spielbank v2: within a round a seat number (`seat_no`, read by the box-holder rule) belongs to one
+    # player and a player gives one seat number; v1 feeds give two players the same seat (tests/golden)
+    seat_no_per_player: bool = False
+
+    ADDED_FIELDS: ClassVar[dict[str, Any]] = {
+        "seats_span_rounds": False, "seat_lost_after_no_action": False, "seat_lost_wait_rounds": 0,
+        "seat_no_per_player": False,
+    }
 
     def __post_init__(self) -> None:
         from domain.errors import require
@@ -96,6 +110,11 @@ class BlackjackRules(RuleSet):
         require(1 <= self.boxes_per_player_max <= self.spots_count, f"{self.id}: boxes_per_player_max")
         require(1 <= self.hands_per_box_max <= 64, f"{self.id}: hands_per_box_max")
         require(0 <= self.auto_deal_to_min_total <= BLACKJACK_TOTAL, f"{self.id}: auto_deal_to_min_total")
+        require(0 <= self.seat_lost_wait_rounds <= SEAT_LOST_WAIT_ROUNDS_MAX, f"{self.id}: seat_lost_wait_rounds")
+        require(self.seats_span_rounds or not self.seat_lost_after_no_action,
+                f"{self.id}: seat_lost_after_no_action needs seats_span_rounds")
+        require(not self.seats_span_rounds or self.spot_kind == "seat",
+                f"{self.id}: seats_span_rounds is for seat tables (live-8d); boxes are staked per round")
 
     @property
     def max_odds(self) -> Odds:
@@ -124,7 +143,7 @@ def hand_total(cards: list[Card] | tuple[Card, ...]) -> tuple[int, bool]:
     return total, False
 
 
-_ODDS = dict(
+_ODDS: dict[str, Any] = dict(
     odds_blackjack=Odds.parse("3:2"),
     odds_win=Odds.parse("1:1"),
     odds_insurance=Odds.parse("2:1"),
@@ -284,4 +303,20 @@ CASINO_TOUR_V1 = BlackjackRules(
     even_money=True,
 )
 
-RULE_SETS = (LIVE_8D_V1, SPIELBANK_V1, CASINO_TOUR_V1)
+# Version 2 of live-8d: seats span rounds (seed 000: "a player takes at most one seat";
+# "a seated player who takes no action in a round loses the seat afterwards"). v1 stays
+# as recorded: its feeds seat players round by round (tests/golden).
+LIVE_8D_V2 = replace(
+    LIVE_8D_V1, version=2, title="Live blackjack, 8 decks, 7 seats held across rounds, bet behind",
+    seats_span_rounds=True, seat_lost_after_no_action=True,
+    seat_lost_wait_rounds=1,  # Decision: the freed seat is offered to others for one full round
+)
+
+# Version 2 of spielbank: the other players on a box insure their own stake (seed 002), and
+# the seat numbers the holder rule reads are one player's each.
+SPIELBANK_V2 = replace(
+    SPIELBANK_V1, version=2, title="Spielbank blackjack, 6 decks, boxes with up to 4 stakes, own insurance",
+    box_followers_insurance=True, seat_no_per_player=True,
+)
+
+RULE_SETS = (LIVE_8D_V1, LIVE_8D_V2, SPIELBANK_V1, SPIELBANK_V2, CASINO_TOUR_V1)

@@ -6,7 +6,7 @@ from fractions import Fraction
 from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
 from domain.blackjack_state import EXTRA_REASONS, Hand, State, holder_bet
 from domain.errors import require
-from domain.model import BetResult
+from domain.model import Bet, BetResult
 from domain.money import ZERO, Odds, format_minor, win
 
 PUSH = Odds(Fraction(0))
@@ -112,27 +112,28 @@ def _pair_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str, spo
                  f"{seat} first two cards {a} {b} are not a pair: lose {format_minor(stake)}")
 
 
-def _insurance_line(rules: BlackjackRules, s: State, spot: str) -> BetResult:
-    holder = holder_bet(s, spot)
-    stake = s.insurance[spot]
-    line_id = f"{holder.bet_id}:insurance"
+def _insurance_line(rules: BlackjackRules, s: State, bet: Bet, spot: str, stake: int) -> BetResult:
+    line_id = f"{bet.bet_id}:insurance"
     if dealer_blackjack(s):
         p = win(stake, rules.odds_insurance)
-        return _line(line_id, holder.player_id, "insurance", "win", stake, p.returned_minor, p.remainder,
+        return _line(line_id, bet.player_id, "insurance", "win", stake, p.returned_minor, p.remainder,
                      f"insurance on {spot}: dealer blackjack, win {rules.odds_insurance} → "
                      f"{format_minor(p.returned_minor)} on {format_minor(stake)}")
-    return _line(line_id, holder.player_id, "insurance", "lose", stake, 0, ZERO,
+    return _line(line_id, bet.player_id, "insurance", "lose", stake, 0, ZERO,
                  f"insurance on {spot}: {_describe_dealer(s)}, no blackjack: lose {format_minor(stake)}")
 
 
 def settle(rules: BlackjackRules, s: State) -> list[BetResult]:
     results: list[BetResult] = []
-    insured = {holder_bet(s, spot).bet_id: spot for spot in s.insurance}
+    # the holder's insurance for the box, and (spielbank v2) each other player's own
+    insured = {holder_bet(s, spot).bet_id: (spot, stake) for spot, stake in s.insurance.items()}
     for bet in s.bets:
         if bet.bet_type == "pair":
             results.append(_pair_line(rules, s, bet.bet_id, bet.player_id, bet.spot, bet.stake_minor))
             continue
         results.append(_main_line(rules, s, bet.bet_id, bet.player_id))
         if bet.bet_id in insured:
-            results.append(_insurance_line(rules, s, insured[bet.bet_id]))
+            results.append(_insurance_line(rules, s, bet, *insured[bet.bet_id]))
+        elif bet.bet_id in s.follower_insurance:
+            results.append(_insurance_line(rules, s, bet, bet.spot, s.follower_insurance[bet.bet_id]))
     return results

@@ -65,6 +65,7 @@ class State:
     first_two: dict[str, tuple[Card, ...]] = field(default_factory=dict)  # spot -> initial cards
     insurance: dict[str, int] = field(default_factory=dict)  # spot -> insurance stake taken
     insurance_answered: set[str] = field(default_factory=set)
+    follower_insurance: dict[str, int] = field(default_factory=dict)  # follower bet_id -> own insurance (spielbank v2)
     offers: list[tuple[FollowOffer, str]] = field(default_factory=list)  # (offer, target hand)
 
 

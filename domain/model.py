@@ -57,7 +57,7 @@ class FollowOffer:
 
     bet_id: str
     player_id: str
-    kind: str  # "split" | "double"
+    kind: str  # "split" | "double" | "insurance" (spielbank v2: a player on a box insures their own stake)
     amount_minor: int
 
 

@@ -144,6 +144,17 @@ class RefusalCode(StrEnum):
         "a second seat for a player who may take one",
         "bet {bet_id}: player {player_id} already sits at {seat}; a player takes at most one seat",
     )
+    SEAT_HELD = (
+        "seat_held",
+        "a main bet on a seat another player holds from an earlier round (seats that span rounds)",
+        "bet {bet_id}: {spot} is held by player {holder} (seated since round {round_no}); it is free once they lose it",
+    )
+    SEAT_LOST = (
+        "seat_lost",
+        "a main bet on the seat its player lost by taking no action, before the wait after the loss ended",
+        "bet {bet_id}: player {player_id} lost {spot} after taking no action in round {lost_round_no}; "
+        "they may take it again from round {free_round_no} (another free seat or a bet behind now)",
+    )
     TOO_MANY_BOXES = (
         "too_many_boxes",
         "a player's box past the most boxes one player plays",
@@ -201,7 +212,7 @@ class RefusalCode(StrEnum):
     )
     NOT_BOX_HOLDER = (
         "not_box_holder",
-        "a decision on a box by a player other than its holder",
+        "a decision on a seat or box by a player other than the one who decides for it (seat player, box holder)",
         "{hand}: only the box holder {holder} decides; {player_id} may only follow a split or double",
     )
     # baccarat and teen patti (domain/baccarat.py, teenpatti.py, tablebets.py)
@@ -421,15 +432,25 @@ keep their meaning; the list below says when blackjack raises them.""", (
         "bet b3: stakes on box:1 would total 5,000.05, above the box maximum 5,000.00"),
     Use(C.STAKE_NOT_DIVISIBLE, "spielbank (`stake_divisible_by_min`): stake not a multiple of the table minimum",
         "bet b (main on box:1): stake 10.01 is not divisible by the table minimum 5.00"),
-    Use(C.SEAT_TAKEN, "the seat/box already has another player's main bet and takes one stake (`stakes_per_box_max=1`)",
+    Use(C.SEAT_TAKEN, "the seat/box already has another player's main bet and takes one stake (`stakes_per_box_max=1`); "
+        "spielbank v2 (`seat_no_per_player`): or the bet's `seat_no` is another player's this round",
         "bet b2: seat:1 is taken by player p1"),
     Use(C.BOX_FULL, "spielbank: the box already holds `stakes_per_box_max` (4) stakes",
         "bet b5: box:1 already holds 4 stakes, the maximum per box under blackjack/spielbank"),
-    Use(C.PLAYER_ALREADY_SEATED, "live-8d: the player already has a seat (`boxes_per_player_max=1`)",
+    Use(C.PLAYER_ALREADY_SEATED, "live-8d: the player already has a seat (`boxes_per_player_max=1`); live-8d v2 "
+        "(domain/seating.py, `seats_span_rounds`): or holds another seat from an earlier round; spielbank v2 "
+        "(`seat_no_per_player`): or gave another `seat_no` this round",
         "bet b2: player p1 already sits at seat:1; a player takes at most one seat"),
+    Use(C.SEAT_HELD, "live-8d v2 (domain/seating.py): the seat is held by another player from an earlier round",
+        "bet b7: seat:3 is held by player p1 (seated since round 12); it is free once they lose it"),
+    Use(C.SEAT_LOST, "live-8d v2 (domain/seating.py, `seat_lost_wait_rounds`): the player lost this seat by taking "
+        "no action, and the wait after the loss has not ended",
+        "bet b9: player p1 lost seat:3 after taking no action in round 12; they may take it again from round 14 "
+        "(another free seat or a bet behind now)"),
     Use(C.TOO_MANY_BOXES, "the player already plays `boxes_per_player_max` boxes (spielbank 2)",
         "bet c2: player p1 already plays 2 boxes (box:1, box:2), the maximum under blackjack/spielbank"),
-    Use(C.SEATED_PLAYER_BEHIND, "live-8d: a seated player bets behind, or a player betting behind takes a seat",
+    Use(C.SEATED_PLAYER_BEHIND, "live-8d: a seated player bets behind, or a player betting behind takes a seat; "
+        "live-8d v2: or a player holding a seat from an earlier round bets behind",
         "bet b2: player p1 is seated and cannot also bet behind"),
     Use(C.BEHIND_WITHOUT_SEAT, "a bet behind a seat with no main bet yet (the seat's main bet comes first)",
         "bet b: nobody has a main bet on seat:1 yet; a bet behind follows a seated player's main bet"),
@@ -453,8 +474,9 @@ keep their meaning; the list below says when blackjack raises them.""", (
         "insurance on box:1: amount 5.01 must be between half the table minimum (0.50) and half the stake (5.00)"),
     Use(C.NO_FOLLOW_OFFER, "follow() for a bet with no open offer of that kind (never made, answered, or closed by "
         "the next card/decision)", "bet bb has no open split follow offer (open offers: none)"),
-    Use(C.NOT_BOX_HOLDER, "spielbank seed 002 (`check_decider`, for callers that know who decides): a decision on a "
-        "box by a player other than its holder",
+    Use(C.NOT_BOX_HOLDER, "a `decide` naming a `player_id` other than the player who decides for the hand: the "
+        "seat's player (live-8d), the box holder (spielbank seed 002, holder rule `own_seat_then_next_lower`); "
+        "`check_decider`, called by the ledger",
         "box:1: only the box holder p1 decides; p2 may only follow a split or double"),
     Use(C.ROUND_NOT_COMPLETE, example="cannot settle: the round is still in phase play (awaiting a card to seat:1)"),
 ))

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from domain.errorpolicy import ErrorPolicy
 from domain.errors import Refusal, require
@@ -45,6 +45,11 @@ class RuleSet:
     limits: tuple[tuple[str, BetLimit], ...]  # (bet_type, limit)
     error_policy: ErrorPolicy
 
+    # Fields added after rule sets were first recorded, with the value that means "as
+    # before": left out of `canonical()` while they hold it, so a version recorded before
+    # the field existed keeps its content hash (stored rounds carry it; replay checks it).
+    ADDED_FIELDS: ClassVar[dict[str, Any]] = {}
+
     @property
     def key(self) -> tuple[str, int]:
         return (self.id, self.version)
@@ -72,7 +77,11 @@ class RuleSet:
             )
 
     def canonical(self) -> dict[str, Any]:
-        return _plain(self)
+        data: dict[str, Any] = _plain(self)
+        for name, as_before in self.ADDED_FIELDS.items():
+            if data.get(name) == as_before:
+                del data[name]
+        return data
 
     def content_hash(self) -> str:
         # A rule set is immutable, so its hash is computed once per instance

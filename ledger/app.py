@@ -33,6 +33,7 @@ from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
+from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
 from ledger import logging as ledger_logging
 from ledger.aggregate import LedgerAggregate, Stamp
@@ -227,7 +228,7 @@ class LedgerApp(Application):
         return found
 
     def get_table(self, table_id: str, version: int | None = None) -> Table | None:
-        """The table's aggregate (every configuration version), None if never configured."""
+        """The table's aggregate (every configuration version, its seats), None if it has none."""
         try:
             found: object = self.repository.get(table_id_for(table_id), version=version)
         except AggregateNotFoundError:
@@ -420,6 +421,13 @@ class UnitOfWork:
             self._keep(found)
         return _as(Shoe, found)
 
+    def table_or_new(self, table_id: str) -> Table:
+        found = self.load(table_id_for(table_id))
+        if found is None:
+            found = Table.new(table_id)
+            self._keep(found)
+        return _as(Table, found)
+
     def shoe_of(self, r: Round) -> Shoe:
         found = self.load(shoe_id_for(r.table_id, r.shoe_id))
         if found is None:
@@ -534,13 +542,14 @@ class UnitOfWork:
         match cmd:
             case PlaceBet():
                 bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
+                self._check_seats(r, bet)
                 r.place_bet(bet, stamp)
             case CloseBetting():
                 r.close_betting(stamp)
             case DealCard():
                 consequence = self._deal_card(r, cmd, stamp)
             case Decide():
-                r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp)
+                r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp, player_id=cmd.player_id)
             case Follow():
                 r.follow(cmd.bet_id, cmd.kind, cmd.accept, stamp)
             case Pause():
@@ -563,7 +572,7 @@ class UnitOfWork:
         rules = registry.get_rule_set(cmd.ruleset_id, cmd.ruleset_version)
         table = self.load(table_id_for(cmd.table_id))
         applied = None
-        if table is not None:  # a configured table: the round plays by its current configuration
+        if table is not None and _as(Table, table).current is not None:  # configured: its current configuration
             config = _as(Table, table).config_for_round(
                 ruleset_id=cmd.ruleset_id, ruleset_version=cmd.ruleset_version, currency=cmd.currency,
                 round_no=cmd.round_no)
@@ -588,6 +597,13 @@ class UnitOfWork:
             settings=settings_of(cmd),
         )
 
+    def _check_seats(self, r: Round, bet: Bet) -> None:
+        """Seats held or lost in earlier rounds of the table (live-8d v2, domain/seating.py)."""
+        r.refuse_unless_running()  # a closed round says so before any seat does
+        rules = r.rules
+        if spans_rounds(rules):
+            self.table_or_new(r.table_id).check_bet(rules, bet, r.round_no)
+
     def _deal_card(self, r: Round, cmd: DealCard, stamp: Stamp) -> Refusal | None:
         r.refuse_unless_running(allow_flagged=True)  # before the shoe: a voided tombstone has none
         seen = self.shoe_of(r).seen_for(r._rules())
@@ -603,6 +619,8 @@ class UnitOfWork:
             return
         shoe = self.shoe_of(r)
         shoe.record_round(stamp, rules, r.id, r.closing_cards())
+        if spans_rounds(rules):
+            self.table_or_new(r.table_id).round_closed(stamp, rules, r)
         if r.phase == "voided" and r.voided is not None and rules.error_policy.replace_shoe_on_void:
             shoe.retire(stamp, r.id, r.voided["cause"])
 

@@ -103,12 +103,15 @@ class Decide(_Command):
     action: Id  # hit | stand | double | split | insurance | no_insurance | even_money | surrender | auto
     source: Source
     amount_minor: MinorAmount | None = None  # only where the rule set lets the player choose (casino-tour insurance)
+    # who decides (blackjack): checked against the seat's player / the box holder (`not_box_holder`);
+    # absent = the studio vouches that the right player decided (feeds before this field), nothing checked
+    player_id: Id | None = None
 
 
 class Follow(_Command):
     type: Literal["follow"]
     bet_id: Id
-    kind: Literal["split", "double"]
+    kind: Literal["split", "double", "insurance"]  # insurance: spielbank v2, another player's own stake on a box
     accept: bool
 
 

@@ -320,6 +320,22 @@ class TableConfigured(NamedTuple):
     settings: dict[str, Any]
 
 
+class TableSeatingChanged(NamedTuple):
+    """The seats of a table after one of its rounds closed (live-8d v2, domain/seating.py)."""
+
+    position: int
+    aggregate_id: str
+    version: int
+    server_time: datetime
+    command_id: str
+    studio_time: str
+    table_id: str
+    round_id: str
+    round_no: int
+    voided: bool
+    seating: dict[str, Any]  # {"held": [[spot, player_id, since_round_no]...], "lost": [[spot, player_id, round_no]...], "last_round_no": int}
+
+
 class Unknown(NamedTuple):
     """A stored event outside this vocabulary (a replay reports it; views skip it)."""
 
@@ -336,7 +352,7 @@ class Unknown(NamedTuple):
 RoundRecord: TypeAlias = (Opened | TableApplied | BetPlaced | BettingClosed | CardDealt | DecisionTaken
                           | FollowDecided | Paused | Interrupted | Resumed | Voided | Settled | SettlementReversed)
 ShoeRecord: TypeAlias = ShoeStarted | ShoeRoundStarted | ShoeCardsRecorded | ShoeRetired
-TableRecord: TypeAlias = TableConfigured
+TableRecord: TypeAlias = TableConfigured | TableSeatingChanged
 Record: TypeAlias = RoundRecord | ShoeRecord | TableRecord | Unknown
 RecordType: TypeAlias = type[Record]
 
@@ -347,13 +363,13 @@ ROUND_TYPES: tuple[type[RoundRecord], ...] = (
 # table configurations records exactly ROUND_TYPES, as it always did).
 TABLE_ROUND_TYPES: tuple[type[RoundRecord], ...] = (TableApplied,)
 SHOE_TYPES: tuple[type[ShoeRecord], ...] = (ShoeStarted, ShoeRoundStarted, ShoeCardsRecorded, ShoeRetired)
-TABLE_TYPES: tuple[type[TableRecord], ...] = (TableConfigured,)
+TABLE_TYPES: tuple[type[TableRecord], ...] = (TableConfigured, TableSeatingChanged)
 # Record type -> its stored event name (the topic after the module), as audit files and timelines show it.
 _SHOE_NAMES = {ShoeStarted: "Started", ShoeRoundStarted: "RoundStarted", ShoeCardsRecorded: "CardsRecorded",
                ShoeRetired: "Retired"}
 EVENT_NAMES: dict[type, str] = {
     **{t: "Round." + t.__name__ for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES)}, **{t: "Shoe." + n for t, n in _SHOE_NAMES.items()},
-    TableConfigured: "Table.Configured"}
+    TableConfigured: "Table.Configured", TableSeatingChanged: "Table.SeatingChanged"}
 SHORT_NAMES: dict[type, str] = {t: n.partition(".")[2] for t, n in EVENT_NAMES.items()}
 _TYPES_BY_NAME = {n: t for t, n in EVENT_NAMES.items()}
 

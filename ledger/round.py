@@ -466,9 +466,17 @@ class Round(LedgerAggregate):
         self._settle_if_complete(stamp)
         return None
 
-    def decide(self, hand: str, action: str, source: str, amount_minor: int | None, stamp: Stamp) -> None:
+    def decide(self, hand: str, action: str, source: str, amount_minor: int | None, stamp: Stamp,
+               player_id: str | None = None) -> None:
+        """`player_id`, when the feed names who decided, must be the one who decides for the hand
+        (seat player, box holder); it is checked, not recorded (the event's shape stays)."""
         self.refuse_unless_running()
-        moves = self._game().decide(hand, action, source, amount_minor)
+        model = self._game()
+        if player_id is not None:
+            check_decider = getattr(model, "check_decider", None)
+            if check_decider is not None:  # games without decisions refuse the decision itself below
+                check_decider(hand, player_id)
+        moves = model.decide(hand, action, source, amount_minor)
         self._record_decision(stamp, hand, action, source, amount_minor, moves)
         self._settle_if_complete(stamp)
 

@@ -7,7 +7,15 @@ its content hash; a configuration identical to the current one records
 nothing. A table never configured has no aggregate: its rounds play by the
 rule set's defaults and record exactly what they always did.
 
-API (kept small; the `seats` work adds seat/box state here later):
+Seats (issue 11 item 3, domain/seating.py): tables whose rule set keeps seats across
+rounds (`seats_span_rounds`, `blackjack/live-8d` v2) also keep their seating here. Before
+a round takes a bet the ledger asks `check_bet`; when a round closes (settled or voided)
+for the first time, `round_closed` records `Table.SeatingChanged` with the whole seating
+after that round when it changed (a handful of seats: a snapshot is simpler to audit
+than a diff). Such a table may have an aggregate with seats and no configuration
+(`current` None): its rounds then play by the rule set's defaults, as before.
+
+API (kept small):
 - `Table.new(table_id)`; `configure(stamp, config)` checks then records;
 - `current` -> the latest `TableConfig` (None before the first);
 - `config_at(version)` -> the configuration of that version (history is kept
@@ -29,12 +37,15 @@ from uuid import UUID, uuid5
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from domain import registry
+from domain.blackjack_rules import BlackjackRules
 from domain.errors import InvariantBroken, Refusal, require
+from domain.model import Bet
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
+from domain.seating import Seating, after_round, check_bet, seat_plays
 from domain.tableconfig import TableSettings, check_settings, content_hash, effective_rules
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
-from ledger.round import NAMESPACE
+from ledger.round import NAMESPACE, DecisionPlay, Round
 
 CONFIG_VERSIONS_MAX = 100_000  # a limit on everything: no table is reconfigured this often
 
@@ -104,10 +115,22 @@ class Table(LedgerAggregate):
                 self.timezone, TableSettings.from_dict(self.settings), self.config_hash,
             ))
 
+    class SeatingChanged(Event):
+        table_id: str
+        round_id: str
+        round_no: int
+        voided: bool
+        seating: dict[str, Any]  # domain.seating.Seating.as_dict(): held, lost, last_round_no
+
+        def apply(self, t: Table) -> None:
+            t.table_id = self.table_id
+            t.seating = Seating.from_dict(self.seating)
+
     def __init__(self, table_uuid: UUID, created_on: datetime) -> None:
         super().__init__(table_uuid, created_on)
         self.table_id = ""
         self.history: list[TableConfig] = []  # every configuration version, in order
+        self.seating = Seating()  # seats that span rounds (live-8d v2)
 
     @classmethod
     def new(cls, table_id: str) -> Table:
@@ -159,3 +182,20 @@ class Table(LedgerAggregate):
                 f"v{config.ruleset_version} in {config.currency}",
             )
         return config
+
+    # ------------------------------------------------------------------ seats (domain/seating.py)
+
+    def check_bet(self, rules: BlackjackRules, bet: Bet, round_no: int) -> None:
+        check_bet(rules, self.seating, bet, round_no)
+
+    def round_closed(self, stamp: Stamp, rules: BlackjackRules, r: Round) -> None:
+        """Move the seats after round `r` closed; nothing when it changes nothing."""
+        decisions = [(p.hand, p.source) for p in r.plays if isinstance(p, DecisionPlay)]
+        plays = seat_plays(rules, r.bets.values(), decisions)
+        after = after_round(rules, self.seating, r.round_no, plays, voided=r.phase == "voided")
+        if after == self.seating:
+            return
+        self._record_event(
+            Table.SeatingChanged, stamp, table_id=r.table_id, round_id=str(r.id), round_no=r.round_no,
+            voided=r.phase == "voided", seating=after.as_dict(),
+        )

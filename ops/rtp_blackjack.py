@@ -470,6 +470,10 @@ SHOE_CD_PRECOMPUTED = {
     "17fa981ae6a397e634f6a3975ac9c4fe7ec64208c61e30554ea671a150dbd9ae": 0.9928697,  # live-8d v1
     "e22eaf7333d0711ee8d87c20c6bc41d5aeae231ba62018e01950f549a66eedf6": 0.9925146,  # spielbank v1
     "314da67dd25aa90a1ed5126e6cce2e2518affcaf97710d06ba3af4df930122cf": 1.0019197,  # casino-tour v1
+    # v2 of live-8d (seats across rounds) and spielbank (the other players' own insurance) change
+    # no play rule the main-bet figure depends on: the v1 figures, under the v2 hashes
+    "ac472d552e6fb28520dc5d95d6d27272060788368d4b8c099879d3f85f648871": 0.9928697,  # live-8d v2
+    "4f7b85727664e5d3450dcf2e5d9f0b0d60fc0480225f05f9e1bea9b2a817b17f": 0.9925146,  # spielbank v2
 }
 
 

@@ -94,8 +94,9 @@ def test_hand_total(cards: str, total: int, soft: bool) -> None:
 
 def test_rule_sets_ids_versions_decks_seeds() -> None:
     assert [(r.id, r.version, r.decks) for r in RULE_SETS] == [
-        ("blackjack/live-8d", 1, 8), ("blackjack/spielbank", 1, 6), ("blackjack/casino-tour", 1, 6)]
-    assert [r.seed[:3] for r in RULE_SETS] == ["000", "002", "004"]
+        ("blackjack/live-8d", 1, 8), ("blackjack/live-8d", 2, 8), ("blackjack/spielbank", 1, 6),
+        ("blackjack/spielbank", 2, 6), ("blackjack/casino-tour", 1, 6)]
+    assert [r.seed[:3] for r in RULE_SETS] == ["000", "000", "002", "002", "004"]
     assert all(r.game == "blackjack" and len(r.content_hash()) == 64 for r in RULE_SETS)
     assert LIVE.error_policy.action_for("player_no_action") == "complete"
     assert LIVE.error_policy.action_for("host_interruption") == "void"
@@ -104,12 +105,12 @@ def test_rule_sets_ids_versions_decks_seeds() -> None:
     assert TOUR.error_policy.action_for("player_connection_lost") == "complete"
 
 
-@pytest.mark.parametrize("rules", RULE_SETS, ids=lambda r: r.id)
+@pytest.mark.parametrize("rules", RULE_SETS, ids=lambda r: f"{r.id}-v{r.version}")
 def test_spec_decisions_are_fields(rules: BlackjackRules) -> None:
     assert rules.dealer_bj_takes == "all"
     assert rules.split_ten_values_any is True
     assert rules.dealer_stands_soft_17 is True
-    assert rules.timeout_policy == ("hit_to_12" if rules is LIVE else "stand")
+    assert rules.timeout_policy == ("hit_to_12" if rules.id == LIVE.id else "stand")
     assert rules.bet_behind_insurance is False
     assert str(rules.odds_blackjack) == "3:2" and str(rules.odds_insurance) == "2:1"
 

@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from domain.registry import all_rule_sets
 from domain.ruleset import RuleSet
 from ledger.records import SettlementLine
 from ops.sim_core import player_pool
 from ops.sim_table import TableSim
-from ops.simulator import PLAYER_POOL_MIN, plan_tables
+from ops.simulator import PLAYER_POOL_MIN, plan_tables, simulated_rule_sets
 from projections.monitor import Sums, settlement_sums
 
 TESTED_RULE_SETS = ("baccarat/live-8d", "teen-patti/20-20", "blackjack/live-8d")  # where the monitor has exact math
 
 
 def rule_sets(ids: tuple[str, ...] = TESTED_RULE_SETS) -> list[RuleSet]:
-    return [r for r in all_rule_sets() if r.id in ids]
+    return [r for r in simulated_rule_sets() if r.id in ids]
 
 
 def _modes(lines: list[tuple[int, bytes]]) -> dict[str, str]:
