@@ -155,3 +155,30 @@ def test_replay_reports_unreadable_table_settings_as_a_finding(ledger: Any, stor
                 for r in records]
     replay = recompute(tampered)
     assert [x.kind for x in replay.findings][:1] == ["table_config_invalid"]
+
+
+def test_table_list_reads_each_table_by_id_not_the_store_by_topic(ledger: Any, store_url: str, capsys: Any,
+                                                                     monkeypatch: Any) -> None:
+    from ops.cli import main
+
+    for n, table in enumerate(("TP1", "TP2", "TP3"), start=1):
+        assert ledger.handle(configure(n, table)).status == "accepted"
+    assert ledger.handle(configure(9, "TP2", **V1)).status == "accepted"
+    ledger.ingest(lines(*teen_patti_round(Feed("TP9"))))  # played, never configured: not listed
+    log = EventLog.open(store_url)
+    try:
+        scanned = log.tables()
+        by_id = log.tables(["TP3", "TP1", "TP2", "TP9", "TP1"])
+    finally:
+        log.close()
+    assert by_id == scanned and list(by_id) == ["TP1", "TP2", "TP3"]
+
+    def no_topic_scan(self: EventLog, column: str, value: Any) -> Any:
+        assert column != "topic", "table list read the events table by topic"
+        return real(self, column, value)
+
+    real = EventLog._rows_where
+    monkeypatch.setattr(EventLog, "_rows_where", no_topic_scan)
+    assert main(["table", "list", "--db", store_url, "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(t["table_id"], t["config_version"]) for t in listed] == [("TP1", 1), ("TP2", 2), ("TP3", 1)]
