@@ -1,10 +1,10 @@
 """Gaming days by the table's own time zone (configure_table `timezone`): ggr, refunds,
-recall and reconcile's expected movements; --timezone stays the fallback for other tables."""
+recall and reconcile's expected movements; --timezone stays the fallback for other tables.
+A round keeps the zone of the configuration it opened under. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +32,8 @@ def _at_late_evening(cmds: list[Any]) -> list[Any]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+def store(store_url: str) -> str:
+    url = store_url
     app = open_app(url)
     try:
         assert app.handle(json.dumps(CONFIGURE)).status == "accepted"
