@@ -401,7 +401,9 @@ class UnitOfWork:
     def round(self, cmd: RoundCommand) -> Round:
         """The command's round; refused when it was never opened (nor voided)."""
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
-        if found is None:
+        # version 0: an empty Round kept in memory by an open_round refused earlier in this batch;
+        # it is refused as if the batch had ended there (same message whatever the batch size)
+        if found is None or found.version <= 0:
             raise Refusal(
                 RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
             )

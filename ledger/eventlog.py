@@ -14,7 +14,7 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -212,8 +212,14 @@ class EventLog:
         rows = self._rows_where("originator_id", table_id_for(table_id))
         return [r for r in map(self.decode, rows) if isinstance(r, TableConfigured)]
 
-    def tables(self) -> dict[str, list[TableConfigured]]:
-        """Every configured table's configuration versions, by table id (sorted), oldest first."""
+    def tables(self, table_ids: Iterable[str] | None = None) -> dict[str, list[TableConfigured]]:
+        """Every configured table's configuration versions, by table id (sorted), oldest first.
+        Given the tables' ids (the `tables` view keeps them: projections/tables.py), each is read
+        by its aggregate id, which the store indexes; without them the whole events table is
+        read by topic (not indexed: its cost grows with the store, every event of it)."""
+        if table_ids is not None:
+            histories = {t: self.table_history(t) for t in sorted(set(table_ids))}
+            return {t: history for t, history in histories.items() if history}
         found: dict[str, list[TableConfigured]] = {}
         for record in map(self.decode, self._rows_where("topic", TABLE_CONFIGURED_TOPIC)):
             if isinstance(record, TableConfigured):

@@ -3,7 +3,9 @@
 Everything is booked at the studio time of the event that closes (or reopens)
 a round, never back-dated (corrections are new records). The view keeps the
 figures per UTC quarter hour of that time (`period`); `ggr_rows` sums them
-into gaming days of the studio's zone, asked at query time (UTC by default):
+into gaming days of the studio's zone, asked at query time (UTC by default),
+or of the `timezone` of the table configuration the round opened under (kept
+per row: a table whose zone changes keeps each round's days where they were):
 - a settlement adds its lines' `staked_minor` and `returned_minor` (paid)
   and its rounding remainders (kept by the house, exact fraction);
 - a void adds the refunded amounts to both staked and refunded (GGR 0);
@@ -41,9 +43,9 @@ from projections.state import (
 
 GGR = Table(
     "proj_ggr",
-    key=("table_id", "game", "period", "currency"),
+    key=("table_id", "game", "period", "currency", "timezone"),
     columns=(
-        ("table_id", "text"), ("game", "text"), ("period", "text"), ("currency", "text"),
+        ("table_id", "text"), ("game", "text"), ("period", "text"), ("currency", "text"), ("timezone", "text"),
         ("rounds_closed", "int"), ("staked_minor", "int"), ("paid_minor", "int"), ("refunded_minor", "int"),
         ("ggr_minor", "int"), ("rounding_kept", "text"),
     ),
@@ -61,11 +63,11 @@ SETTLEMENTS = Table(
 
 def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: int, paid: int,
          refunded: int, kept: Fraction) -> Put:
-    key = (info["table_id"], info["game"], period, info["currency"])
+    key = (info["table_id"], info["game"], period, info["currency"], info["timezone"] or "")
     old = rows.get(GGR.name, key) or {"rounds_closed": 0, "staked_minor": 0, "paid_minor": 0,
                                       "refunded_minor": 0, "ggr_minor": 0, "rounding_kept": "0/1"}
     return Put(GGR.name, {
-        "table_id": key[0], "game": key[1], "period": period, "currency": key[3],
+        "table_id": key[0], "game": key[1], "period": period, "currency": key[3], "timezone": key[4],
         "rounds_closed": old["rounds_closed"] + rounds,
         "staked_minor": old["staked_minor"] + staked,
         "paid_minor": old["paid_minor"] + paid,
@@ -118,14 +120,15 @@ SUMMED = ("rounds_closed", "staked_minor", "paid_minor", "refunded_minor", "ggr_
 
 
 def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
-    """Per gaming day (in `zone`, or each table's own zone), table, game and currency."""
+    """Per gaming day (in the time zone each round's table configuration had, else `zone`),
+    table, game and currency."""
     zones = as_zones(zone)
     cols = GGR.column_names
     days: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
         lambda: dict.fromkeys(SUMMED, 0) | {"rounding_kept": Fraction(0)})
     for found in db.query(f"SELECT {', '.join(cols)} FROM {GGR.name}"):
         row = dict(zip(cols, found))
-        key = (gaming_day(row["period"], zones.of(row["table_id"])), row["table_id"], row["game"], row["currency"])
+        key = (gaming_day(row["period"], zones.of(row["timezone"])), row["table_id"], row["game"], row["currency"])
         total = days[key]
         for column in SUMMED:
             total[column] += row[column]
@@ -137,7 +140,7 @@ def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
 
 VIEW = View(
     name="ggr",
-    version=2,  # 2: per quarter hour of studio time, summed into the asked zone's gaming days
+    version=3,  # 2: per quarter hour of studio time, summed into the asked zone's gaming days; 3: timezone
     tables=(GGR, SETTLEMENTS),
     handles=frozenset({Settled, SettlementReversed, Voided}),
     fold=fold,

@@ -75,7 +75,7 @@ RECALL = Table(
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
         ("studio_at", "text"), ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
         ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
-        ("balance_before_minor", "int"), ("balance_after_minor", "int"),
+        ("balance_before_minor", "int"), ("balance_after_minor", "int"), ("timezone", "text"),
     ),
     indexes=(("player_id", "seq"),),
 )
@@ -174,7 +174,7 @@ def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str
         "bets": [], "stake_moves": [], "results": [], "refunds": [],
         "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
         "balance_before_minor": balance - deltas.get(PLAYER_PREFIX + player_id, 0),
-        "balance_after_minor": None,
+        "balance_after_minor": None, "timezone": info.get("timezone"),
     }
 
 
@@ -303,7 +303,7 @@ def _result_dict(r: SettlementLine) -> dict[str, Any]:
 def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
                   zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
     """The player's `last` rounds, oldest first, each with the round's timeline and its
-    gaming `day` (the studio time's day in `zone`)."""
+    gaming `day` (the studio time's day in the zone of the round's table configuration, else `zone`)."""
     zones = as_zones(zone)
     require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
     cols = RECALL.column_names
@@ -317,7 +317,7 @@ def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
         for col in RECALL.json_columns:
             row[col] = _loads(row[col])
         row["timeline"] = expand_timeline(_loads(values[-1]))
-        row["day"] = gaming_day(row["studio_at"], zones.of(row["table_id"]))
+        row["day"] = gaming_day(row["studio_at"], zones.of(row.pop("timezone")))
         out.append(row)
     return out
 
@@ -328,7 +328,8 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=3,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept
+    version=4,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
+    # 4: timezone of the table configuration the round opened under
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,

@@ -40,6 +40,8 @@ from ledger.records import (
     RoundRecord,
     Settled,
     SettlementReversed,
+    TableApplied,
+    TableConfigured,
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
@@ -80,6 +82,8 @@ class _Movements:
         self.moves_seen: Counter[str] = Counter()
         self.keys: Counter[tuple[str, str]] = Counter()
         self.out: list[Movement] = []
+        self.config_zones: dict[tuple[str, int], str] = {}  # (table, config version) -> its timezone
+        self.round_zones: dict[str, str] = {}  # round id -> timezone of the configuration it opened under
 
     def emit(self, ev: RoundRecord, type_: str, reference: str, player: str, amount: int) -> None:
         table, currency, label = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE, "", ev.aggregate_id))
@@ -87,12 +91,19 @@ class _Movements:
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
         self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
-                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zones.of(table)).date().isoformat(), table, ev.aggregate_id, label))
+                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zones.of(self.round_zones.get(ev.aggregate_id))).date().isoformat(), table, ev.aggregate_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
             case Opened():
                 self.rounds[ev.aggregate_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
+            case TableConfigured():
+                self.config_zones[(ev.table_id, ev.config_version)] = ev.timezone
+            case TableApplied():
+                table = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE,))[0]
+                zone = self.config_zones.get((table, ev.config_version))
+                if zone is not None:
+                    self.round_zones[ev.aggregate_id] = zone
             case BetPlaced():
                 self.emit(ev, "debit", ev.bet_id, ev.player_id, ev.stake_minor)
             case DecisionTaken() | FollowDecided():
@@ -121,8 +132,8 @@ class _Movements:
 
 
 def expected_movements(events: Iterable[Record], zone: tzinfo | Zones = UTC) -> list[Movement]:
-    """Every wallet movement the ledger's events imply, in event order; days in `zone`
-    (or each table's own zone)."""
+    """Every wallet movement the ledger's events imply, in event order; days in the time zone
+    of the table configuration each round opened under (Round.TableApplied), else `zone`."""
     movements = _Movements(zone)
     for ev in events:
         movements.add(ev)

@@ -37,7 +37,7 @@ REFUNDS = Table(
         ("position", "int"), ("line_no", "int"), ("round_id", "text"), ("table_id", "text"),
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("bet_id", "text"),
         ("player_id", "text"), ("amount_minor", "int"), ("cause", "text"), ("voided_by", "text"),
-        ("note", "text"), ("voided_at", "text"), ("studio_at", "text"),
+        ("note", "text"), ("voided_at", "text"), ("studio_at", "text"), ("timezone", "text"),
     ),
     indexes=(("studio_at",), ("player_id",), ("round_id",)),
 )
@@ -52,6 +52,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         "round_no": info.get("round_no"), "game": info.get("game"), "currency": info.get("currency"),
         "cause": ev.cause, "voided_by": ev.by, "note": ev.note or "",
         "voided_at": iso(ev.server_time), "studio_at": utc_text(studio_utc(ev.studio_time, ev.server_time)),
+        "timezone": info.get("timezone"),
     }
     return [
         Put(REFUNDS.name, common | {"line_no": i, "bet_id": r.bet_id, "player_id": r.player_id,
@@ -68,7 +69,7 @@ def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,
     where, params = _between(day_from, day_to, zones)
     cols = REFUNDS.column_names
     found = db.query(f"SELECT {', '.join(cols)} FROM {REFUNDS.name}{where} ORDER BY position, line_no", params)
-    rows = (row | {"day": gaming_day(row["studio_at"], zones.of(row["table_id"]))}
+    rows = (row | {"day": gaming_day(row["studio_at"], zones.of(row["timezone"]))}
             for row in (dict(zip(cols, r)) for r in found))
     return [row for row in rows if _within(row["day"], day_from, day_to)]
 
@@ -79,11 +80,11 @@ def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None
     zones = as_zones(zone)
     where, params = _between(day_from, day_to, zones)
     found = db.query(
-        f"SELECT studio_at, table_id, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
-        "GROUP BY studio_at, table_id, cause, currency", params)
+        f"SELECT studio_at, timezone, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
+        "GROUP BY studio_at, timezone, cause, currency", params)
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for at, table_id, cause, currency, n, amount in found:
-        day = gaming_day(at, zones.of(table_id))
+    for at, timezone, cause, currency, n, amount in found:
+        day = gaming_day(at, zones.of(timezone))
         if not _within(day, day_from, day_to):
             continue
         t = totals[(day, cause, currency)]
@@ -104,12 +105,11 @@ def _within(day: str, day_from: str | None, day_to: str | None) -> bool:
 
 
 def _between(day_from: str | None, day_to: str | None, zones: Zones) -> tuple[str, list[str]]:
-    """The studio-time bounds of the days asked for. With tables in zones of their own the
-    bounds are a day wider on each side (every zone is within a day of UTC); the exact days
-    are then kept per table by `_within`."""
+    """The studio-time bounds of the days asked for, a day wider on each side: a round at a
+    configured table has its table's zone (every zone is within a day of the fallback's
+    day); the exact days are then kept per row by `_within`."""
     low, high = day_bounds(day_from, day_to, zones.fallback)
-    if zones.by_table:
-        low, high = _widened(low, -1), _widened(high, 1)
+    low, high = _widened(low, -1), _widened(high, 1)
     clauses, params = [], []
     if low:
         clauses.append("studio_at >= ?")
@@ -122,7 +122,7 @@ def _between(day_from: str | None, day_to: str | None, zones: Zones) -> tuple[st
 
 VIEW = View(
     name="refunds",
-    version=2,  # 2: studio time kept, days are gaming days of the asked zone
+    version=3,  # 2: studio time kept, days are gaming days of the asked zone; 3: timezone of the round's table
     tables=(REFUNDS,),
     handles=frozenset({Voided}),
     fold=fold,

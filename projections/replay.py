@@ -9,7 +9,7 @@ Any difference is a `Finding`; nothing is corrected. Kinds: docs/audit.md.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -37,6 +37,7 @@ from ledger.records import (
     SettlementReversed,
     StakeMove,
     TableApplied,
+    TableConfigured,
     Voided,
     event_name,
     postings_of,
@@ -139,6 +140,32 @@ def recompute(events_of_round: Iterable[Record], *, views: bool = True) -> Repla
             s.steps.append(Step(event.version, event.position, short_name(event), event.studio_time,
                                 iso_utc(event.server_time), text, source, view))
     return Replay(s.steps, s.results, s.findings)
+
+
+def table_config_findings(events: Iterable[Record],
+                          history: Callable[[str], Sequence[TableConfigured]]) -> list[Finding]:
+    """A round's TableApplied against its table's own record of that configuration version
+    (`history(table_id)`, e.g. EventLog.table_history): the version must exist and its hash
+    and settings must be the ones the round recorded. Replay applies the round's recorded
+    settings; this says whether they are the configuration the table really had."""
+    found: list[Finding] = []
+    table_id = None
+    for e in events:
+        if isinstance(e, Opened):
+            table_id = e.table_id
+        if not isinstance(e, TableApplied) or table_id is None:
+            continue
+        versions = {c.config_version: c for c in history(table_id)}
+        config = versions.get(e.config_version)
+        if config is None:
+            found.append(Finding("table_config_mismatch", e.position,
+                                 f"table {table_id} has no configuration v{e.config_version}"))
+        elif config.config_hash != e.config_hash or config.settings != e.settings:
+            what = "hash" if config.config_hash != e.config_hash else "settings"
+            found.append(Finding("table_config_mismatch", e.position,
+                                 f"the round's {what} of table {table_id} configuration v{e.config_version} "
+                                 f"differs from the table's own record (position {config.position})"))
+    return found
 
 
 def _check_sequence(s: _State, events: list[Record]) -> None:

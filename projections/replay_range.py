@@ -32,7 +32,7 @@ from eventsourcing.persistence import Notification
 
 from domain.errors import InvariantBroken, require
 from ledger.eventlog import EventLog
-from ledger.records import Opened, Record, is_round_topic
+from ledger.records import Opened, Record, TableApplied, TableConfigured, is_round_topic
 from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 
@@ -163,9 +163,18 @@ def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
     from projections import replay  # looked up per call: tests may stand in for recompute
 
     out = RangeReplay()
+    tables: dict[str, list[TableConfigured]] = {}  # read once per configured table, by its (indexed) id
+
+    def history(table_id: str) -> list[TableConfigured]:
+        if table_id not in tables:
+            tables[table_id] = log.table_history(table_id)
+        return tables[table_id]
+
     for rows in rounds:
         events = log.decode_all(rows)
         result = replay.recompute(events, views=False)
+        if len(events) > 1 and isinstance(events[1], TableApplied):  # only rounds at a configured table
+            result.findings.extend(replay.table_config_findings(events, history))
         out.rounds += 1
         out.events += len(events)
         out.bets_checked += len(result.results)

@@ -8,7 +8,9 @@ void or resettlement) | voided. A void that arrived before the round opened
 (tombstone) gives a row with NULL table and game. `studio_time` is the
 studio's time of the round's opening, in UTC (`studio_instant`), so rounds
 can be listed in the order and period the studio played them
-(`round_list_rows`, `ledger round list`).
+(`round_list_rows`, `ledger round list`). `timezone` is the time zone of the
+table configuration the round opened under (NULL at an unconfigured table):
+its gaming days are days there.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
-from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, Voided
+from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, iso
+from projections.tables import config_row
 
 ROUNDS = Table(
     "proj_rounds",
@@ -27,7 +30,7 @@ ROUNDS = Table(
         ("round_id", "text"), ("table_id", "text"), ("round_no", "int"), ("game", "text"),
         ("ruleset_id", "text"), ("ruleset_version", "int"), ("currency", "text"), ("shoe_id", "text"),
         ("dealer_id", "text"), ("status", "text"), ("settlement_no", "int"), ("opened_at", "text"),
-        ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"),
+        ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"), ("timezone", "text"),
     ),
     indexes=(("table_id", "round_no"), ("studio_time",)),
 )
@@ -68,8 +71,11 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
             "opened_position": ev.position, "studio_time": studio_text(studio_instant(ev.studio_time)),
+            "timezone": None,
         })]
     row = round_row(rows, ev.aggregate_id)
+    if isinstance(ev, TableApplied):
+        return _table_applied(rows, row, ev)
     if row is None:  # tombstone void: the round never opened
         row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.aggregate_id, "settlement_no": 0}
     row = dict(row, status=_STATUS_BY_EVENT[type(ev)])
@@ -82,6 +88,15 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         case SettlementReversed():
             row["closed_at"] = None
     return [Put(ROUNDS.name, row)]
+
+
+def _table_applied(rows: Rows, row: dict[str, Any] | None, ev: TableApplied) -> list[Change]:
+    """The time zone of the configuration the round opened under: its gaming days are
+    that zone's days, whatever the table is configured with later."""
+    if row is None or row["table_id"] is None:
+        return []  # misplaced settings: replay reports them (docs/audit.md)
+    config = config_row(rows, row["table_id"], ev.config_version)
+    return [Put(ROUNDS.name, dict(row, timezone=config and config["timezone"]))]
 
 
 def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None = None,
@@ -108,8 +123,9 @@ def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None =
 
 VIEW = View(
     name="rounds",
-    version=2,  # 2: studio_time
+    version=3,  # 2: studio_time; 3: timezone of the table configuration the round opened under
     tables=(ROUNDS,),
-    handles=frozenset({Opened, *_STATUS_BY_EVENT}),
+    handles=frozenset({Opened, TableApplied, *_STATUS_BY_EVENT}),
     fold=fold,
+    reads=("tables",),
 )

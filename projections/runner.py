@@ -24,12 +24,12 @@ from typing import Any
 from domain.errors import InvariantBroken, require
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog, no_cyclic_gc
 from ledger.records import Record, RecordType
-from projections import balances, ggr, monitor, recall, refunds, rounds
+from projections import balances, ggr, monitor, recall, refunds, rounds, tables
 from projections.sql import Db, Table
 from projections.state import CachedRows, View
 
 # Order matters: a view reads only views listed before it (View.reads).
-ALL_VIEWS: tuple[View, ...] = (rounds.VIEW, balances.VIEW, recall.VIEW, recall.TIMELINE_VIEW, refunds.VIEW, ggr.VIEW,
+ALL_VIEWS: tuple[View, ...] = (tables.VIEW, rounds.VIEW, balances.VIEW, recall.VIEW, recall.TIMELINE_VIEW, refunds.VIEW, ggr.VIEW,
                                  monitor.VIEW)
 PAGE_SIZE_DEFAULT = 5000  # larger pages: fewer transactions, fewer rewrites of rows that span pages
 CONFLICT_RETRIES_MAX = 50

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from domain.errors import require
-from ledger.records import Postings, Record, RecordType, TableConfigured
+from ledger.records import Postings, Record, RecordType
 from projections.sql import Db, Table, delete_sql, select_sql
 
 CACHE_ROWS_MAX = 500_000  # beyond this the committed cache is dropped and refilled lazily
@@ -94,24 +94,26 @@ def quarter_hour(moment: datetime) -> str:
 
 
 class Zones:
-    """The time zone of each table's gaming days: its configured `timezone` (configure_table)
-    where it has one, else `fallback` (the --timezone option / LEDGER_TIMEZONE, UTC by default)."""
+    """The time zone of gaming days: a round at a configured table uses the `timezone` of the
+    configuration it opened under (Round.TableApplied; kept by the views as `timezone`),
+    every other round `fallback` (the --timezone option / LEDGER_TIMEZONE, UTC by default)."""
 
-    def __init__(self, fallback: tzinfo = UTC, by_table: dict[str, tzinfo] | None = None) -> None:
+    def __init__(self, fallback: tzinfo = UTC) -> None:
         self.fallback = fallback
-        self.by_table = by_table or {}
+        self._named: dict[str, tzinfo] = {}
 
-    def of(self, table_id: str | None) -> tzinfo:
-        return self.by_table.get(table_id or "", self.fallback)
-
-
-def table_zones(tables: Mapping[str, Sequence[TableConfigured]], fallback: tzinfo = UTC) -> Zones:
-    """Zones from the tables' configurations (`EventLog.tables()`): each table's current timezone."""
-    return Zones(fallback, {t: ZoneInfo(history[-1].timezone) for t, history in tables.items() if history})
+    def of(self, timezone: str | None) -> tzinfo:
+        """The zone named `timezone` (a round's table time zone), or the fallback for None."""
+        if not timezone:
+            return self.fallback
+        zone = self._named.get(timezone)
+        if zone is None:
+            zone = self._named[timezone] = ZoneInfo(timezone)
+        return zone
 
 
 def as_zones(zone: tzinfo | Zones) -> Zones:
-    """A single zone for every table, or the per-table zones as given."""
+    """A single zone for every unconfigured table, or the zones as given."""
     return zone if isinstance(zone, Zones) else Zones(zone)
 
 

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rows = ggr_rows(views.db, gaming_day_zones(views.log, args.timezone))
+        rows = ggr_rows(views.db, gaming_day_zones(args.timezone))
     totals: dict[str, dict] = {}
     for r in rows:
         t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ops.options import int_range, timezone
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
-from projections.state import Zones, table_zones
+from projections.state import Zones
 
 EPILOG = """\
 Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
@@ -49,13 +49,14 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
 
 def add_timezone_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
-                   help="the studio's time zone: days are gaming days there, by studio time; a table "
-                   "configured with a time zone of its own uses that one (default: LEDGER_TIMEZONE or UTC)")
+                   help="the studio's time zone: days are gaming days there, by studio time; a round at a table "
+                   "configured with a time zone of its own uses the zone in force when it was played (default: LEDGER_TIMEZONE or UTC)")
 
 
-def gaming_day_zones(log: EventLog, fallback: str) -> Zones:
-    """Each configured table's own time zone for its gaming days; `fallback` (--timezone) for the rest."""
-    return table_zones(log.tables(), ZoneInfo(fallback))
+def gaming_day_zones(fallback: str) -> Zones:
+    """A round at a configured table has the time zone of the configuration it opened under
+    (kept by the views); `fallback` (--timezone) is every other round's."""
+    return Zones(ZoneInfo(fallback))
 
 
 @contextmanager

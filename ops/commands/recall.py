@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rounds = recall_rounds(views.db, args.player, args.last, gaming_day_zones(views.log, args.timezone))
+        rounds = recall_rounds(views.db, args.player, args.last, gaming_day_zones(args.timezone))
     if args.json:
         print(json.dumps({"player_id": args.player, "rounds": rounds}, indent=2))
         return 0 if rounds else 1

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
-        movements = expected_movements(log.records(), gaming_day_zones(log, args.timezone))
+        movements = expected_movements(log.records(), gaming_day_zones(args.timezone))
     finally:
         log.close()
     report = reconcile(wallet, movements)

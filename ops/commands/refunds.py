@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_day_range(args.day_from, args.day_to)
     with open_views(args.db) as views:
-        zone = gaming_day_zones(views.log, args.timezone)
+        zone = gaming_day_zones(args.timezone)
         lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to, zone)
         totals = refund_totals(views.db, args.day_from, args.day_to, zone)
     if args.json:

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
     from projections import replay_view
     from projections.audit_store import parse_round_ref, round_events
-    from projections.replay import recompute
+    from projections.replay import recompute, table_config_findings
 
     try:
         round_id = parse_round_ref(args.round)
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             raise usage(f"--at must be 1..{len(events)} for this round")
         events = events[: args.at]
     replay = recompute(events)
+    replay.findings.extend(table_config_findings(events, log.table_history))
     wants_proof = args.proof or args.html or args.bundle
     proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
     document = replay_view.replay_document(round_id, events, replay, proof, args.at)

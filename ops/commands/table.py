@@ -1,7 +1,8 @@
 """`ledger table show TABLE`: a table's configuration, every version with its hash.
 `ledger table list`: every configured table and its current configuration.
 
-Read from the stored `Table.Configured` events (ledger/eventlog.py); a table that was
+Read from the stored `Table.Configured` events (ledger/eventlog.py; `list` finds the
+tables in the `tables` view, caught up first, as the other read commands do); a table that was
 never configured has no configuration: its rounds use their rule set's defaults."""
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
+from ops.commands.project import open_views
+from projections.tables import table_ids
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,11 +66,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    log = EventLog.open(args.db)
-    try:
-        tables = log.tables()
-    finally:
-        log.close()
+    # The configured tables' ids from the `tables` view, then each table by its aggregate id:
+    # reading the events by topic would read the whole store (the library does not index it).
+    with open_views(args.db) as views:
+        tables = views.log.tables(table_ids(views.db))
     current = [history[-1] for history in tables.values()]
     if args.json:
         sys.stdout.writelines(json.dumps(as_dict(r)) + "\n" for r in current)

@@ -23,7 +23,10 @@ WEIRD_VALUES: tuple[Any, ...] = (
     "ünïcødé", "😀" * 40, "\u0000", "\u202e", [], {}, [1, [2, [3]]], {"a": {"b": None}}, "1", "-5", "NaN",
 )
 FIELDS = ("command_id", "table_id", "round_no", "studio_time", "type", "stake_minor", "card", "seq_no", "bet_id",
-          "ruleset_version", "currency", "cause", "note", "amount_minor", "accept", "mode", "seat_no")
+          "ruleset_version", "currency", "cause", "note", "amount_minor", "accept", "mode", "seat_no",
+          # configure_table
+          "game", "ruleset_id", "timezone", "limits", "stake_divisible_by_min", "spots_count", "stakes_per_box_max",
+          "boxes_per_player_max", "difference_max_minor")
 
 
 def _dump(obj: Any) -> bytes:
@@ -37,7 +40,8 @@ def _wrong_value(rng: random.Random, obj: Obj) -> bytes:
 
 
 def _missing(rng: random.Random, obj: Obj) -> bytes:
-    required = [k for k in ("command_id", "table_id", "round_no", "studio_time", "type") if k in obj]
+    required = [k for k in ("command_id", "table_id", "round_no", "studio_time", "type", "game", "ruleset_id", "currency")
+                if k in obj]
     del obj[rng.choice(required)]
     return _dump(obj)
 
@@ -48,14 +52,15 @@ def _extra(rng: random.Random, obj: Obj) -> bytes:
 
 
 def _number(rng: random.Random, obj: Obj) -> bytes:
-    key = rng.choice([k for k in ("round_no", "stake_minor", "seq_no", "ruleset_version", "amount_minor") if k in obj])
+    key = rng.choice([k for k in ("round_no", "stake_minor", "seq_no", "ruleset_version", "amount_minor", "spots_count",
+                                  "stakes_per_box_max", "boxes_per_player_max", "difference_max_minor") if k in obj])
     text = rng.choice(["NaN", "Infinity", "-Infinity", "1e999", "-1", "0", "1.0", "99999999999999999999999999999999",
                        "-99999999999999999999999999999999", "0x10", "1_000", "+1", "01"])
     return _dump({**obj, key: "@@N@@"}).replace(b'"@@N@@"', text.encode())
 
 
 def _string(rng: random.Random, obj: Obj) -> bytes:
-    key = rng.choice([k for k in ("command_id", "table_id", "bet_id", "card", "currency", "type") if k in obj])
+    key = rng.choice([k for k in ("command_id", "table_id", "bet_id", "card", "currency", "type", "timezone") if k in obj])
     obj[key] = rng.choice(["\u0000", "a\u0000b", "\ud800", "a\udfff", "\u00e9" * 200, "x" * 200_000, "\n", " ",
                            "\u2028", "tab\tbed", "DROP TABLE x;--", "\U0001f600", "\ufeff"])
     return _dump(obj)
@@ -97,14 +102,27 @@ def _not_json(rng: random.Random, obj: Obj) -> bytes:
     ])
 
 
+def _limits(rng: random.Random, obj: Obj) -> bytes:
+    """A configure_table's limits damaged: a bound of the wrong type or size, a field missing or extra."""
+    bound = rng.choice(["min_minor", "max_minor"])
+    obj["limits"] = rng.choice([
+        {"main": {bound: rng.choice(WEIRD_VALUES)}}, {"main": {"min_minor": 100}}, {"main": []}, [], "main",
+        {"main": {"min_minor": 1, "max_minor": 2, "extra": 1}}, {"": {"min_minor": 1, "max_minor": 2}},
+        {f"b{i}": {"min_minor": 1, "max_minor": 2} for i in range(65)},
+    ])
+    return _dump(obj)
+
+
 def _type_swap(rng: random.Random, obj: Obj) -> bytes:
     obj["type"] = rng.choice(["open_round", "place_bet", "deal_card", "decide", "follow", "pause", "resume", "void",
-                              "reverse_settlement", "close_betting", "OPEN_ROUND", "settle", ""])
+                              "reverse_settlement", "close_betting", "OPEN_ROUND", "settle", "",
+                              "configure_table", "CONFIGURE_TABLE"])
     return _dump(obj)
 
 
 MUTATIONS: tuple[Callable[[random.Random, Obj], bytes], ...] = (
     _wrong_value, _missing, _extra, _number, _string, _deep, _truncated, _bad_bytes, _escaped, _not_json, _type_swap,
+    _limits,
 )
 
 

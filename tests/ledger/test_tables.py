@@ -155,3 +155,52 @@ def test_replay_reports_unreadable_table_settings_as_a_finding(ledger: Any, stor
                 for r in records]
     replay = recompute(tampered)
     assert [x.kind for x in replay.findings][:1] == ["table_config_invalid"]
+
+
+def test_replay_checks_the_round_s_table_configuration_against_the_table(ledger: Any, store_url: str) -> None:
+    """Settings the rule set can take but the table never had (or a version it never had) are a finding."""
+    from projections.replay import table_config_findings
+
+    ledger.handle(configure(1, **V1))
+    ledger.ingest(lines(*teen_patti_round(Feed(TABLE))))
+    log = EventLog.open(store_url)
+    try:
+        records = log.round_records(round_id_for(TABLE, 1))
+        assert table_config_findings(records, log.table_history) == []
+        quieter = {"limits": {"tie": {"min_minor": 100, "max_minor": 200_000}}}  # legal, and this round's bets fit
+        cases = {"settings": {"settings": quieter}, "hash": {"config_hash": "0" * 64}, "version": {"config_version": 7}}
+        for what, change in cases.items():
+            tampered = [r._replace(**change) if isinstance(r, TableApplied) else r for r in records]
+            found = table_config_findings(tampered, log.table_history)
+            assert [x.kind for x in found] == ["table_config_mismatch"], what
+            if what != "version":
+                assert recompute(tampered).findings == []  # the round alone cannot tell
+    finally:
+        log.close()
+
+
+def test_table_list_reads_each_table_by_id_not_the_store_by_topic(ledger: Any, store_url: str, capsys: Any,
+                                                                     monkeypatch: Any) -> None:
+    from ops.cli import main
+
+    for n, table in enumerate(("TP1", "TP2", "TP3"), start=1):
+        assert ledger.handle(configure(n, table)).status == "accepted"
+    assert ledger.handle(configure(9, "TP2", **V1)).status == "accepted"
+    ledger.ingest(lines(*teen_patti_round(Feed("TP9"))))  # played, never configured: not listed
+    log = EventLog.open(store_url)
+    try:
+        scanned = log.tables()
+        by_id = log.tables(["TP3", "TP1", "TP2", "TP9", "TP1"])
+    finally:
+        log.close()
+    assert by_id == scanned and list(by_id) == ["TP1", "TP2", "TP3"]
+
+    def no_topic_scan(self: EventLog, column: str, value: Any) -> Any:
+        assert column != "topic", "table list read the events table by topic"
+        return real(self, column, value)
+
+    real = EventLog._rows_where
+    monkeypatch.setattr(EventLog, "_rows_where", no_topic_scan)
+    assert main(["table", "list", "--db", store_url, "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(t["table_id"], t["config_version"]) for t in listed] == [("TP1", 1), ("TP2", 2), ("TP3", 1)]

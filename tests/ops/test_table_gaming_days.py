@@ -1,10 +1,10 @@
 """Gaming days by the table's own time zone (configure_table `timezone`): ggr, refunds,
-recall and reconcile's expected movements; --timezone stays the fallback for other tables."""
+recall and reconcile's expected movements; --timezone stays the fallback for other tables.
+A round keeps the zone of the configuration it opened under. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +13,14 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main
 from projections.reconcile import expected_movements
-from projections.state import table_zones
 from tests.ledger.feed import Feed, lines, teen_patti_round
 
 LATE = datetime(2024, 5, 1, 20, 0, tzinfo=UTC)  # 01:30 on 2 May in Kolkata, still 1 May in UTC
+
+
+CONFIGURE = {"type": "configure_table", "command_id": "cfg-1", "table_id": "TP-IN",
+             "studio_time": LATE.isoformat(), "game": "teen-patti", "ruleset_id": "teen-patti/20-20",
+             "ruleset_version": 1, "currency": "EUR", "timezone": "Asia/Kolkata"}
 
 
 def _at_late_evening(cmds: list[Any]) -> list[Any]:
@@ -28,14 +32,11 @@ def _at_late_evening(cmds: list[Any]) -> list[Any]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+def store(store_url: str) -> str:
+    url = store_url
     app = open_app(url)
     try:
-        configure = {"type": "configure_table", "command_id": "cfg-1", "table_id": "TP-IN",
-                     "studio_time": LATE.isoformat(), "game": "teen-patti", "ruleset_id": "teen-patti/20-20",
-                     "ruleset_version": 1, "currency": "EUR", "timezone": "Asia/Kolkata"}
-        assert app.handle(json.dumps(configure)).status == "accepted"
+        assert app.handle(json.dumps(CONFIGURE)).status == "accepted"
         for table in ("TP-IN", "TP-UTC"):
             f = Feed(table)
             results = app.ingest(lines(*_at_late_evening(teen_patti_round(f))))
@@ -72,7 +73,47 @@ def test_ggr_refunds_recall_by_the_table_zone(store: str, capsys: pytest.Capture
 def test_reconcile_movements_by_the_table_zone(store: str) -> None:
     log = EventLog.open(store)
     try:
-        movements = expected_movements(log.records(), table_zones(log.tables()))
+        movements = expected_movements(log.records())
     finally:
         log.close()
     assert {(m.table_id, m.day) for m in movements} == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
+
+
+@pytest.fixture
+def moved_store(store: str) -> str:
+    """TP-IN moves to UTC after its two rounds, then plays a third (settled) and a fourth (voided)."""
+    app = open_app(store)
+    try:
+        moved = CONFIGURE | {"command_id": "cfg-2", "timezone": "UTC"}
+        assert app.handle(json.dumps(moved)).status == "accepted"
+        f = Feed("TP-IN")
+        f.at(3)
+        results = app.ingest(lines(*_at_late_evening(teen_patti_round(f))))
+        assert all(r.status == "accepted" for r in results)
+        f.at(4)
+        results = app.ingest(lines(*_at_late_evening([f.open("teen-patti/20-20", shoe_id="d4"),
+                                                      f.bet("v4", "alice", "table", "tie", 100), f.void()])))
+        assert all(r.status == "accepted" for r in results)
+    finally:
+        app.close()
+    return store
+
+
+def test_each_round_keeps_the_zone_it_was_played_under(moved_store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _json(capsys, "ggr", "--db", moved_store, "--json")["rows"]
+    tp_in = {(r["day"], r["rounds_closed"]) for r in rows if r["table_id"] == "TP-IN"}
+    assert tp_in == {("2024-05-02", 2), ("2024-05-01", 2)}  # rounds 1-2 in Kolkata, 3-4 in UTC
+    refunds = _json(capsys, "refunds", "--db", moved_store, "--json")["refunds"]
+    assert sorted((r["table_id"], r["round_no"], r["day"]) for r in refunds) == [
+        ("TP-IN", 2, "2024-05-02"), ("TP-IN", 4, "2024-05-01"), ("TP-UTC", 2, "2024-05-01")]
+    recalled = _json(capsys, "recall", "alice", "--db", moved_store, "--json")["rounds"]
+    assert sorted((r["table_id"], r["round_no"], r["day"]) for r in recalled if r["table_id"] == "TP-IN") == [
+        ("TP-IN", 1, "2024-05-02"), ("TP-IN", 2, "2024-05-02"), ("TP-IN", 3, "2024-05-01"), ("TP-IN", 4, "2024-05-01")]
+    log = EventLog.open(moved_store)
+    try:
+        movements = expected_movements(log.records())
+    finally:
+        log.close()
+    days = {(m.round, m.day) for m in movements if m.table_id == "TP-IN"}
+    assert days == {("TP-IN#1", "2024-05-02"), ("TP-IN#2", "2024-05-02"),
+                    ("TP-IN#3", "2024-05-01"), ("TP-IN#4", "2024-05-01")}
