@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from domain.errors import InvariantBroken, require
@@ -203,6 +204,9 @@ class Projector:
                     if self.write_behind and self.rows.complete:
                         writer = writer or ThreadPoolExecutor(1, thread_name_prefix="projector-writer")
                         pending = _Pending(writer.submit(self._write, last, dict(self.positions)), last, read)
+                        # A dropped row read back while this page is written: wait for the write
+                        # first (one connection; the row's last write is already committed).
+                        self.rows.before_read = partial(wait, [pending.job])
                     else:
                         self._finish(_Pending(_run(self._write, last, dict(self.positions)), last, read),
                                      result, head, progress, after_commit)
@@ -227,6 +231,7 @@ class Projector:
             self.rows.forget()  # the cache may hold what was rolled back or never written
             raise
         finally:
+            self.rows.before_read = None
             if writer is not None:
                 writer.shutdown(wait=True)
 

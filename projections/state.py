@@ -27,7 +27,17 @@ from domain.errors import require
 from ledger.records import Postings, Record, RecordType
 from projections.sql import Db, Table, delete_sql, select_sql
 
-CACHE_ROWS_MAX = 500_000  # beyond this the committed cache is dropped and refilled lazily
+# The cache keeps the rows folds touched lately, in two generations: when the young one
+# holds more than CACHE_ROWS_YOUNG rows it becomes the old one and the old one is dropped
+# (a row read again is moved back to the young one). Rows of finished rounds are never
+# touched again, so the cache stays flat in the number of rounds (issue 9): a count of
+# every row ever written measured x1.9 the peak memory for 10x the rounds, the per-round
+# rows (recall timelines) being large. A dropped row is read back from the database.
+CACHE_ROWS_YOUNG = 4_000
+# Keys of dropped rows, in a fixed-size bit set (two bits a key): while the cache was
+# complete (fresh views), a miss on a key that is not in it needs no database read. A
+# false positive only costs a read; the set never grows.
+EVICTED_BITS = 1 << 23  # 1 MiB
 _MISSING = object()
 
 
@@ -191,7 +201,13 @@ class CachedRows:
     def __init__(self, db: Db, tables: Iterable[Table]) -> None:
         self.db = db
         self.tables = {t.name: t for t in tables}
-        self.committed: dict[str, dict[tuple[Any, ...], Any]] = {n: {} for n in self.tables}
+        self.committed: dict[str, dict[tuple[Any, ...], Any]] = {n: {} for n in self.tables}  # young
+        self.older: dict[str, dict[tuple[Any, ...], Any]] = {n: {} for n in self.tables}
+        self._young_rows = 0
+        self._evicted = bytearray(EVICTED_BITS // 8)
+        self._any_evicted = False
+        # Called before any database read: the runner waits there for a write in flight.
+        self.before_read: Callable[[], object] | None = None
         self.overlay: dict[str, dict[tuple[Any, ...], Any]] = {n: {} for n in self.tables}
         self.complete = False  # True: the cache holds every row (tables were empty); no reads needed
         self._select = {n: select_sql(t) for n, t in self.tables.items()}
@@ -206,12 +222,43 @@ class CachedRows:
         if row is _MISSING:
             row = self.committed[table].get(key, _MISSING)
         if row is _MISSING:
-            row = None if self.complete else self._load(table, key)
+            row = self.older[table].pop(key, _MISSING)
+            if row is _MISSING:
+                row = self._load(table, key) if not self.complete or self._maybe_evicted(table, key) else None
             self.committed[table][key] = row
+            self._young_rows += 1
         return row
+
+    def _bits(self, table: str, key: tuple[Any, ...]) -> tuple[int, int]:
+        h = hash((table, key)) & 0xFFFF_FFFF_FFFF_FFFF
+        return h % EVICTED_BITS, (h >> 32) % EVICTED_BITS
+
+    def _maybe_evicted(self, table: str, key: tuple[Any, ...]) -> bool:
+        if not self._any_evicted:
+            return False
+        a, b = self._bits(table, key)
+        bits = self._evicted
+        return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
+
+    def _rotate(self) -> None:
+        """The young generation becomes the old one; the old one is dropped (its keys noted
+        while the cache is complete, so that a later miss on them reads the database)."""
+        if self.complete:
+            bits = self._evicted
+            for name, old in self.older.items():
+                for key, row in old.items():
+                    if row is not None:
+                        a, b = self._bits(name, key)
+                        bits[a >> 3] |= 1 << (a & 7)
+                        bits[b >> 3] |= 1 << (b & 7)
+                        self._any_evicted = True
+        self.older, self.committed = self.committed, {n: {} for n in self.tables}
+        self._young_rows = 0
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         self.selects += 1
+        if self.before_read is not None:
+            self.before_read()
         found = self.db.query(self._select[table], key)
         if not found:
             return None
@@ -239,7 +286,10 @@ class CachedRows:
         The cache then runs ahead of the database: whoever writes the sealed
         page must `forget()` if that fails (the runner does, on any failure)."""
         sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
-        size = count = 0
+        count = 0
+        if self._young_rows > CACHE_ROWS_YOUNG:
+            # Before this page joins the cache: what is dropped was written by an earlier page.
+            self._rotate()
         for name, changed in self.overlay.items():
             if changed:
                 values = self._values[name]
@@ -247,12 +297,15 @@ class CachedRows:
                 deletes = [key for key, row in changed.items() if row is None] if len(puts) < len(changed) else []
                 sealed.append((self.tables[name], puts, deletes))
                 count += len(puts) + len(deletes)
-                self.committed[name].update(changed)
+                young, older = self.committed[name], self.older[name]
+                if older:
+                    for key in changed:
+                        older.pop(key, None)
+                before = len(young)
+                young.update(changed)
+                self._young_rows += len(young) - before
                 changed.clear()
-            size += len(self.committed[name])
         self.sealed = sealed
-        if size > CACHE_ROWS_MAX:
-            self.forget()  # refilled lazily from the database (after this page is written)
         return count
 
     def flush(self) -> int:
@@ -271,8 +324,12 @@ class CachedRows:
     def forget(self) -> None:
         """Drop everything cached (after a rollback or a concurrent writer)."""
         self.rollback()
-        for cached in self.committed.values():
+        for cached in (*self.committed.values(), *self.older.values()):
             cached.clear()
+        self._young_rows = 0
+        if self._any_evicted:
+            self._evicted = bytearray(EVICTED_BITS // 8)
+            self._any_evicted = False
         self.complete = False
 
 

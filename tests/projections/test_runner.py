@@ -215,3 +215,28 @@ def test_catch_up_leaves_a_callers_frozen_objects_frozen(app) -> None:
     p2.catch_up()
     assert gc.get_freeze_count() == 0  # its own freeze is undone when it returns
     p2.close()
+
+
+@pytest.mark.parametrize("write_behind", [True, False])
+@pytest.mark.parametrize("evicted_bits", [64, 1 << 23])  # a tiny filter: false positives read the store
+def test_a_row_cache_that_drops_old_rows_gives_the_same_views(app, monkeypatch, write_behind: bool,
+                                                              evicted_bits: int) -> None:
+    """Issue 9: the projector's cache keeps only rows folded lately (memory flat in the
+    number of rounds); a dropped row read again comes back from the store, also while
+    the page that wrote it is still being written behind."""
+    import projections.state as state
+
+    monkeypatch.setattr(state, "CACHE_ROWS_YOUNG", 5)
+    monkeypatch.setattr(state, "EVICTED_BITS", evicted_bits)
+    events = random_history(seed=23, rounds=60)
+    half = len(events) // 2
+    store(app, events[:half])
+    p = Projector(EventLog(app), page_size=19, write_behind=write_behind)
+    # fresh views: the cache is complete, dropped keys go to the filter, and every event folds
+    assert p.catch_up().events == half
+    assert p.rows.complete and p.rows._any_evicted
+    assert as_dicts(p) == memory_snapshot(events[:half])
+    store(app, events[half:])
+    assert p.catch_up().events == len(events) - half
+    assert as_dicts(p) == memory_snapshot(events)
+    p.close()
