@@ -205,7 +205,7 @@ def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_ty
     })
 
 
-_NO_LINES = {"lines": 0, "rounds": 0, "staked_minor": 0, "returned_minor": 0, "rounding_kept": "0/1",
+_NO_LINES: dict[str, Any] = {"lines": 0, "rounds": 0, "staked_minor": 0, "returned_minor": 0, "rounding_kept": "0/1",
              "stake_sq_sum": 0, "stake_max": 0}
 
 
