@@ -101,7 +101,8 @@ class EventLog:
         self._recorder: Any = app.recorder  # its backend's class: tables and datastore differ
         mapper = app.mapper
         self._to_event = mapper.to_domain_event
-        self._transcode = mapper.transcoder.decode
+        # The ledger's transcoder decodes a state cheaper than `decode`, to the same value.
+        self._transcode = getattr(mapper.transcoder, "decode_state", mapper.transcoder.decode)
         # The mapper's own work is only needed for what it adds: ciphers, compression, upcasts
         # (and whatever a mapper of another class does).
         self._bare = (type(mapper).to_domain_event is Mapper.to_domain_event
