@@ -34,6 +34,7 @@ from ledger.records import (
     Refund,
     Resumed,
     Settled,
+    SettlementLine,
     SettlementReversed,
     StakeMove,
     TableApplied,
@@ -323,7 +324,7 @@ def _settled(s: _State, e: Settled) -> None:
         s.find("ruleset_mismatch", e.position, f"settled under {e.ruleset_id} v{e.ruleset_version} but "
                f"opened under {s.rules.id} v{s.rules.version}")
     recomputed = _recomputed_results(s, e)
-    _compare_results(s, e, no, [r._asdict() for r in e.results], recomputed)
+    _compare_results(s, e, no, [dict(zip(_LINE_FIELDS, r)) for r in e.results], recomputed)  # r._asdict()
     if recomputed is not None:
         _compare_postings(s, e, _settlement_net(s, recomputed))
     s.settlements[no] = e.postings
@@ -336,6 +337,9 @@ def _settlement_reversed(s: _State, e: SettlementReversed) -> None:
     elif _net(Posting(p.account, -p.amount_minor) for p in original) != _net(e.postings):
         s.find("postings_differ", e.position, f"reversal postings are not the exact negation of settlement "
                f"{e.settlement_no}")
+
+
+_LINE_FIELDS = SettlementLine._fields
 
 
 # A check takes the record type it is registered for.
