@@ -3,9 +3,17 @@
 Made once per store (from the ledger application opened on its URL), it pages
 over the application sequence in global order (`select_notifications`: SQLite
 rowid / PostgreSQL notification_id, gap-free in commit order) and decodes each
-stored event once, through the application's own mapper (ciphers, compression
-and `upcast_vN_vM` apply exactly as in the ledger), into a typed record of
-`ledger.records`. Nothing outside `ledger/` touches the recorder or the mapper.
+stored event once into a typed record of `ledger.records`, exactly as the
+application's own mapper decodes it (ciphers, compression and `upcast_vN_vM`
+apply as in the ledger). Nothing outside `ledger/` touches the recorder or the mapper.
+
+Decoding skips the library's event objects where they would change nothing: with
+neither cipher nor compressor, a stored state of an event class at class_version 1
+(nothing to upcast) is decoded by the application's transcoder straight into the
+record (`_state`); anything else goes through the mapper. The pages of a catch-up
+are selected as plain tuples (`rows`) rather than the recorder's `Notification`s.
+Both paths give the same records (tests/golden/test_records.py compares them over
+the golden stores); `raw_read`, the benchmarks' baseline, stays the library's own.
 
 `Backend` says which database a store is (from the environment its URL gave,
 never guessed from the recorder's class) and how to connect to it: the views
@@ -20,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from eventsourcing.persistence import Notification
+from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.utils import resolve_topic
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from domain.errors import require
@@ -72,6 +82,10 @@ class Backend:
         return cls.of_env(env_for(url))
 
 
+# A stored row as `rows` selects it: (position, originator id as stored or as text, version, topic, state).
+Row = tuple[int, Any, int, str, bytes]
+
+
 class Page(NamedTuple):
     records: list[Record]  # the decoded ones (only the kinds asked for)
     read: int  # stored events read
@@ -85,10 +99,22 @@ class EventLog:
         self.app = app
         self.backend = Backend.of_env(app.env)
         self._recorder: Any = app.recorder  # its backend's class: tables and datastore differ
-        self._to_event = app.mapper.to_domain_event
+        mapper = app.mapper
+        self._to_event = mapper.to_domain_event
+        # The ledger's transcoder decodes a state cheaper than `decode`, to the same value.
+        self._transcode = getattr(mapper.transcoder, "decode_state", mapper.transcoder.decode)
+        # The mapper's own work is only needed for what it adds: ciphers, compression, upcasts
+        # (and whatever a mapper of another class does).
+        self._bare = (type(mapper).to_domain_event is Mapper.to_domain_event
+                      and not mapper.cipher and not mapper.compressor)
+        self._direct: dict[str, bool] = {}  # topic -> its states decode without the mapper
         self._decoders: dict[str, Decoder] = {}
         self._kinds: dict[str, RecordType] = {}
         self._ids: dict[Any, str] = {}  # _id_key(aggregate id) -> its text
+        # Stored ids are UUIDs (SQLite keeps their hex): their text is str(UUID(stored)).
+        datastore = getattr(app.recorder, "datastore", None)
+        self._uuid_ids = getattr(datastore, "originator_id_type", "uuid") == "uuid"
+        self._select_rows = self._sqlite_rows if self.backend.kind == SQLITE else self._postgres_rows
 
     @classmethod
     def open(cls, url: str | None = None, *, ledger_required: bool = True) -> EventLog:
@@ -110,18 +136,49 @@ class EventLog:
     def decode(self, n: Notification) -> Record:
         """One stored event -> its record."""
         decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
-        state = self._to_event(n).__dict__
-        return decoder(n.id, self._id_text(state["originator_id"]), state)
+        state = self._state(n.topic, n.state, n.originator_id, n.originator_version)
+        return decoder(n.id, self._id_text(n.originator_id), state)
+
+    def _state(self, topic: str, data: bytes, aggregate_id: Any, version: int) -> dict[str, Any]:
+        """A stored event's state as the mapper decodes it (`originator_version` and the decoded
+        `timestamp` in it; fields in stored order): by the transcoder alone where the mapper
+        would add nothing but the envelope (see the module doc), else by the mapper."""
+        direct = self._direct.get(topic)
+        if direct is None:
+            direct = self._direct_topic(topic)
+        if direct:
+            try:
+                state: dict[str, Any] = self._transcode(data)
+            except Exception:  # the mapper raises its own error for it, below
+                pass
+            else:
+                if type(state) is dict and "class_version" not in state:
+                    state["originator_version"] = version
+                    return state
+        stored = Notification(id=0, originator_id=aggregate_id, originator_version=version, topic=topic, state=data)
+        decoded: dict[str, Any] = self._to_event(stored).__dict__
+        return decoded
+
+    def _direct_topic(self, topic: str) -> bool:
+        """Whether `topic`'s states decode without the mapper: no cipher, no compressor, and
+        an event class at class_version 1 (a topic that does not resolve raises as the mapper would)."""
+        direct = self._direct[topic] = self._bare and getattr(resolve_topic(topic), "class_version", 1) == 1
+        return direct
 
     def _id_text(self, aggregate_id: Any) -> str:
-        """`str(UUID)`, remembered: a round's events share its id, and str() of a UUID is slow
-        Python. Keyed by the UUID's int (`_id_key`): UUID.__hash__ is a Python call too."""
+        """The aggregate id as text (`str(UUID)`), remembered: a round's events share its id, and
+        str() of a UUID is slow Python. Keyed by the UUID's int (`_id_key`: UUID.__hash__ is a
+        Python call too), or by the stored text (`rows`)."""
         key = _id_key(aggregate_id)
         text = self._ids.get(key)
         if text is None:
             if len(self._ids) >= ID_CACHE_MAX:
                 self._ids.clear()
-            text = self._ids[key] = str(aggregate_id)
+            if type(aggregate_id) is str and self._uuid_ids:
+                text = str(UUID(aggregate_id))
+            else:
+                text = str(aggregate_id)
+            self._ids[key] = text
         return text
 
     def _decoder(self, topic: str) -> Decoder:
@@ -132,8 +189,8 @@ class EventLog:
         """One stored event -> its record and its fields exactly as stored (for the audit chain,
         which hashes what is stored, including any field outside the vocabulary)."""
         decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
-        state = self._to_event(n).__dict__
-        return decoder(n.id, self._id_text(state["originator_id"]), state), stored_fields(state)
+        state = self._state(n.topic, n.state, n.originator_id, n.originator_version)
+        return decoder(n.id, self._id_text(n.originator_id), state), stored_fields(state)
 
     def kind(self, topic: str) -> RecordType:
         found = self._kinds.get(topic)
@@ -149,22 +206,61 @@ class EventLog:
         rows: list[Notification] = self._recorder.select_notifications(start, limit)
         return rows
 
+    def rows(self, start: int, limit: int) -> list[Row]:
+        """Stored rows (undecoded) with position >= `start`, at most `limit`, as plain tuples
+        (`Row`): `notifications` without the recorder's objects, for `decode_rows`."""
+        require(start >= 1, f"positions start at 1, got {start}")
+        require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
+        return self._select_rows(start, limit)
+
+    def row_keys(self, start: int, limit: int) -> list[tuple[int, Any, str]]:
+        """(position, originator id, topic) of the stored rows from `start`, at most `limit`, as
+        `rows` gives them, without the states: what grouping events by aggregate needs."""
+        require(start >= 1, f"positions start at 1, got {start}")
+        require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
+        return self._select_rows(start, limit, keys_only=True)  # type: ignore[return-value]
+
+    def _sqlite_rows(self, start: int, limit: int, keys_only: bool = False) -> list[Row]:
+        recorder = self._recorder
+        columns = "rowid, originator_id, topic" if keys_only else "rowid, originator_id, originator_version, topic, state"
+        statement = f"SELECT {columns} FROM {recorder.events_table_name} WHERE rowid>=? ORDER BY rowid LIMIT ?"
+        with recorder.datastore.transaction(commit=False) as c:
+            cursor = c.sqlite_cursor  # the library's wrapper's sqlite3 cursor
+            cursor.row_factory = None  # tuples (the connection makes sqlite3.Row, which cannot be pickled)
+            cursor.execute(statement, (start, limit))
+            rows: list[Row] = cursor.fetchall()
+            return rows
+
+    def _postgres_rows(self, start: int, limit: int, keys_only: bool = False) -> list[Row]:
+        recorder = self._recorder
+        columns = "notification_id, originator_id::text, topic" if keys_only else \
+            "notification_id, originator_id::text, originator_version, topic, state"
+        statement = SQL("SELECT " + columns + " "
+                        "FROM {schema}.{table} WHERE notification_id>=%s ORDER BY notification_id LIMIT %s").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+            curs.execute(statement, (start, limit), prepare=True)
+            rows: list[Row] = curs.fetchall()
+        if rows and not keys_only and type(rows[0][4]) is not bytes:  # a bytea loader may give memoryviews
+            rows = [(p, i, v, t, bytes(state)) for p, i, v, t, state in rows]
+        return rows
+
     def page(self, start: int, limit: int, kinds: frozenset[RecordType] | None = None) -> Page:
         """Up to `limit` stored events from `start`; only those of `kinds` (None: all) are decoded."""
-        rows = self.notifications(start, limit)
+        rows = self.rows(start, limit)
         if not rows:
             return Page([], 0, start - 1)
         if kinds is not None:
             known, kind = self._kinds.get, self.kind
-            wanted = [n for n in rows if (known(n.topic) or kind(n.topic)) in kinds]
-            return Page(self.decode_all(wanted), len(rows), rows[-1].id)
-        return Page(self.decode_all(rows), len(rows), rows[-1].id)
+            wanted = [r for r in rows if (known(r[3]) or kind(r[3])) in kinds]
+            return Page(self.decode_rows(wanted), len(rows), rows[-1][0])
+        return Page(self.decode_rows(rows), len(rows), rows[-1][0])
 
     def records(self, start: int = 1, limit: int | None = None, *,
                 page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[Record]:
         """Records from position `start` in global order, at most `limit` (None: up to the head)."""
-        for rows in self._pages(start, limit, page_size):
-            yield from self.decode_all(rows)
+        for rows in self._row_pages(start, limit, page_size):
+            yield from self.decode_rows(rows)
 
     def stored(self, start: int = 1, limit: int | None = None, *,
                page_size: int = PAGE_SIZE_DEFAULT) -> Iterator[tuple[Record, dict[str, Any]]]:
@@ -183,6 +279,20 @@ class EventLog:
             if len(rows) < want:
                 return
             position = rows[-1].id + 1
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def _row_pages(self, start: int, limit: int | None, page_size: int) -> Iterator[list[Row]]:
+        """As `_pages`, the rows as tuples (`rows`)."""
+        remaining, position = limit, start
+        while remaining is None or remaining > 0:
+            want = page_size if remaining is None else min(page_size, remaining)
+            rows = self.rows(position, want)
+            if rows:
+                yield rows
+            if len(rows) < want:
+                return
+            position = rows[-1][0] + 1
             if remaining is not None:
                 remaining -= len(rows)
 
@@ -275,16 +385,31 @@ class EventLog:
                     for r in curs.fetchall()]
 
     def decode_all(self, rows: Sequence[Notification]) -> list[Record]:
-        """`decode` of every row, in order (the loop every reader runs: kept tight)."""
-        decoders, to_event, ids = self._decoders, self._to_event, self._ids
+        """`decode` of every row, in order."""
+        return self.decode_rows([(n.id, n.originator_id, n.originator_version, n.topic, n.state) for n in rows])
+
+    def decode_rows(self, rows: Sequence[Row]) -> list[Record]:
+        """The record of every row (`rows`), in order: the loop every reader runs, kept tight
+        (`_state` inlined for the usual case)."""
+        decoders, ids, direct, transcode, state_of = self._decoders, self._ids, self._direct, self._transcode, self._state
         out = []
         with no_cyclic_gc():  # a page of records: ~2 us/event less on a typed read
-            for n in rows:
-                decoder = decoders.get(n.topic) or self._decoder(n.topic)
-                state = to_event(n).__dict__
-                aggregate_id = state["originator_id"]
+            for position, aggregate_id, version, topic, data in rows:
+                decoder = decoders.get(topic) or self._decoder(topic)
+                state = None
+                if direct.get(topic):
+                    try:
+                        state = transcode(data)
+                    except Exception:  # the mapper raises its own error for it (state_of)
+                        state = None
+                    if type(state) is not dict or "class_version" in state:
+                        state = None
+                    else:
+                        state["originator_version"] = version
+                if state is None:
+                    state = state_of(topic, data, aggregate_id, version)
                 text = ids.get(aggregate_id.int if type(aggregate_id) is UUID else aggregate_id)
-                out.append(decoder(n.id, text or self._id_text(aggregate_id), state))
+                out.append(decoder(position, text or self._id_text(aggregate_id), state))
         return out
 
 

@@ -30,6 +30,7 @@ _LONG_NUMBER = b"0" * 19
 class OrjsonTranscoder(JSONTranscoder):
     _stamp_prefix: bytes | None = None  # the datetime wrapper's opening, once the library registered it
     _last_stamp: tuple[datetime | None, orjson.Fragment | None] = (None, None)  # the last timestamp, written
+    _last_read: tuple[str | None, datetime | None] = (None, None)  # the last timestamp text read, and its value
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict and self._plain_fields(obj):
@@ -68,6 +69,42 @@ class OrjsonTranscoder(JSONTranscoder):
                 if typed == 0 or self._decode_top_level(obj, typed):
                     return obj
         return super().decode(data)
+
+    def decode_state(self, data: bytes) -> Any:
+        """`decode` of a stored event's state: the same value, cheaper for the usual state,
+        whose one registered value is its `timestamp`: decoded here, not by the loop over
+        the top level, and its text parsed once for a run of events sharing it (a ledger
+        batch's; those events then share one datetime object). The readers' path
+        (ledger/eventlog.py); `decode`, which the library's mapper calls, is unchanged."""
+        if _ESCAPE not in data and _LONG_NUMBER not in data.translate(_DIGITS_TO_ZERO):
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:  # NaN, lone surrogates, ...: the stdlib decides
+                pass
+            else:
+                typed = data.count(_TYPE_KEY)
+                if typed == 0:
+                    return obj
+                if typed == 1 and type(obj) is dict and self._stamp_read(obj):
+                    return obj
+                if self._decode_top_level(obj, typed):
+                    return obj
+        return super().decode(data)
+
+    def _stamp_read(self, obj: dict[str, Any]) -> bool:
+        """Decode in place a top-level `timestamp` written as the library's datetime (the one
+        typed value of the state: `decode_state`); False if it is not that."""
+        stamp = obj.get("timestamp")
+        if type(stamp) is not dict or len(stamp) != 2 or "_type_" not in stamp or "_data_" not in stamp:
+            return False
+        text = stamp["_data_"]
+        if type(text) is not str or type(self.names.get(stamp["_type_"])) is not DatetimeAsISO:
+            return False
+        last = self._last_read  # one read: another thread may replace the pair meanwhile
+        if last[0] != text:
+            last = self._last_read = (text, datetime.fromisoformat(text))  # DatetimeAsISO.decode
+        obj["timestamp"] = last[1]
+        return True
 
     def _stamp_written(self, obj: dict[str, Any]) -> dict[str, Any]:
         """The event's UTC `timestamp` in the library's wrapper, its text written by orjson:

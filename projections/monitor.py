@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.records import BetPlaced, Opened, Paused, Record, Settled, SettlementLine, SettlementReversed, Voided
-from projections.monitor_math import bet_math, decimal_text
+from projections.monitor_math import bet_math_texts, ratio_text
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
@@ -77,17 +77,29 @@ def bet_key(line: SettlementLine, modes: dict[str, str]) -> str:
 
 
 def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) -> dict[str, Sums]:
-    """A settlement's lines added up per bet type (Banker bets by mode)."""
-    out: dict[str, Sums] = {}
+    """A settlement's lines added up per bet type (Banker bets by mode). Added up in lists,
+    a Fraction only for a line with a remainder (this runs for every settlement line)."""
+    acc: dict[str, list[Any]] = {}
     for line in results:
-        key = bet_key(line, modes)
+        key = bet_key(line, modes) if modes else line.bet_type
         s = line.staked_minor
-        kept = Fraction(line.remainder_num, line.remainder_den) if line.remainder_num else Fraction(0)
-        old = out.get(key)
-        out[key] = Sums(1, s, line.returned_minor, kept, s * s, s) if old is None else Sums(
-            old.lines + 1, old.staked + s, old.returned + line.returned_minor, old.kept + kept,
-            old.stake_sq + s * s, max(old.stake_max, s))
-    return out
+        total = acc.get(key)
+        if total is None:
+            acc[key] = [1, s, line.returned_minor, _ZERO, s * s, s]
+            total = acc[key]
+        else:
+            total[0] += 1
+            total[1] += s
+            total[2] += line.returned_minor
+            total[4] += s * s
+            if s > total[5]:
+                total[5] = s
+        if line.remainder_num:
+            total[3] += Fraction(line.remainder_num, line.remainder_den)
+    return {key: Sums(*total) for key, total in acc.items()}
+
+
+_ZERO = Fraction(0)
 
 
 def _round_state(rows: Rows, round_id: str) -> dict[str, Any]:
@@ -169,25 +181,32 @@ def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_ty
     key = (info["table_id"], info["dealer_id"], ruleset_id, version, bet_type, day)
     old = rows.get(MONITOR.name, key)
     if old is None:
-        total = Sums(0, 0, 0, Fraction(0), 0, 0)
-        old_rounds = 0
+        old = _NO_LINES
+    # The kept remainders: the stored text is a reduced fraction (fraction_text), read
+    # without a Fraction unless this settlement adds to it.
+    if s.kept:
+        kept = parse_fraction(old["rounding_kept"]) + s.kept
+        kept_text, kept_num, kept_den = fraction_text(kept), kept.numerator, kept.denominator
     else:
-        total = Sums(old["lines"], old["staked_minor"], old["returned_minor"], parse_fraction(old["rounding_kept"]),
-                     old["stake_sq_sum"], old["stake_max"])
-        old_rounds = old["rounds"]
-    new = Sums(total.lines + s.lines, total.staked + s.staked, total.returned + s.returned, total.kept + s.kept,
-               total.stake_sq + s.stake_sq, max(total.stake_max, s.stake_max))
-    math = bet_math(ruleset_id, version, bet_type)
-    observed = (new.returned + new.kept) / new.staked if new.staked else None
+        kept_text = old["rounding_kept"]
+        num, _, den = kept_text.partition("/")
+        kept_num, kept_den = int(num), int(den or 1)
+    staked, returned = old["staked_minor"] + s.staked, old["returned_minor"] + s.returned
+    theoretical, sd = bet_math_texts(ruleset_id, version, bet_type)
     return Put(MONITOR.name, {
         "table_id": key[0], "dealer_id": key[1], "ruleset_id": ruleset_id, "ruleset_version": version,
-        "bet_type": bet_type, "day": day, "currency": info["currency"], "lines": new.lines,
-        "rounds": old_rounds + rounds, "staked_minor": new.staked, "returned_minor": new.returned,
-        "rounding_kept": fraction_text(new.kept), "stake_sq_sum": new.stake_sq, "stake_max": new.stake_max,
-        "observed_rtp": None if observed is None else decimal_text(observed),
-        "theoretical_rtp": None if math is None else decimal_text(math.mean),
-        "sd_per_unit": None if math is None else math.sd_text(),
+        "bet_type": bet_type, "day": day, "currency": info["currency"], "lines": old["lines"] + s.lines,
+        "rounds": old["rounds"] + rounds, "staked_minor": staked, "returned_minor": returned,
+        "rounding_kept": kept_text, "stake_sq_sum": old["stake_sq_sum"] + s.stake_sq,
+        "stake_max": max(old["stake_max"], s.stake_max),
+        # (returned + kept) / staked, exactly, in integers
+        "observed_rtp": ratio_text(returned * kept_den + kept_num, staked * kept_den) if staked else None,
+        "theoretical_rtp": theoretical, "sd_per_unit": sd,
     })
+
+
+_NO_LINES: dict[str, Any] = {"lines": 0, "rounds": 0, "staked_minor": 0, "returned_minor": 0, "rounding_kept": "0/1",
+             "stake_sq_sum": 0, "stake_max": 0}
 
 
 def monitor_rows(db: Db) -> list[dict[str, Any]]:

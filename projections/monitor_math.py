@@ -51,6 +51,19 @@ def decimal_text(f: Fraction, places: int = 6) -> str:
     return f"{sign}{scaled // 10**places}.{scaled % 10**places:0{places}d}"
 
 
+def ratio_text(num: int, den: int, places: int = 6) -> str:
+    """`decimal_text(Fraction(num, den), places)` in integer arithmetic (`den` != 0): the
+    monitor writes an observed RTP per bet type and settlement, and Fraction arithmetic
+    was most of that view's time."""
+    if den < 0:
+        num, den = -num, -den
+    scaled, rest = divmod(num * 10**places, den)
+    if rest * 2 > den or (rest * 2 == den and scaled % 2):  # round half to even, as round(Fraction)
+        scaled += 1
+    sign, scaled = ("-" if scaled < 0 else ""), abs(scaled)
+    return f"{sign}{scaled // 10**places}.{scaled % 10**places:0{places}d}"
+
+
 # (rule set id, version, bet type) -> (mean, variance, largest return) per unit staked.
 _EXACT: dict[tuple[str, int, str], tuple[str, str, str]] = {
     ("baccarat/live-8d", 1, "player"): ("19283843717413/19524993263685", "344891340492053315232095456/381225361946944627939779225", "2"),
@@ -86,6 +99,15 @@ def bet_math(ruleset_id: str, ruleset_version: int, bet_type: str) -> BetMath | 
         return None
     mean, variance, top = (Fraction(x) for x in found)
     return BetMath(mean, variance, top)
+
+
+@cache
+def bet_math_texts(ruleset_id: str, ruleset_version: int, bet_type: str) -> tuple[str | None, str | None]:
+    """(theoretical RTP, standard deviation per unit) as the monitor writes them; (None, None) untested."""
+    math = bet_math(ruleset_id, ruleset_version, bet_type)
+    if math is None:
+        return None, None
+    return decimal_text(math.mean), math.sd_text()
 
 
 def tested_bets() -> list[tuple[str, int, str]]:

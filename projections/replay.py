@@ -34,6 +34,7 @@ from ledger.records import (
     Refund,
     Resumed,
     Settled,
+    SettlementLine,
     SettlementReversed,
     StakeMove,
     TableApplied,
@@ -181,7 +182,10 @@ def _check_sequence(s: _State, events: list[Record]) -> None:
 
 
 def _check_postings_balance(s: _State, event: Record) -> None:
-    total = sum(p.amount_minor for p in postings_of(event))
+    postings = postings_of(event)
+    if not postings:
+        return
+    total = sum([p[1] for p in postings])  # Posting(account, amount_minor)
     if total != 0:
         s.find("postings_unbalanced", event.position, f"postings sum to {total}")
 
@@ -207,14 +211,17 @@ def _add(net: dict[str, int], account: str, amount_minor: int) -> None:
 def _net(postings: Iterable[Posting]) -> dict[str, int]:
     """Net amount per account, zeros dropped (dict equality ignores order; messages sort)."""
     net: dict[str, int] = {}
+    get = net.get
     for account, amount_minor in postings:
-        _add(net, account, amount_minor)
-    return {k: v for k, v in net.items() if v != 0}
+        net[account] = get(account, 0) + amount_minor
+    if 0 in net.values():
+        return {k: v for k, v in net.items() if v != 0}
+    return net
 
 
 def _compare_postings(s: _State, event: Record, expected: dict[str, int]) -> None:
     recorded = _net(postings_of(event))
-    wanted = {k: v for k, v in expected.items() if v != 0}
+    wanted = {k: v for k, v in expected.items() if v != 0} if 0 in expected.values() else expected
     if recorded != wanted:
         s.find("postings_differ", event.position, f"postings net {dict(sorted(recorded.items()))}; the facts give "
                f"{dict(sorted(expected.items()))}")
@@ -317,7 +324,7 @@ def _settled(s: _State, e: Settled) -> None:
         s.find("ruleset_mismatch", e.position, f"settled under {e.ruleset_id} v{e.ruleset_version} but "
                f"opened under {s.rules.id} v{s.rules.version}")
     recomputed = _recomputed_results(s, e)
-    _compare_results(s, e, no, [r._asdict() for r in e.results], recomputed)
+    _compare_results(s, e, no, [dict(zip(_LINE_FIELDS, r)) for r in e.results], recomputed)  # r._asdict()
     if recomputed is not None:
         _compare_postings(s, e, _settlement_net(s, recomputed))
     s.settlements[no] = e.postings
@@ -330,6 +337,9 @@ def _settlement_reversed(s: _State, e: SettlementReversed) -> None:
     elif _net(Posting(p.account, -p.amount_minor) for p in original) != _net(e.postings):
         s.find("postings_differ", e.position, f"reversal postings are not the exact negation of settlement "
                f"{e.settlement_no}")
+
+
+_LINE_FIELDS = SettlementLine._fields
 
 
 # A check takes the record type it is registered for.
@@ -448,10 +458,14 @@ def _put_in(s: _State, bet_id: str, player_id: str, amount_minor: int) -> None:
 
 def _stake_net(s: _State, stakes: list[tuple[str, int]]) -> dict[str, int]:
     net: dict[str, int] = {}
+    if not stakes:
+        return net
     account = round_account(s.round_id)
+    get = net.get
     for player_id, amount in stakes:
-        _add(net, player_account(player_id), -amount)
-        _add(net, account, amount)
+        player = player_account(player_id)
+        net[player] = get(player, 0) - amount
+        net[account] = get(account, 0) + amount
     return net
 
 

@@ -6,37 +6,39 @@ mode (the same checks as `ledger replay`, no timeline), so every bet of every
 Settled event is compared with what the recorded rule set gives.
 
 Two reads of the store in global order through the ledger's `EventLog` (a plan
-of each round's last position, then the rows). Events are grouped by round from the stored topic and
+of each round's last position from the rows' keys alone, then the rows, as plain
+tuples). Events are grouped by round from the stored topic and
 originator id, BEFORE decoding; only the events of the rounds to replay are
-decoded, each exactly once, into typed records (`EventLog.decode_all`: the
-app's own mapper, so ciphers, compression and upcasters apply as everywhere
-else). Events of other aggregates (shoes) are not decoded: a replay has
+decoded, each exactly once, into typed records (`EventLog.decode_rows`: as the
+app's own mapper decodes them, so ciphers, compression and upcasters apply as
+everywhere else). Events of other aggregates (shoes) are not decoded: a replay has
 nothing to recompute from them.
 
-Workers: with `workers > 1` the rounds are cut into contiguous blocks of about
-equal event counts; this process replays the first block and forked worker
-processes the others (the read rows and the log's decoder are inherited, no
-store connection is used in a worker). Outcomes are joined block by block, so
-rounds and findings come out in the same order as with one worker. Where the
-platform cannot fork, the replay runs in this process.
+Workers: with `workers > 1` a pool of that many processes is forked once (the
+log's decoder is inherited; no store connection is used in a worker but for a
+configured table's history) and this process keeps reading: each small chunk
+of completed rounds goes to the pool as soon as it is read (the rows pickled),
+so reading overlaps replaying and the workers finish together. Outcomes are
+joined in the order the chunks were read, so rounds and findings come out in the
+same order as with one worker. Where the platform cannot fork, the replay runs
+in this process.
 """
 from __future__ import annotations
 
 import multiprocessing
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.pool import AsyncResult
 from typing import Any
-from uuid import UUID
-
-from eventsourcing.persistence import Notification
 
 from domain.errors import InvariantBroken, require
-from ledger.eventlog import EventLog
+from ledger.eventlog import EventLog, Row
 from ledger.records import Opened, Record, TableApplied, TableConfigured, is_round_topic
 from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 
-Rows = list[Notification]  # one round's stored rows, undecoded
+Rows = list[Row]  # one round's stored rows, undecoded: (position, originator id as stored, version, topic, state)
 PAGE_SIZE = 5000
 WORKERS_MAX = 32
 AUTO_WORKERS_MAX = 8
@@ -78,8 +80,11 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     plan = _plan(log, start, stop)
     n = _worker_count(workers, sum(events for events, _ in plan.values()), len(plan))
     outcome = RangeReplay(workers=n)
-    for chunk in _completed_rounds(log, plan, CHUNK_EVENTS * n, progress):
-        outcome.add(replay_rounds(log, chunk) if n == 1 or len(chunk) < n else _replay_forked(log, _blocks(chunk, n)))
+    if n == 1:
+        for chunk in _completed_rounds(log, plan, CHUNK_EVENTS, progress):
+            outcome.add(replay_rounds(log, chunk))
+    else:
+        _replay_in_pool(log, plan, n, progress, outcome)
     # Rounds complete out of order; the findings go back in their rounds' first-event order.
     ordered = sorted(zip(outcome.round_starts, range(len(outcome.findings)), outcome.findings))
     outcome.findings = [f for _, _, f in ordered]
@@ -87,30 +92,34 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     return outcome
 
 
-CHUNK_EVENTS = 5_000  # events of completed rounds replayed at once, per worker (with workers: one fork per chunk)
-
-
-def _key(n: Notification) -> Any:
-    key: Any = n.originator_id
-    return key.int if type(key) is UUID else key  # hash an int: UUID.__hash__ is a Python call per event
+CHUNK_EVENTS = 5_000  # events of completed rounds replayed at once (one process)
+POOL_CHUNK_EVENTS = 1_000  # events per task sent to a worker: small, so the workers finish together
+POOL_TASKS_PER_WORKER = 4  # tasks read ahead per worker at most: memory stays flat
 
 
 def _plan(log: EventLog, start: int, stop: int | None) -> dict[Any, tuple[int, int]]:
-    """Pass 1: per round with an event in [start, stop], (its events, its last position)."""
+    """Pass 1: per round with an event in [start, stop], (its events, its last position).
+    Keyed by the originator id as stored (both passes read it the same way)."""
     seen: dict[Any, list[int]] = {}  # every round: [events, last position, touches the range]
     is_round: dict[str, bool] = {}
-    for rows in _pages(log, None):  # progress counts the replaying pass only
-        for n in rows:
-            flag = is_round.get(n.topic)
+    position = 1
+    while keys := log.row_keys(position, PAGE_SIZE):  # progress counts the replaying pass only
+        for at, key, topic in keys:
+            flag = is_round.get(topic)
             if flag is None:
-                flag = is_round[n.topic] = is_round_topic(n.topic)
+                flag = is_round[topic] = is_round_topic(topic)
             if not flag:
                 continue
-            entry = seen.setdefault(_key(n), [0, 0, 0])
+            entry = seen.get(key)
+            if entry is None:
+                entry = seen[key] = [0, 0, 0]
             entry[0] += 1
-            entry[1] = n.id
-            if n.id >= start and (stop is None or n.id <= stop):
+            entry[1] = at
+            if at >= start and (stop is None or at <= stop):
                 entry[2] = 1
+        if len(keys) < PAGE_SIZE:
+            break
+        position = keys[-1][0] + 1
     return {key: (entry[0], entry[1]) for key, entry in seen.items() if entry[2]}
 
 
@@ -121,14 +130,14 @@ def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]], chunk_eve
     chunk: list[Rows] = []
     chunk_events = 0
     for rows in _pages(log, progress):
-        for n in rows:
-            key = _key(n)
+        for row in rows:
+            key = row[1]
             entry = plan.get(key)  # shoes' ids are never a round's
             if entry is None:
                 continue
             events = open_rounds.setdefault(key, [])
-            events.append(n)
-            if n.id == entry[1]:  # its last event: complete
+            events.append(row)
+            if row[0] == entry[1]:  # its last event: complete
                 chunk.append(open_rounds.pop(key))
                 chunk_events += len(events)
                 if chunk_events >= chunk_events_max:
@@ -140,13 +149,13 @@ def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]], chunk_eve
 
 def _pages(log: EventLog, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
     position = 1
-    while rows := log.notifications(position, PAGE_SIZE):
+    while rows := log.rows(position, PAGE_SIZE):
         yield rows
         if progress is not None:
             progress(len(rows))
         if len(rows) < PAGE_SIZE:
             return
-        position = rows[-1].id + 1
+        position = rows[-1][0] + 1
 
 
 def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
@@ -155,7 +164,7 @@ def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
     round's in global order, rounds in the order of their first event: what `replay_range`
     replays, gathered by its own two passes (for callers that want the rounds, not a replay)."""
     rounds = [r for chunk in _completed_rounds(log, _plan(log, start, stop), CHUNK_EVENTS, progress) for r in chunk]
-    return sorted(rounds, key=lambda r: r[0].id)
+    return sorted(rounds, key=lambda r: r[0][0])
 
 
 def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
@@ -171,7 +180,7 @@ def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
         return tables[table_id]
 
     for rows in rounds:
-        events = log.decode_all(rows)
+        events = log.decode_rows(rows)
         result = replay.recompute(events, views=False)
         if len(events) > 1 and isinstance(events[1], TableApplied):  # only rounds at a configured table
             result.findings.extend(replay.table_config_findings(events, history))
@@ -184,7 +193,7 @@ def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
                 if f.position is not None:  # a replay finding always names its event
                     out.labels[f.position] = label
             out.findings += result.findings
-            out.round_starts += [rows[0].id] * len(result.findings)
+            out.round_starts += [rows[0][0]] * len(result.findings)
     return out
 
 
@@ -211,41 +220,29 @@ def _worker_count(workers: int | None, events: int, rounds: int) -> int:
     return max(1, min(workers, rounds))
 
 
-def _blocks(rounds: Sequence[Rows], n: int) -> list[Sequence[Rows]]:
-    """`n` contiguous, non-empty blocks of rounds with about equal event counts."""
-    total = sum(len(r) for r in rounds)
-    cuts: list[int] = []
-    seen = 0
-    for i, r in enumerate(rounds):
-        seen += len(r)
-        if len(cuts) < n - 1 and seen * n >= total * (len(cuts) + 1) and len(rounds) - i - 1 >= n - 1 - len(cuts):
-            cuts.append(i + 1)
-    while len(cuts) < n - 1:  # tiny inputs: one round per block from the end
-        cuts.append(len(rounds) - (n - 1 - len(cuts)))
-    bounds = [0, *cuts, len(rounds)]
-    return [rounds[a:b] for a, b in zip(bounds, bounds[1:])]
+_LOG: EventLog | None = None  # the log whose decoder the pool's workers inherit
 
 
-_JOB: tuple[EventLog, list[Sequence[Rows]]] | None = None  # (log, blocks), inherited by forked workers
+def _replay_chunk(rounds: Sequence[Rows]) -> RangeReplay:
+    """A task of a pool worker."""
+    if _LOG is None:
+        raise InvariantBroken("a replay worker started without its log")
+    return replay_rounds(_LOG, rounds)
 
 
-def _replay_block(index: int) -> RangeReplay:
-    if _JOB is None:
-        raise InvariantBroken("a replay worker started without its job")
-    log, blocks = _JOB
-    return replay_rounds(log, blocks[index])
-
-
-def _replay_forked(log: EventLog, blocks: list[Sequence[Rows]]) -> RangeReplay:
-    """Block 0 here, the others in forked workers; joined in block order."""
-    global _JOB
-    _JOB = (log, blocks)
+def _replay_in_pool(log: EventLog, plan: dict[Any, tuple[int, int]], n: int,
+                    progress: Callable[[int], Any] | None, outcome: RangeReplay) -> None:
+    """Read here, replay in `n` forked workers; parts joined in reading order."""
+    global _LOG
+    _LOG = log
     try:
-        with multiprocessing.get_context("fork").Pool(len(blocks) - 1) as pool:
-            others = pool.map_async(_replay_block, range(1, len(blocks)), chunksize=1)
-            outcome = _replay_block(0)
-            for part in others.get():
-                outcome.add(part)
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            pending: deque[AsyncResult[RangeReplay]] = deque()
+            for chunk in _completed_rounds(log, plan, POOL_CHUNK_EVENTS, progress):
+                pending.append(pool.apply_async(_replay_chunk, (chunk,)))
+                while len(pending) > POOL_TASKS_PER_WORKER * n:
+                    outcome.add(pending.popleft().get())
+            while pending:
+                outcome.add(pending.popleft().get())
     finally:
-        _JOB = None
-    return outcome
+        _LOG = None

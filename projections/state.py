@@ -93,8 +93,12 @@ def studio_utc(studio_time: str | None, recorded: datetime) -> datetime:
 
 
 def utc_text(moment: datetime) -> str:
-    """A UTC instant as fixed-width text: sorts and compares as the instants do."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A UTC instant as fixed-width text: sorts and compares as the instants do
+    (`strftime("%Y-%m-%dT%H:%M:%S.%fZ")`, written by isoformat at half its cost)."""
+    utc = moment.astimezone(UTC)
+    if utc.year < 1000:  # strftime does not pad such a year
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def quarter_hour(moment: datetime) -> str:
@@ -142,9 +146,20 @@ def day_bounds(day_from: str | None, day_to: str | None, zone: tzinfo) -> tuple[
 
 
 def iso(timestamp: datetime) -> str:
+    """A server timestamp as ISO 8601 UTC text. The last one is remembered: the events of
+    a ledger batch share their timestamp, and isoformat with an offset costs ~1 us."""
+    global _last_iso
     if timestamp.tzinfo is not UTC:  # the library records UTC already: skip the conversion
-        timestamp = timestamp.astimezone(UTC)
-    return timestamp.isoformat()
+        return timestamp.astimezone(UTC).isoformat()
+    last = _last_iso  # one read: another thread may replace it meanwhile
+    if timestamp == last[0]:
+        return last[1]
+    text = timestamp.isoformat()
+    _last_iso = (timestamp, text)
+    return text
+
+
+_last_iso: tuple[datetime, str] = (datetime(1970, 1, 1, tzinfo=UTC), "1970-01-01T00:00:00+00:00")
 
 
 def fraction_text(f: Fraction) -> str:

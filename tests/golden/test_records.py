@@ -18,8 +18,10 @@ from ledger.records import (
     Opened,
     Settled,
     Unknown,
+    decode,
     event_name,
     fields_of,
+    stored_fields,
     type_of_topic,
 )
 from ledger.store import open_app
@@ -77,3 +79,34 @@ def test_a_record_is_frozen() -> None:
     record = Opened(1, "id", 1, None, "c", "t", "tab", 1, "baccarat", "r", 1, "h", "EUR", "s", 1, "d")  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         record.table_id = "other"  # type: ignore[misc]
+
+
+def _by_mapper(log: EventLog) -> list[tuple[str, str]]:
+    """Every stored event decoded the library's way (its mapper's event object, then the record):
+    the reference the EventLog's own decoding must equal (repr: types and key order count too)."""
+    app = log.app
+    out = []
+    position = 1
+    while rows := app.recorder.select_notifications(position, 1000):
+        for n in rows:
+            state = app.mapper.to_domain_event(n).__dict__
+            out.append((repr(decode(n.id, n.topic, state)), repr(stored_fields(state))))
+        position = rows[-1].id + 1
+    return out
+
+
+@pytest.mark.parametrize("which", ["store-v0.db.gz", "store-s3.db.gz"])
+def test_the_eventlog_decodes_as_the_library_mapper_does(tmp_path: Path, which: str) -> None:
+    """The EventLog decodes states without the library's event objects (ledger/eventlog.py);
+    every record and stored-field dict of the golden stores equals the mapper's, by every path."""
+    db = tmp_path / "store.db"
+    db.write_bytes(gzip.decompress((STORE.parent / which).read_bytes()))
+    log = EventLog(open_app(f"sqlite:///{db}"))
+    want = _by_mapper(log)
+    assert len(want) > 1000
+    assert [repr(r) for r in log.records(page_size=997)] == [w for w, _ in want]
+    assert [(repr(r), repr(f)) for r, f in log.stored(page_size=997)] == want
+    assert [repr(r) for r in log.decode_all(log.notifications(1, len(want)))] == [w for w, _ in want]
+    settled = [w for w, _ in want if w.startswith("Settled(")]
+    assert [repr(r) for r in log.page(1, len(want), frozenset({Settled})).records] == settled
+    log.close()

@@ -54,6 +54,7 @@ def test_same_bytes_and_same_values_as_the_library(state: dict[str, Any]) -> Non
     data = LIBRARY.encode(state)
     assert FAST.encode(state) == data
     assert _same(FAST.decode(data), LIBRARY.decode(data))
+    assert _same(FAST.decode_state(data), LIBRARY.decode(data))
 
 
 
@@ -113,6 +114,7 @@ ODD_ROWS = [
 @pytest.mark.parametrize("data", ODD_ROWS)
 def test_odd_rows_read_as_the_library_reads_them(data: bytes) -> None:
     assert _same(FAST.decode(data), LIBRARY.decode(data))
+    assert _same(FAST.decode_state(data), LIBRARY.decode(data))
 
 
 @pytest.mark.parametrize("data", [b'{"a":{"_type_":"nope","_data_":"1"}}', b"{nope", b'{"a":"\xff"}'])
@@ -121,6 +123,8 @@ def test_unreadable_rows_fail_as_in_the_library(data: bytes) -> None:
         LIBRARY.decode(data)
     with pytest.raises(type(library.value)):
         FAST.decode(data)
+    with pytest.raises(type(library.value)):
+        FAST.decode_state(data)
 
 
 class Unknown:
@@ -149,6 +153,7 @@ def test_odd_values_write_as_the_library_writes_them(state: dict[Any, Any]) -> N
     data = LIBRARY.encode(state)
     assert FAST.encode(state) == data
     assert _same(FAST.decode(data), LIBRARY.decode(data))
+    assert _same(FAST.decode_state(data), LIBRARY.decode(data))
 
 
 @pytest.mark.parametrize("state", [{"a": Unknown()}, {"a": [Unknown()]}, {"a": "\ud800"}])
@@ -172,4 +177,33 @@ def test_every_row_of_the_old_store_reads_the_same_and_writes_back_the_same_byte
     for data in rows:
         value = LIBRARY.decode(data)
         assert _same(FAST.decode(data), value)
+        assert _same(FAST.decode_state(data), value)
         assert FAST.encode(value) == data
+
+
+@pytest.mark.parametrize("state", [
+    {"timestamp": {"_type_": "uuid_hex", "_data_": "0" * 32}, "a": 1},  # another registered type under the name
+    {"timestamp": {"_type_": "datetime_iso", "_data_": 7}},  # not a text: fails as the library fails
+    {"timestamp": {"_type_": "datetime_iso", "_data_": "2026-01-01T00:00:00+00:00", "x": 1}},  # not the wrapper
+    {"a": 'x\\"_type_', "timestamp": {"_type_": "datetime_iso", "_data_": "2026-01-01T00:00:00+00:00"}},
+])
+def test_a_state_that_only_looks_usual_reads_as_the_library_reads_it(state: dict[str, Any]) -> None:
+    """decode_state's shortcut (one typed value, the timestamp) is taken only when it is that."""
+    import json
+
+    data = json.dumps(state, separators=(",", ":")).encode()
+    try:
+        want = LIBRARY.decode(data)
+    except Exception as exc:  # the same failure is expected
+        with pytest.raises(type(exc)):
+            FAST.decode_state(data)
+        return
+    assert _same(FAST.decode_state(data), want)
+
+
+def test_events_sharing_a_timestamp_text_share_its_value() -> None:
+    first, second = (FAST.decode_state(b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-01-01T00:00:00+00:00"},'
+                                      b'"n":%d}' % i) for i in (1, 2))
+    assert first["timestamp"] is second["timestamp"] == datetime(2026, 1, 1, tzinfo=UTC)
+    other = FAST.decode_state(b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-01-01T00:00:01+00:00"}}')
+    assert other["timestamp"] == datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)

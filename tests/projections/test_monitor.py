@@ -14,6 +14,8 @@ from math import comb
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ops.cli import main
 from ops.monitor_stats import (
@@ -27,7 +29,7 @@ from ops.monitor_stats import (
     rtp_p_value,
 )
 from ops.simulator import Studio
-from projections.monitor_math import bet_math
+from projections.monitor_math import bet_math, bet_math_texts, decimal_text, ratio_text
 from projections.monitor_math import tested_bets as exact_bets
 from tests.projections.monitor_sim import rule_sets, studio_rows
 
@@ -204,3 +206,23 @@ def test_exact_math_equals_a_fresh_enumeration_through_ops_rtp() -> None:
 @pytest.mark.skipif(not os.environ.get("LEDGER_SLOW"), reason="Teen Patti hands: seconds of CPU; LEDGER_SLOW=1 runs it")
 def test_exact_math_of_every_bet_equals_a_fresh_enumeration() -> None:
     _check_exact_math(long=True)
+
+
+@given(st.integers(-10**12, 10**12), st.integers(-10**9, 10**9).filter(bool))
+def test_ratio_text_is_decimal_text_of_the_fraction(num: int, den: int) -> None:
+    """The monitor's integer form of an observed RTP: the same text as the Fraction's, halves to even."""
+    assert ratio_text(num, den) == decimal_text(Fraction(num, den))
+
+
+@pytest.mark.parametrize(("num", "den"), [(1, 2 * 10**6), (3, 2 * 10**6), (-1, 2 * 10**6), (-3, -2 * 10**6),
+                                          (5, 10**7), (15, 10**7), (1, 3), (-2, 3), (0, 7)])
+def test_ratio_text_rounds_halves_as_round_does(num: int, den: int) -> None:
+    assert ratio_text(num, den) == decimal_text(Fraction(num, den))
+
+
+def test_bet_math_texts_are_the_exact_figures_as_text() -> None:
+    for key in exact_bets():
+        math = bet_math(*key)
+        assert math is not None
+        assert bet_math_texts(*key) == (decimal_text(math.mean), math.sd_text())
+    assert bet_math_texts("baccarat/live-8d", 1, "no_such_bet") == (None, None)
