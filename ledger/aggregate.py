@@ -70,6 +70,32 @@ class LedgerAggregate:
         self.pending_events.append(event)
 
 
+class PendingEvents:
+    """The pending events of a batch's aggregates, handed to `Application.save` as ONE object.
+
+    `save` asks of every object it is given `isinstance(obj, DomainEventProtocol)` and then
+    `isinstance(obj, CollectEventsProtocol)`; on Python 3.11 a runtime protocol check walks
+    the protocol's class dictionaries on every call (typing._get_protocol_attrs, not cached
+    before 3.12): 22 us per aggregate, about a tenth of ingest's CPU with ~175 aggregates per
+    500-command batch. This object keeps the protocols `save` relies on (`id`, `version`,
+    `collect_events`) and collects from every aggregate, in order: the same events reach
+    `EventStore.put` in the same order, at the cost of one check per batch. `save` keeps
+    the objects it was given by id only to cache them when the repository does not
+    fast-forward (the ledger's does: the caller then passes the aggregates themselves).
+    """
+
+    def __init__(self, aggregates: Sequence[LedgerAggregate], batch_id: UUID) -> None:
+        self.aggregates = aggregates
+        self.id = batch_id
+        self.version = 0
+
+    def collect_events(self) -> list[DomainEvent]:
+        events: list[DomainEvent] = []
+        for aggregate in self.aggregates:
+            events.extend(aggregate.collect_events())
+        return events
+
+
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # each event class's dataclass fields, in declaration order
 
 

@@ -36,7 +36,7 @@ from domain.ruleset import BetLimit
 from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
 from ledger import logging as ledger_logging
-from ledger.aggregate import LedgerAggregate, Stamp
+from ledger.aggregate import LedgerAggregate, PendingEvents, Stamp
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
     CloseBetting,
@@ -68,6 +68,9 @@ __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Res
 
 BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a 500-command batch writes ~20% less per command than 200
 BATCH_SIZE_MAX = 10_000
+# The id `Application.save` files a batch's PendingEvents under (no aggregate has it: theirs are
+# uuid5 names in the ledger's namespace, ledger/round.py); nothing is stored under it.
+BATCH_ID = UUID("00000000-0000-4000-8000-000000000000")
 UNSTORABLE = (DataError, OverflowError, UnicodeError)  # a value the store cannot hold: one command's fault
 
 
@@ -445,8 +448,12 @@ class UnitOfWork:
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
-        self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads them
-        cache = self.app.repository.cache
+        repository = self.app.repository
+        if repository.fastforward and touched:  # save keeps the given objects only to cache them otherwise
+            self.app.save(PendingEvents(touched, BATCH_ID), ledger_rows=self.rows, recordings=False)
+        else:
+            self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads the recordings
+        cache = repository.cache
         if cache is not None:
             for aggregate in self.aggregates.values():
                 aggregate_id = aggregate.id
