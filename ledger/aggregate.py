@@ -96,7 +96,9 @@ class PendingEvents:
         return events
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # each event class's dataclass fields, in declaration order
+# The fields every ledger event starts with, in declaration order (DomainEvent's, then LedgerEvent's).
+_ENVELOPE = ("originator_id", "originator_version", "timestamp", "command_id", "studio_time")
+_OWN_FIELDS: dict[type, tuple[str, ...]] = {}  # each event class's own dataclass fields, in declaration order
 
 
 class LedgerEvent(DomainEvent, Generic[A]):
@@ -112,19 +114,26 @@ class LedgerEvent(DomainEvent, Generic[A]):
         """The event as the dataclass `__init__` makes it (the same fields, in declaration
         order, so `vars(event)` and the stored bytes are the same), at a third of its cost:
         a frozen dataclass sets each field through `object.__setattr__`. Made once per event."""
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
-        values = {
-            "originator_id": originator_id, "originator_version": originator_version, "timestamp": timestamp,
-            "command_id": stamp.command_id, "studio_time": stamp.studio_time, **fields,
-        }
-        if len(values) != len(names):  # what the dataclass __init__ refuses: missing or unknown fields
-            raise TypeError(f"{cls.__qualname__} takes {names}, got {tuple(values)}")
+        own = _OWN_FIELDS.get(cls)
+        if own is None:
+            names = tuple(f.name for f in dataclasses.fields(cls))
+            if names[:len(_ENVELOPE)] != _ENVELOPE:
+                raise TypeError(f"{cls.__qualname__} declares {names}: the envelope {_ENVELOPE} must come first")
+            own = _OWN_FIELDS[cls] = names[len(_ENVELOPE):]
         event = object.__new__(cls)
         state = event.__dict__
-        for name in names:
-            state[name] = values[name]
+        state["originator_id"] = originator_id
+        state["originator_version"] = originator_version
+        state["timestamp"] = timestamp
+        state["command_id"] = stamp.command_id
+        state["studio_time"] = stamp.studio_time
+        if tuple(fields) == own:  # the callers pass the fields in declaration order: one C-level update
+            state.update(fields)
+        elif len(fields) == len(own) and all(name in fields for name in own):
+            for name in own:
+                state[name] = fields[name]
+        else:  # what the dataclass __init__ refuses: missing or unknown fields
+            raise TypeError(f"{cls.__qualname__} takes {own}, got {tuple(fields)}")
         event.__post_init__()  # the library's check of the originator id
         return event
 

@@ -314,7 +314,8 @@ class LedgerApp(Application):
         return wanted - self.ledger_recorder().existing_ids(list(wanted))
 
     def _parse(self, raw: Raw) -> Command | Refusal:
-        if is_command(raw):
+        kind = type(raw)
+        if kind is not bytes and kind is not str and is_command(raw):  # a raw line: no 11-class isinstance
             return raw
         try:
             return parse_command(raw if isinstance(raw, (bytes, str)) else raw.model_dump_json())
@@ -511,7 +512,7 @@ class UnitOfWork:
             pending = a.pending_events
             if len(pending) > mark:
                 prefix = a.EVENT_NAME_PREFIX
-                names.extend(prefix + type(e).__name__ for e in pending[mark:])
+                names.extend([prefix + type(e).__name__ for e in pending[mark:]])
         return tuple(names)
 
     def _execute(self, cmd: Command, raw: Raw) -> Result:

@@ -50,6 +50,8 @@ def test_an_event_made_the_fast_way_is_the_event_its_init_makes(cls: type) -> No
                studio_time=stamp.studio_time, **fields)
     assert list(vars(made).items()) == list(vars(init).items())  # same fields, same order: same bytes
     assert made == init and hash(type(made)) == hash(cls)
+    in_order = cls.recorded(oid, 3, when, stamp, {name: fields[name] for name in own})  # the callers' usual order
+    assert list(vars(in_order).items()) == list(vars(init).items())
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.command_id = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):
