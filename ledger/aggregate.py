@@ -81,7 +81,8 @@ class PendingEvents:
     `collect_events`) and collects from every aggregate, in order: the same events reach
     `EventStore.put` in the same order, at the cost of one check per batch. `save` keeps
     the objects it was given by id only to cache them when the repository does not
-    fast-forward (the ledger's does: the caller then passes the aggregates themselves).
+    fast-forward, and to snapshot them when the application sets snapshotting intervals;
+    the ledger does neither (were either set, the caller passes the aggregates themselves).
     """
 
     def __init__(self, aggregates: Sequence[LedgerAggregate], batch_id: UUID) -> None:

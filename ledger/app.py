@@ -450,7 +450,9 @@ class UnitOfWork:
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
         repository = self.app.repository
-        if repository.fastforward and touched:  # save keeps the given objects only to cache them otherwise
+        # save keeps the objects it is given only to cache them (when the repository does not
+        # fast-forward) and to snapshot them (when intervals are set): neither for the ledger
+        if repository.fastforward and not self.app.snapshotting_intervals and touched:
             self.app.save(PendingEvents(touched, BATCH_ID), ledger_rows=self.rows, recordings=False)
         else:
             self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads the recordings

@@ -187,3 +187,25 @@ def test_pending_events_collect_every_aggregates_events_in_turn() -> None:
     pending = PendingEvents([a, b], uuid4())
     assert list(pending.collect_events()) == [first, second]
     assert a.pending_events == [] and b.pending_events == [] and list(pending.collect_events()) == []
+
+
+def test_a_repository_that_does_not_fast_forward_is_given_the_aggregates_themselves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Then Application.save caches what it is given: the aggregates, never a PendingEvents."""
+    from eventsourcing.application import Application
+
+    from ledger.aggregate import LedgerAggregate, PendingEvents
+
+    given: list[object] = []
+    save = Application.save
+
+    def spy(self: Application, *objs: object, **kwargs: object) -> object:
+        given.extend(objs)
+        return save(self, *objs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Application, "save", spy)
+    app = open_app(f"sqlite:///{tmp_path / 'l.db'}", AGGREGATE_CACHE_FASTFORWARD="n")
+    results = app.ingest(_feed(), batch_size=50)
+    app.close()
+    assert all(r.status == "accepted" for r in results)
+    assert given and all(isinstance(obj, LedgerAggregate) and not isinstance(obj, PendingEvents) for obj in given)
