@@ -77,7 +77,8 @@ def win(stake_minor: int, odds: Odds) -> Payout:
     In integers: stake x numerator divided by the denominator, with its remainder; the
     same winnings and remainder as `stake_minor * odds.ratio` taken apart in Fractions
     (tests/domain/test_money_integer.py), without three Fraction operations per bet."""
-    require(type(stake_minor) is int and stake_minor >= 0, f"bad stake {stake_minor!r}")
+    if type(stake_minor) is not int or stake_minor < 0:  # checked per bet: the message only when broken
+        require(False, f"bad stake {stake_minor!r}")
     ratio = odds.ratio
     denominator = ratio.denominator  # > 0 (Fraction): divmod's remainder is in [0, denominator)
     winnings, cut = divmod(stake_minor * ratio.numerator, denominator)
@@ -109,7 +110,8 @@ class Leg(NamedTuple):  # two per transfer: a tuple, several times cheaper to ma
 
 def transfer(from_account: str, to_account: str, amount_minor: int) -> tuple[Leg, Leg]:
     """Move money between two accounts: two legs that sum to zero."""
-    require(type(amount_minor) is int and amount_minor >= 0, f"bad transfer amount {amount_minor!r}")
+    if type(amount_minor) is not int or amount_minor < 0:  # checked per leg: the message only when broken
+        require(False, f"bad transfer amount {amount_minor!r}")
     return Leg(from_account, -amount_minor), Leg(to_account, amount_minor)
 
 

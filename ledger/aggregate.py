@@ -70,7 +70,36 @@ class LedgerAggregate:
         self.pending_events.append(event)
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # each event class's dataclass fields, in declaration order
+class PendingEvents:
+    """The pending events of a batch's aggregates, handed to `Application.save` as ONE object.
+
+    `save` asks of every object it is given `isinstance(obj, DomainEventProtocol)` and then
+    `isinstance(obj, CollectEventsProtocol)`; on Python 3.11 a runtime protocol check walks
+    the protocol's class dictionaries on every call (typing._get_protocol_attrs, not cached
+    before 3.12): 22 us per aggregate, about a tenth of ingest's CPU with ~175 aggregates per
+    500-command batch. This object keeps the protocols `save` relies on (`id`, `version`,
+    `collect_events`) and collects from every aggregate, in order: the same events reach
+    `EventStore.put` in the same order, at the cost of one check per batch. `save` keeps
+    the objects it was given by id only to cache them when the repository does not
+    fast-forward, and to snapshot them when the application sets snapshotting intervals;
+    the ledger does neither (were either set, the caller passes the aggregates themselves).
+    """
+
+    def __init__(self, aggregates: Sequence[LedgerAggregate], batch_id: UUID) -> None:
+        self.aggregates = aggregates
+        self.id = batch_id
+        self.version = 0
+
+    def collect_events(self) -> list[DomainEvent]:
+        events: list[DomainEvent] = []
+        for aggregate in self.aggregates:
+            events.extend(aggregate.collect_events())
+        return events
+
+
+# The fields every ledger event starts with, in declaration order (DomainEvent's, then LedgerEvent's).
+_ENVELOPE = ("originator_id", "originator_version", "timestamp", "command_id", "studio_time")
+_OWN_FIELDS: dict[type, tuple[str, ...]] = {}  # each event class's own dataclass fields, in declaration order
 
 
 class LedgerEvent(DomainEvent, Generic[A]):
@@ -86,19 +115,26 @@ class LedgerEvent(DomainEvent, Generic[A]):
         """The event as the dataclass `__init__` makes it (the same fields, in declaration
         order, so `vars(event)` and the stored bytes are the same), at a third of its cost:
         a frozen dataclass sets each field through `object.__setattr__`. Made once per event."""
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
-        values = {
-            "originator_id": originator_id, "originator_version": originator_version, "timestamp": timestamp,
-            "command_id": stamp.command_id, "studio_time": stamp.studio_time, **fields,
-        }
-        if len(values) != len(names):  # what the dataclass __init__ refuses: missing or unknown fields
-            raise TypeError(f"{cls.__qualname__} takes {names}, got {tuple(values)}")
+        own = _OWN_FIELDS.get(cls)
+        if own is None:
+            names = tuple(f.name for f in dataclasses.fields(cls))
+            if names[:len(_ENVELOPE)] != _ENVELOPE:
+                raise TypeError(f"{cls.__qualname__} declares {names}: the envelope {_ENVELOPE} must come first")
+            own = _OWN_FIELDS[cls] = names[len(_ENVELOPE):]
         event = object.__new__(cls)
         state = event.__dict__
-        for name in names:
-            state[name] = values[name]
+        state["originator_id"] = originator_id
+        state["originator_version"] = originator_version
+        state["timestamp"] = timestamp
+        state["command_id"] = stamp.command_id
+        state["studio_time"] = stamp.studio_time
+        if tuple(fields) == own:  # the callers pass the fields in declaration order: one C-level update
+            state.update(fields)
+        elif len(fields) == len(own) and all(name in fields for name in own):
+            for name in own:
+                state[name] = fields[name]
+        else:  # what the dataclass __init__ refuses: missing or unknown fields
+            raise TypeError(f"{cls.__qualname__} takes {own}, got {tuple(fields)}")
         event.__post_init__()  # the library's check of the originator id
         return event
 

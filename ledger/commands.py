@@ -7,7 +7,7 @@ is the wire format only; inside the service, commands become plain calls.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeGuard
+from typing import Annotated, Any, Literal, TypeGuard, final
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -47,6 +47,7 @@ class Limit(BaseModel):
     max_minor: MinorAmount
 
 
+@final  # the union is closed: the ledger dispatches on `type(cmd) is ...`
 class ConfigureTable(_TableCommand):
     """A table's configuration (ledger/table.py): each change is a new configuration version.
     Every optional setting left out is the rule set's value (domain/tableconfig.py says
@@ -66,6 +67,7 @@ class ConfigureTable(_TableCommand):
     difference_max_minor: MinorAmount | None = None  # baccarat: the Player/Banker difference limit
 
 
+@final
 class OpenRound(_Command):
     type: Literal["open_round"]
     ruleset_id: Id
@@ -75,6 +77,7 @@ class OpenRound(_Command):
     dealer_id: Id
 
 
+@final
 class PlaceBet(_Command):
     type: Literal["place_bet"]
     bet_id: Id
@@ -86,10 +89,12 @@ class PlaceBet(_Command):
     seat_no: Annotated[int, Field(ge=1, le=16)] | None = None  # spielbank: the player's own seat
 
 
+@final
 class CloseBetting(_Command):
     type: Literal["close_betting"]
 
 
+@final
 class DealCard(_Command):
     type: Literal["deal_card"]
     card: Annotated[str, Field(min_length=2, max_length=3)]  # AS, TD, 10D, kh
@@ -97,6 +102,7 @@ class DealCard(_Command):
     seq_no: Annotated[int, Field(ge=1, le=1000)]  # 1-based position of this card in the round
 
 
+@final
 class Decide(_Command):
     type: Literal["decide"]
     hand: Id
@@ -108,6 +114,7 @@ class Decide(_Command):
     player_id: Id | None = None
 
 
+@final
 class Follow(_Command):
     type: Literal["follow"]
     bet_id: Id
@@ -115,6 +122,7 @@ class Follow(_Command):
     accept: bool
 
 
+@final
 class Pause(_Command):
     type: Literal["pause"]
     cause: Cause
@@ -126,12 +134,14 @@ class Pause(_Command):
     player_id: Id | None = None
 
 
+@final
 class Resume(_Command):
     type: Literal["resume"]
     by: Id
     note: Note = ""
 
 
+@final
 class Void(_Command):
     type: Literal["void"]
     cause: Cause
@@ -139,6 +149,7 @@ class Void(_Command):
     note: Note = ""
 
 
+@final
 class ReverseSettlement(_Command):
     type: Literal["reverse_settlement"]
     by: Id

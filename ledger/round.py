@@ -652,7 +652,8 @@ class Round(LedgerAggregate):
     def _settle(self, stamp: Stamp) -> None:
         results = self._game().settle()
         staked = sum(r.staked_minor for r in results)
-        require(staked == self.balance_minor, f"settlement covers {staked} but the round holds {self.balance_minor}")
+        if staked != self.balance_minor:
+            require(False, f"settlement covers {staked} but the round holds {self.balance_minor}")
         postings = legs_to_dicts(self._settlement_legs(results))
         self._require_emptied(postings, "settled")
         rules = self._rules()
@@ -673,7 +674,8 @@ class Round(LedgerAggregate):
     def _require_emptied(self, postings: list[Posting], how: str) -> None:
         """Invariant, checked before recording: a closed round's account ends at zero."""
         left = self.balance_minor + sum(p["amount_minor"] for p in postings if p["account"] == self.account)
-        require(left == 0, f"{how} round {self.id} would keep {left} in its account")
+        if left != 0:  # the message names the round (a UUID to text): built only when broken
+            require(False, f"{how} round {self.id} would keep {left} in its account")
 
     def closing_cards(self) -> list[str]:
         return [c for _, c, _ in self.cards]

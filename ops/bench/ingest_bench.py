@@ -6,20 +6,28 @@
 For each store (default: a temporary SQLite file and, when reachable, PostgreSQL in
 temporary schemas), a simulated feed of single commands from `--tables` tables is
 ingested by `LedgerApp.ingest` (parse, check, record, command index; batched
-transactions), in one process and with `--workers` processes. The stored rows the
-ledger wrote (originator_id, originator_version, topic, state) are then written again,
-in the same transactions (as many rows per commit as each ledger batch wrote), into an
-identical, fresh events table (created by the ledger's own recorder) by the database
-driver alone:
+transactions), in one process and with `--workers` processes. Every row the ledger
+stored is then written again, in the same transactions (each commit holding exactly
+the rows the ledger's batch wrote), into identical, fresh tables (created by the
+ledger's own recorder, same keys and indexes) by the database driver alone:
 
-- PostgreSQL: psycopg `executemany` of a plain INSERT, and `COPY ... FROM STDIN (FORMAT BINARY)`;
-- SQLite: `sqlite3` `executemany` of a plain INSERT, same journal mode (WAL) and
+- the events (originator_id, originator_version, topic, state);
+- the command-index rows (one per command handled: idempotency and conflict
+  detection need them, ledger/persistence.py COMMAND_COLUMNS);
+- the rejection rows (one per refused command).
+
+Written with:
+
+- PostgreSQL: psycopg `executemany` of plain INSERTs, and `COPY ... FROM STDIN (FORMAT BINARY)`;
+- SQLite: `sqlite3` `executemany` of plain INSERTs, same journal mode (WAL) and
   synchronous setting as the ledger's connections.
 
-The raw writers do only that: no table lock, no command index, no parsing. The ratio
-is ledger events/s over raw `executemany` events/s (one connection, one process), for
-the ledger in one process and with N workers. Runs take turns (ledger 1, ledger N,
-raw ...) `--repeat` times, each into a fresh store; the figures are medians.
+The raw writers do only that: no table lock, no parsing, no checks. The headline ratio
+is ledger events/s over raw `executemany` of all those rows (one connection, one
+process), for the ledger in one process and with N workers; the raw writes of the
+event rows alone (the baseline before 26 November 2026) are printed beside it. Runs
+take turns (ledger 1, ledger N, raw ...) `--repeat` times, each into a fresh store;
+the figures are medians.
 """
 from __future__ import annotations
 
@@ -33,11 +41,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from ledger.app import BATCH_SIZE_DEFAULT
+from ledger.app import BATCH_SIZE_DEFAULT, Result
+from ledger.persistence import COMMAND_COLUMNS, COMMANDS_TABLE, REJECTION_COLUMNS, REJECTION_TYPES, REJECTIONS_TABLE
 from ledger.shards import default_workers
 from ledger.store import env_for, open_app
 from ops.simulator import simulate
@@ -45,8 +54,37 @@ from ops.simulator import simulate
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 COMMANDS_PER_ROUND_APPROX = 20
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
+EVENT_TYPES = ["uuid", "int8", "text", "bytea"]
+COMMAND_TYPES = ["text"] * len(COMMAND_COLUMNS)
 
-Row = tuple[UUID, int, str, bytes]
+Row = tuple[UUID, int, str, bytes]  # an event row
+CommandIndexRow = tuple[Any, ...]  # as COMMAND_COLUMNS
+RejectionLogRow = tuple[Any, ...]  # as REJECTION_COLUMNS without the id the table assigns
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What one ledger transaction (or the whole store) holds, in write order."""
+
+    events: Sequence[Row]
+    commands: Sequence[CommandIndexRow] = ()
+    rejections: Sequence[RejectionLogRow] = ()
+
+    @property
+    def rows(self) -> int:
+        return len(self.events) + len(self.commands) + len(self.rejections)
+
+    def events_only(self) -> Stored:
+        return Stored(self.events)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What the results of one committed ledger batch say it wrote."""
+
+    events: int
+    command_ids: list[str]  # of results that may have written an index row, in order
+    refused: int  # each refusal wrote one rejection row
 
 
 @dataclass(frozen=True)
@@ -56,7 +94,7 @@ class LedgerRun:
     commands: int
     accepted: int
     events: int
-    commits: list[int]  # events per committed batch, in order (one process only)
+    commits: list[Commit]  # per committed batch, in order (one process only)
 
 
 def make_feed(commands: int, tables: int, seed: int) -> list[bytes]:
@@ -99,29 +137,44 @@ def fresh_store(url: str, tag: str) -> Iterator[str]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _events_table(url: str) -> str:
-    """The ledger's events table in this store, created by the ledger's own recorder."""
+@dataclass(frozen=True)
+class Tables:
+    events: str
+    commands: str
+    rejections: str
+
+
+def _tables(url: str) -> Tables:
+    """The ledger's tables in this store, created (when new) by the ledger's own recorder."""
     app = open_app(url)
     name: str = app.recorder.events_table_name  # type: ignore[attr-defined]
     app.close()
     env = env_for(url)
-    return f'"{env["POSTGRES_SCHEMA"]}".{name}' if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres" else name
+    if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
+        schema = f'"{env["POSTGRES_SCHEMA"]}".'
+        return Tables(schema + name, schema + COMMANDS_TABLE, schema + REJECTIONS_TABLE)
+    return Tables(name, COMMANDS_TABLE, REJECTIONS_TABLE)
 
 
 # ------------------------------------------------------------------ the ledger
 
 def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int,
-               env: dict[str, str] | None = None) -> tuple[LedgerRun, list[Row]]:
+               env: dict[str, str] | None = None) -> tuple[LedgerRun, Stored]:
     app = open_app(url, **(env or {}))
-    commits: list[int] = []
+    commits: list[Commit] = []
+
+    def on_batch(results: list[Result]) -> None:
+        ids = [r.command_id for r in results if r.status in ("accepted", "refused") and r.command_id is not None]
+        refused = sum(r.status == "refused" for r in results)
+        commits.append(Commit(sum(len(r.events) for r in results), ids, refused))
+
     t0, c0 = time.perf_counter(), time.process_time()
-    results = app.ingest(feed, batch_size=batch_size, workers=workers,
-                         on_batch=lambda rs: commits.append(sum(len(r.events) for r in rs)))
+    results = app.ingest(feed, batch_size=batch_size, workers=workers, on_batch=on_batch)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
-    rows = _stored_rows(app)
+    stored = Stored(_stored_rows(app), *_stored_ledger_rows(url))
     app.close()
     accepted = sum(r.status == "accepted" for r in results)
-    return LedgerRun(seconds, cpu_seconds, len(feed), accepted, len(rows), commits), rows
+    return LedgerRun(seconds, cpu_seconds, len(feed), accepted, len(stored.events), commits), stored
 
 
 def _stored_rows(app: Any) -> list[Row]:
@@ -133,54 +186,98 @@ def _stored_rows(app: Any) -> list[Row]:
     return rows
 
 
-def batched(rows: Sequence[Row], commits: Sequence[int]) -> list[Sequence[Row]]:
-    """The rows cut into the ledger's transactions (a batch that recorded nothing writes nothing)."""
-    out, at = [], 0
-    for n in commits:
-        if n:
-            out.append(rows[at:at + n])
-            at += n
-    if at != len(rows):
-        raise SystemExit(f"the ledger's batches hold {at} events, the store {len(rows)}")
+def _stored_ledger_rows(url: str) -> tuple[list[CommandIndexRow], list[RejectionLogRow]]:
+    """The command-index rows (in no particular order) and the rejection rows (in write order)."""
+    tables = _tables(url)
+    commands = f"SELECT {', '.join(COMMAND_COLUMNS)} FROM {tables.commands}"
+    rejections = f"SELECT {', '.join(REJECTION_COLUMNS[1:])} FROM {tables.rejections} ORDER BY id"
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(env_for(url)["SQLITE_DBNAME"])
+        try:
+            return conn.execute(commands).fetchall(), conn.execute(rejections).fetchall()
+        finally:
+            conn.close()
+    with _pg_connect(url) as pg:
+        return pg.execute(commands).fetchall(), pg.execute(rejections).fetchall()
+
+
+def batched(stored: Stored, commits: Sequence[Commit]) -> list[Stored]:
+    """The stored rows cut into the ledger's transactions (a batch that wrote nothing writes
+    nothing). A command's index row goes with the first batch whose results name it as
+    handled (accepted or refused): the batch that wrote it."""
+    by_id = {row[0]: row for row in stored.commands}
+    out: list[Stored] = []
+    at_event = at_rejection = 0
+    for c in commits:
+        commands = [by_id.pop(cid) for cid in dict.fromkeys(c.command_ids) if cid in by_id]
+        batch = Stored(stored.events[at_event:at_event + c.events], commands,
+                       stored.rejections[at_rejection:at_rejection + c.refused])
+        at_event, at_rejection = at_event + c.events, at_rejection + c.refused
+        if batch.rows:
+            out.append(batch)
+    if at_event != len(stored.events) or at_rejection != len(stored.rejections) or by_id:
+        raise SystemExit(f"the ledger's batches hold {at_event} events, {at_rejection} rejections and "
+                         f"{len(stored.commands) - len(by_id)} index rows, the store {len(stored.events)}, "
+                         f"{len(stored.rejections)} and {len(stored.commands)}")
     return out
 
 
 # ------------------------------------------------------------------ raw writers
 
-def raw_pg_executemany(url: str, batches: list[Sequence[Row]]) -> float:
-    table = _events_table(url)
-    insert = f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s)"
+def _inserts(tables: Tables, mark: str) -> tuple[str, str, str]:
+    def insert(table: str, columns: Sequence[str]) -> str:
+        return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+
+    return (insert(tables.events, EVENT_COLUMNS.split(", ")), insert(tables.commands, COMMAND_COLUMNS),
+            insert(tables.rejections, REJECTION_COLUMNS[1:]))
+
+
+def raw_pg_executemany(url: str, batches: list[Stored]) -> float:
+    events, commands, rejections = _inserts(_tables(url), "%s")
     with _pg_connect(url) as conn:
         t0 = time.perf_counter()
         for batch in batches:
             with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(insert, batch)
+                for statement, rows in ((events, batch.events), (commands, batch.commands),
+                                        (rejections, batch.rejections)):
+                    if rows:
+                        cur.executemany(statement, rows)
         return time.perf_counter() - t0
 
 
-def raw_pg_copy(url: str, batches: list[Sequence[Row]]) -> float:
-    table = _events_table(url)
-    statement = f"COPY {table} ({EVENT_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+def raw_pg_copy(url: str, batches: list[Stored]) -> float:
+    tables = _tables(url)
+    copies = [
+        (f"COPY {tables.events} ({EVENT_COLUMNS}) FROM STDIN (FORMAT BINARY)", EVENT_TYPES),
+        (f"COPY {tables.commands} ({', '.join(COMMAND_COLUMNS)}) FROM STDIN (FORMAT BINARY)", COMMAND_TYPES),
+        (f"COPY {tables.rejections} ({', '.join(REJECTION_COLUMNS[1:])}) FROM STDIN (FORMAT BINARY)",
+         list(REJECTION_TYPES)),
+    ]
     with _pg_connect(url) as conn:
         t0 = time.perf_counter()
         for batch in batches:
-            with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
-                copy.set_types(["uuid", "int8", "text", "bytea"])
-                for row in batch:
-                    copy.write_row(row)
+            with conn.transaction(), conn.cursor() as cur:
+                for (statement, types), rows in zip(copies, (batch.events, batch.commands, batch.rejections)):
+                    if rows:
+                        with cur.copy(statement) as copy:
+                            copy.set_types(types)
+                            for row in rows:
+                                copy.write_row(row)
         return time.perf_counter() - t0
 
 
-def raw_sqlite_executemany(url: str, batches: list[Sequence[Row]]) -> float:
-    table = _events_table(url)  # also leaves the file in the ledger's journal mode (WAL)
+def raw_sqlite_executemany(url: str, batches: list[Stored]) -> float:
+    tables = _tables(url)  # also leaves the file in the ledger's journal mode (WAL)
     conn = sqlite3.connect(env_for(url)["SQLITE_DBNAME"], isolation_level=None)
     try:
-        insert = f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?)"
-        params = [[(r[0].hex, r[1], r[2], r[3]) for r in batch] for batch in batches]
+        events, commands, rejections = _inserts(tables, "?")
+        params = [([(r[0].hex, r[1], r[2], r[3]) for r in b.events], b.commands, b.rejections) for b in batches]
         t0 = time.perf_counter()
         for batch in params:
             conn.execute("BEGIN")
-            conn.executemany(insert, batch)
+            for statement, rows in zip((events, commands, rejections), batch):
+                if rows:
+                    conn.executemany(statement, rows)
             conn.execute("COMMIT")
         return time.perf_counter() - t0
     finally:
@@ -194,32 +291,41 @@ class Figures:
     ledger: dict[int, list[LedgerRun]]
     raw: dict[str, list[float]]
     events: int = 0
+    rows: dict[str, int] = field(default_factory=dict)  # rows each raw writer wrote
+
+
+BASE = "executemany"  # the headline baseline: every row the ledger stored, plain INSERTs
+EVENTS_ONLY = " events only"  # the same writer given the event rows alone
 
 
 def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[int], repeat: int,
                   env: dict[str, str] | None = None) -> Figures:
-    raws: dict[str, Callable[[str, list[Sequence[Row]]], float]] = (
-        {"executemany": raw_sqlite_executemany} if url.startswith("sqlite")
-        else {"executemany": raw_pg_executemany, "COPY": raw_pg_copy}
+    writers: dict[str, Callable[[str, list[Stored]], float]] = (
+        {BASE: raw_sqlite_executemany} if url.startswith("sqlite")
+        else {BASE: raw_pg_executemany, "COPY": raw_pg_copy}
     )
+    raws = {**writers, **{name + EVENTS_ONLY: write for name, write in writers.items()}}
     figures = Figures({w: [] for w in workers}, {name: [] for name in raws})
     for i in range(repeat):
-        batches: list[Sequence[Row]] = []
+        batches: list[Stored] = []
         for w in workers:
             with fresh_store(url, f"w{w}r{i}") as store:
-                run, rows = run_ledger(store, feed, batch_size, w, env)
+                run, stored = run_ledger(store, feed, batch_size, w, env)
             figures.ledger[w].append(run)
             if w == 1:  # one process commits in feed order: its batches are the raw transactions
-                batches, figures.events = batched(rows, run.commits), run.events
+                batches, figures.events = batched(stored, run.commits), run.events
         for name, write in raws.items():
+            given = [b.events_only() for b in batches] if name.endswith(EVENTS_ONLY) else batches
+            given = [b for b in given if b.rows]
+            figures.rows[name] = sum(b.rows for b in given)
             with fresh_store(url, f"raw{i}") as store:
-                figures.raw[name].append(write(store, batches))
+                figures.raw[name].append(write(store, given))
     return figures
 
 
 def report(kind: str, f: Figures) -> None:
     raw_rate = {name: f.events / statistics.median(s) for name, s in f.raw.items()}
-    base = raw_rate["executemany"]
+    base, events_only = raw_rate[BASE], raw_rate[BASE + EVENTS_ONLY]
     for w, runs in f.ledger.items():
         s = statistics.median(r.seconds for r in runs)
         r0 = runs[0]
@@ -227,10 +333,10 @@ def report(kind: str, f: Figures) -> None:
         cpu = f", {statistics.median(r.cpu_seconds for r in runs):.2f}s CPU" if w == 1 else ""
         print(f"{kind:<10} ledger       {r0.commands / s:>8.0f} commands/s {r0.events / s:>8.0f} events/s "
               f"({r0.commands} commands, {r0.events} events, median {s:.2f}s{cpu}, {label})  "
-              f"= {r0.events / s / base:.0%} of raw executemany")
+              f"= {r0.events / s / base:.0%} of raw executemany ({r0.events / s / events_only:.0%} of its events only)")
     for name, rate in raw_rate.items():
-        print(f"{kind:<10} raw {name:<11} {'':>19} {rate:>8.0f} events/s "
-              f"(driver only, same rows, same commits, median {statistics.median(f.raw[name]):.2f}s)")
+        print(f"{kind:<10} raw {name:<23} {'':>7} {rate:>8.0f} events/s "
+              f"(driver only, {f.rows[name]} rows, same commits, median {statistics.median(f.raw[name]):.2f}s)")
 
 
 def main(argv: list[str] | None = None) -> int:

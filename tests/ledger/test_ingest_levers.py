@@ -50,6 +50,8 @@ def test_an_event_made_the_fast_way_is_the_event_its_init_makes(cls: type) -> No
                studio_time=stamp.studio_time, **fields)
     assert list(vars(made).items()) == list(vars(init).items())  # same fields, same order: same bytes
     assert made == init and hash(type(made)) == hash(cls)
+    in_order = cls.recorded(oid, 3, when, stamp, {name: fields[name] for name in own})  # the callers' usual order
+    assert list(vars(in_order).items()) == list(vars(init).items())
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.command_id = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):
@@ -141,3 +143,69 @@ def test_the_card_count_short_cut_refuses_exactly_what_the_full_count_refuses(
     except Refusal as refusal:
         refused = refusal.code == "impossible_card"
     assert refused == full
+
+
+def test_a_batch_is_saved_as_one_object_and_its_events_in_the_aggregates_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Application.save runs two runtime-protocol checks per object it is given (slow on 3.11):
+    a batch hands it one PendingEvents, whose events are each aggregate's, in turn."""
+    from eventsourcing.application import Application
+
+    from ledger.aggregate import PendingEvents
+
+    app = open_app(f"sqlite:///{tmp_path / 'l.db'}")
+    given: list[tuple[object, ...]] = []
+    save = Application.save
+
+    def spy(self: Application, *objs: object, **kwargs: object) -> object:
+        given.append(objs)
+        return save(self, *objs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(app), "save", spy)
+    app.ingest(_feed(), batch_size=50)
+    assert given and all(len(objs) == 1 and isinstance(objs[0], PendingEvents) for objs in given)
+    notes = app.recorder.select_notifications(1, 10_000)
+    app.close()
+    assert len(notes) > len(given)
+    versions: dict[object, int] = {}
+    for n in notes:
+        assert n.originator_version == versions.get(n.originator_id, 0) + 1
+        versions[n.originator_id] = n.originator_version
+
+
+def test_pending_events_collect_every_aggregates_events_in_turn() -> None:
+    from uuid import uuid4
+
+    from ledger.aggregate import PendingEvents, Stamp
+    from ledger.round import Round
+
+    stamp = Stamp("c-1", "2026-01-01T00:00:00+00:00")
+    a, b = Round.new("T", 1), Round.new("T", 2)
+    a.void("supervisor_error", "sup", "", stamp)
+    b.void("supervisor_error", "sup", "", stamp)
+    first, second = a.pending_events[0], b.pending_events[0]
+    pending = PendingEvents([a, b], uuid4())
+    assert list(pending.collect_events()) == [first, second]
+    assert a.pending_events == [] and b.pending_events == [] and list(pending.collect_events()) == []
+
+
+def test_a_repository_that_does_not_fast_forward_is_given_the_aggregates_themselves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Then Application.save caches what it is given: the aggregates, never a PendingEvents."""
+    from eventsourcing.application import Application
+
+    from ledger.aggregate import LedgerAggregate, PendingEvents
+
+    given: list[object] = []
+    save = Application.save
+
+    def spy(self: Application, *objs: object, **kwargs: object) -> object:
+        given.extend(objs)
+        return save(self, *objs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Application, "save", spy)
+    app = open_app(f"sqlite:///{tmp_path / 'l.db'}", AGGREGATE_CACHE_FASTFORWARD="n")
+    results = app.ingest(_feed(), batch_size=50)
+    app.close()
+    assert all(r.status == "accepted" for r in results)
+    assert given and all(isinstance(obj, LedgerAggregate) and not isinstance(obj, PendingEvents) for obj in given)
