@@ -155,6 +155,12 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                 found.update(UUID(row["originator_id"]) for row in c.fetchall())
         return found
 
+    def lookup(self, command_ids: Sequence[str],
+               originator_ids: Sequence[UUID]) -> tuple[dict[str, KnownCommand], set[UUID]]:
+        """`select_commands` and `existing_ids` (a batch's two reads)."""
+        return (self.select_commands(command_ids) if command_ids else {},
+                self.existing_ids(originator_ids) if originator_ids else set())
+
     def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT * FROM {REJECTIONS_TABLE} WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
@@ -314,6 +320,10 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         ).format(events_table, SQL(self.datastore.originator_id_type))
         self.select_commands_statement = SQL("SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%s)").format(
             self.commands_table)
+        self.lookup_statement = SQL(
+            "SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%s) UNION ALL "
+            "SELECT originator_id::text, NULL, NULL, NULL, NULL FROM {1} "
+            "WHERE originator_version = 1 AND originator_id = ANY(%s)").format(self.commands_table, events_table)
         self.existing_ids_statement = SQL(
             "SELECT originator_id FROM {0} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(events_table)
 
@@ -405,6 +415,24 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 for row in curs.fetchall():
                     found[row["command_id"]] = _known(row)
         return found
+
+    def lookup(self, command_ids: Sequence[str],
+               originator_ids: Sequence[UUID]) -> tuple[dict[str, KnownCommand], set[UUID]]:
+        """`select_commands` and `existing_ids` (a batch's two reads) as ONE statement
+        when both fit one lookup; otherwise each on its own."""
+        if not command_ids or not originator_ids or max(len(command_ids), len(originator_ids)) > IN_LIST_MAX:
+            return (self.select_commands(command_ids) if command_ids else {},
+                    self.existing_ids(originator_ids) if originator_ids else set())
+        known: dict[str, KnownCommand] = {}
+        existing: set[UUID] = set()
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(_bytes(self.lookup_statement), (list(command_ids), list(originator_ids)), prepare=True)
+            for row in curs.fetchall():
+                if row["payload_hash"] is None:  # an aggregate's row (a command's hash is NOT NULL)
+                    existing.add(UUID(row["command_id"]))
+                else:
+                    known[row["command_id"]] = _known(row)
+        return known, existing
 
     def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]:
         found: set[UUID] = set()

@@ -256,3 +256,20 @@ def test_encoded_arrays_read_back_as_the_values(pg_schema_url: str, kind: Any, s
             check()
     finally:
         app.close()
+
+
+def test_lookup_is_both_reads_of_a_batch(app_on: Any) -> None:
+    """`lookup` (one statement on PostgreSQL) answers what `select_commands` and
+    `existing_ids` answer, whichever of the two lists is empty."""
+    app = app_on
+    kept = things(2, notes=1)
+    app.save(*kept, ledger_rows=rows("c1", "c2"))
+    fresh = things(1)[0]
+    commands, aggregates = ["c1", "nope", "c2"], [kept[0].id, fresh.id, kept[1].id]
+    expected = (app.recorder.select_commands(commands), app.recorder.existing_ids(aggregates))
+    assert expected == ({"c1": KnownCommand("hash-c1", "accepted", None, None),
+                         "c2": KnownCommand("hash-c2", "accepted", None, None)}, {kept[0].id, kept[1].id})
+    assert app.recorder.lookup(commands, aggregates) == expected
+    assert app.recorder.lookup(commands, []) == (expected[0], set())
+    assert app.recorder.lookup([], aggregates) == ({}, expected[1])
+    assert app.recorder.lookup(["nope"], [fresh.id]) == ({}, set())
