@@ -448,7 +448,10 @@ class UnitOfWork:
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
-        self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads them
+        # What `Application.save` does here (no snapshots, no recordings: nothing reads them), without
+        # its two runtime-protocol isinstance checks per aggregate (~30 us each, a tenth of a live batch).
+        self.app.events.put([e for a in touched for e in a.collect_events()], ledger_rows=self.rows,
+                            recordings=False)
         cache = self.app.repository.cache
         if cache is not None:
             for aggregate in self.aggregates.values():
