@@ -43,7 +43,7 @@ def traced(app: Any, path: str) -> Iterator[None]:
     """libpq's trace of every connection the app's datastore hands out, into `path`."""
     import psycopg
 
-    datastore = app.recorder.datastore
+    datastore = getattr(app.ledger_recorder(), "datastore")  # noqa: B009 - the PostgreSQL recorder's pool
     original = datastore.get_connection
     seen: dict[int, Any] = {}
     out = open(path, "w")  # closed below, once no connection writes to it any more
