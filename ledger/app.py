@@ -159,6 +159,9 @@ class LedgerRecorder(Protocol):
 
     def existing_ids(self, originator_ids: Sequence[UUID]) -> set[UUID]: ...
 
+    def lookup(self, command_ids: Sequence[str],
+               originator_ids: Sequence[UUID]) -> tuple[dict[str, KnownCommand], set[UUID]]: ...
+
     def select_rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
 
 
@@ -260,9 +263,12 @@ class LedgerApp(Application):
     def run_batch(self, raws: Sequence[Raw]) -> list[Result]:
         parsed = [self._parse(raw) for raw in raws]
         ids = [p.command_id for p in parsed if not isinstance(p, Refusal)]
-        unit = UnitOfWork(self, self.ledger_recorder().select_commands(ids) if ids else {})
+        wanted = self._wanted(parsed)
+        # The batch's two reads (command ids seen before; which new aggregates exist) in one round trip.
+        known, existing = self.ledger_recorder().lookup(ids, wanted) if ids or wanted else ({}, set())
+        unit = UnitOfWork(self, known)
         try:
-            unit.absent = self._absent(parsed)
+            unit.absent = set(wanted) - existing
             unit.debug = ledger_logging.debug_enabled()
             results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
             unit.save()
@@ -286,12 +292,12 @@ class LedgerApp(Application):
                 ledger_logging.log_result(result)
         return results
 
-    def _absent(self, parsed: Sequence[Command | Refusal]) -> set[UUID]:
-        """Rounds and shoes this batch may touch that are neither cached nor stored:
-        found with one query, so opening a round costs no failed read of its own."""
+    def _wanted(self, parsed: Sequence[Command | Refusal]) -> list[UUID]:
+        """Rounds and shoes this batch may touch that are not cached: which of them are
+        stored is found with one query, so opening a round costs no failed read of its own."""
         cache = self.repository.cache
         if cache is None:
-            return set()
+            return []
         # Names first (a tuple of str and int hashes in C, a UUID in Python), ids once per name.
         rounds: set[tuple[str, int]] = set()
         shoes: set[tuple[str, str]] = set()
@@ -308,10 +314,7 @@ class LedgerApp(Application):
                 tables.add(p.table_id)
         held = cache.cache
         ids = [*(round_id_for(*k) for k in rounds), *(shoe_id_for(*k) for k in shoes), *map(table_id_for, tables)]
-        wanted = {i for i in ids if i not in held}
-        if not wanted:
-            return set()
-        return wanted - self.ledger_recorder().existing_ids(list(wanted))
+        return list({i for i in ids if i not in held})
 
     def _parse(self, raw: Raw) -> Command | Refusal:
         kind = type(raw)

@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="extra wait after the first waiting command, to gather larger batches (default 0: none)")
     p.add_argument("--max-batch", type=int, default=None, metavar="N",
                    help="commands per transaction at most (default 500)")
+    p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
+                   help="longest hold of the GIL by the request loop while the writer waits for it (default 1)")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
 
@@ -50,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
         env["LEDGER_SERVE_MAX_WAIT_MS"] = str(args.max_wait_ms)
     if args.max_batch is not None:
         env["LEDGER_SERVE_MAX_BATCH"] = str(args.max_batch)
+    if args.switch_interval_ms is not None:
+        if not 0.05 <= args.switch_interval_ms <= 100:
+            print("--switch-interval-ms must be 0.05..100", file=sys.stderr)
+            return 2
+        env["LEDGER_SERVE_SWITCH_INTERVAL_MS"] = str(args.switch_interval_ms)
     private = tempfile.mkdtemp(prefix="ledger-serve-")
     # Before prometheus-client is first imported (it picks its value store then), in every worker.
     env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(private, "metrics")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from eventsourcing.persistence import StoredEvent
-from psycopg import Cursor
+from psycopg import Cursor, Pipeline
 from psycopg.rows import DictRow
 
-from ledger.persistence import LedgerPostgresRecorder
+from ledger.persistence import PIPELINE_ROWS_MAX, LedgerPostgresRecorder
 from ledger.store import open_app
 from tests.ledger.test_recorders import all_ids, rows, things
 
@@ -43,9 +43,12 @@ class Reader:
         return sorted(set(stored) - set(self.seen))
 
 
-def _write(url: str, writer: int, errors: list[BaseException]) -> None:
+def _write(url: str, writer: int, errors: list[BaseException], copy: bool = False) -> None:
     try:
         app = open_app(url, CREATE_TABLE="no")  # created once before (concurrent DDL would clash)
+        if copy:  # PostgreSQL's large-batch path for these small saves too
+            assert isinstance(app.recorder, LedgerPostgresRecorder)
+            app.recorder.pipeline_rows_max = 0
         try:
             for i in range(SAVES):
                 app.save(*things(3, notes=2), ledger_rows=rows(f"w{writer}-{i}"))
@@ -55,11 +58,14 @@ def _write(url: str, writer: int, errors: list[BaseException]) -> None:
         errors.append(exc)
 
 
-def test_a_reader_paging_while_writers_commit_sees_every_event(store_url: str) -> None:
+@pytest.mark.parametrize("copy", [False, pytest.param(True, marks=pytest.mark.postgres)])
+def test_a_reader_paging_while_writers_commit_sees_every_event(store_url: str, copy: bool) -> None:
+    if copy and store_url.startswith("sqlite"):
+        pytest.skip("one write path on SQLite")
     readers_app = open_app(store_url)  # creates the tables before the writers start
     try:
         reader, errors = Reader(readers_app), []
-        threads = [threading.Thread(target=_write, args=(store_url, w, errors)) for w in range(WRITERS)]
+        threads = [threading.Thread(target=_write, args=(store_url, w, errors, copy)) for w in range(WRITERS)]
         for t in threads:
             t.start()
         while any(t.is_alive() for t in threads):
@@ -79,17 +85,27 @@ def test_a_reader_paging_while_writers_commit_sees_every_event(store_url: str) -
 # ------------------------------------------------------------------ PostgreSQL, step by step
 
 class PausingRecorder(LedgerPostgresRecorder):
-    """Holds its transaction open after the events are written, until told to commit."""
+    """Holds its transaction open after the events are written, until told to commit:
+    on the COPY path (large batches), and on the pipelined one (small batches), where
+    it sends what is queued and reads the answers first, then queues the COMMIT."""
 
     hold: threading.Event | None = None
     held: threading.Event | None = None
 
-    def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
-        ids = super()._write_events(curs, stored_events)
+    def _pause(self) -> None:
         if self.hold is not None and self.held is not None:
             self.held.set()
             assert self.hold.wait(30)
+
+    def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
+        ids = super()._write_events(curs, stored_events)
+        self._pause()
         return ids
+
+    def _commit_pipelined(self, curs: Cursor[DictRow], pipeline: Pipeline) -> None:
+        pipeline.sync()
+        self._pause()
+        super()._commit_pipelined(curs, pipeline)
 
 
 class UnlockedRecorder(PausingRecorder):
@@ -100,7 +116,10 @@ class UnlockedRecorder(PausingRecorder):
         self.lock_table_statements = []
 
 
-def _late_commit_scenario(url: str, recorder: type[PausingRecorder]) -> tuple[list[int], list[int], bool]:
+PATHS = ["pipelined", "copy"]
+
+
+def _late_commit_scenario(url: str, recorder: type[PausingRecorder], path: str) -> tuple[list[int], list[int], bool]:
     """Writer A draws ids and waits before committing; writer B saves meanwhile; the
     reader reads, then A commits and everyone finishes. Returns (stored ids, ids the
     reader saw, whether B had to wait for A)."""
@@ -111,6 +130,9 @@ def _late_commit_scenario(url: str, recorder: type[PausingRecorder]) -> tuple[li
         a_rec = a_app.recorder
         assert isinstance(a_rec, PausingRecorder)
         a_rec.hold, a_rec.held = threading.Event(), threading.Event()
+        for app in (a_app, b_app):
+            assert isinstance(app.recorder, LedgerPostgresRecorder)
+            app.recorder.pipeline_rows_max = PIPELINE_ROWS_MAX if path == "pipelined" else 0
         a = threading.Thread(target=a_app.save, args=tuple(things(2, notes=1)))
         a.start()
         assert a_rec.held.wait(30)
@@ -134,17 +156,19 @@ def _late_commit_scenario(url: str, recorder: type[PausingRecorder]) -> tuple[li
 
 
 @pytest.mark.postgres
-def test_with_the_lock_a_late_commit_cannot_be_skipped(pg_schema_url: str) -> None:
-    stored, seen, b_waited = _late_commit_scenario(pg_schema_url, PausingRecorder)
+@pytest.mark.parametrize("path", PATHS)
+def test_with_the_lock_a_late_commit_cannot_be_skipped(pg_schema_url: str, path: str) -> None:
+    stored, seen, b_waited = _late_commit_scenario(pg_schema_url, PausingRecorder, path)
     assert b_waited
     assert len(stored) == 8 and seen == stored
 
 
 @pytest.mark.postgres
-def test_without_the_lock_the_reader_would_skip_the_late_commit(pg_schema_url: str) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_without_the_lock_the_reader_would_skip_the_late_commit(pg_schema_url: str, path: str) -> None:
     """The check above can fail: without the lock, B commits higher ids first, the
     reader moves past them, and A's lower ids, committed later, are never read."""
-    stored, seen, b_waited = _late_commit_scenario(pg_schema_url, UnlockedRecorder)
+    stored, seen, b_waited = _late_commit_scenario(pg_schema_url, UnlockedRecorder, path)
     assert not b_waited
     assert len(stored) == 8
     assert len(set(stored) - set(seen)) == 4  # all of A's events

@@ -64,3 +64,18 @@ def test_fast_path_answers_as_the_route(store_url, second_store, capsys):
     statuses = [s[0] for s in fast]
     assert statuses == [401, 401, 401, 403, 422, 422, 200, 200, 200, 200, 405]  # the table is not vacuous
     assert {r["status"] for r in fast[8][3]} >= {"duplicate"}  # a resend of what was just recorded
+
+
+def test_the_service_shortens_the_switch_interval_while_it_runs_and_restores_it(tmp_path: Any) -> None:
+    """The writer thread gets the GIL back from a busy request loop within the setting
+    (Python's 5 ms default cost a batch several waits of 5 ms); the process's own value
+    comes back when the service stops."""
+    import sys
+
+    before = sys.getswitchinterval()
+    api = create_app(Settings(db_url=f"sqlite:///{tmp_path / 'l.db'}", switch_interval_ms=0.7))
+    with TestClient(api) as client:
+        assert client.get("/healthz").status_code == 200
+        assert sys.getswitchinterval() == 0.0007
+    assert sys.getswitchinterval() == before
+    assert Settings(db_url="x").switch_interval_ms == 1.0
