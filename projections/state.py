@@ -28,12 +28,15 @@ from ledger.records import Postings, Record, RecordType
 from projections.sql import Db, Table, delete_sql, select_sql
 
 # The cache keeps the rows folds touched lately, in two generations: when the young one
-# holds more than CACHE_ROWS_YOUNG rows it becomes the old one and the old one is dropped
-# (a row read again is moved back to the young one). Rows of finished rounds are never
-# touched again, so the cache stays flat in the number of rounds (issue 9): a count of
-# every row ever written measured x1.9 the peak memory for 10x the rounds, the per-round
-# rows (recall timelines) being large. A dropped row is read back from the database.
-CACHE_ROWS_YOUNG = 4_000
+# holds more than CACHE_ROWS_YOUNG rows (checked as rows are read, and when a page is
+# sealed) it becomes the old one and the old one is dropped (a row read again is moved
+# back to the young one). Rows of finished rounds are never touched again, so the cache
+# stays flat in the number of rounds (issue 9): a count of every row ever written measured
+# x1.9 the peak memory for 10x the rounds, the per-round rows (recall timelines) being
+# large. A dropped row is read back from the database. Rotating only at page ends kept
+# two to three pages of rows (x1.23 for 10x the rounds); rotating as rows are read keeps
+# the sealed page's rows and 2 x CACHE_ROWS_YOUNG more (x1.08, README "Memory").
+CACHE_ROWS_YOUNG = 1_000
 # Keys of dropped rows, in a fixed-size bit set (two bits a key): while the cache was
 # complete (fresh views), a miss on a key that is not in it needs no database read. A
 # false positive only costs a read; the set never grows.
@@ -242,6 +245,8 @@ class CachedRows:
                 row = self._load(table, key) if not self.complete or self._maybe_evicted(table, key) else None
             self.committed[table][key] = row
             self._young_rows += 1
+            if self._young_rows > CACHE_ROWS_YOUNG:
+                self._rotate()
         return row
 
     def _bits(self, table: str, key: tuple[Any, ...]) -> tuple[int, int]:
@@ -330,6 +335,7 @@ class CachedRows:
             self.db.upsert_many(table, puts)
             self.db.executemany(self._delete[table.name], deletes)
             written += len(puts) + len(deletes)
+        self.sealed = []  # not kept while the next page is read and folded
         return written
 
     def rollback(self) -> None:
