@@ -242,7 +242,9 @@ class CachedRows:
         if row is _MISSING:
             row = self.older[table].pop(key, _MISSING)
             if row is _MISSING:
-                row = self._load(table, key) if not self.complete or self._maybe_evicted(table, key) else None
+                if self.complete and not self._maybe_evicted(table, key):
+                    return None  # a new row: nothing to cache (it joins the cache when sealed)
+                row = self._load(table, key)
             self.committed[table][key] = row
             self._young_rows += 1
             if self._young_rows > CACHE_ROWS_YOUNG:
@@ -307,9 +309,6 @@ class CachedRows:
         page must `forget()` if that fails (the runner does, on any failure)."""
         sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
         count = 0
-        if self._young_rows > CACHE_ROWS_YOUNG:
-            # Before this page joins the cache: what is dropped was written by an earlier page.
-            self._rotate()
         for name, changed in self.overlay.items():
             if changed:
                 values = self._values[name]
@@ -325,6 +324,10 @@ class CachedRows:
                 young.update(changed)
                 self._young_rows += len(young) - before
                 changed.clear()
+        if self._young_rows > CACHE_ROWS_YOUNG:
+            # This page's rows become the old generation (the next page reads the rounds still in
+            # flight from there); what is dropped was written by an earlier page, and not touched since.
+            self._rotate()
         self.sealed = sealed
         return count
 
