@@ -50,7 +50,10 @@ from ledger.table import table_id_for
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
-ID_CACHE_MAX = 100_000  # aggregate ids remembered as text (rounds in flight are far fewer)
+# Aggregate ids remembered as text, forgotten all at once when full: rounds in flight are
+# far fewer, and a long reader must not keep every round's id (100,000 of them held
+# ~17 MiB, growing with the rounds read; issue 9).
+ID_CACHE_MAX = 1_024
 SQLITE = "sqlite"
 POSTGRES = "postgres"
 _PG_KEYS = {"dbname": "POSTGRES_DBNAME", "host": "POSTGRES_HOST", "port": "POSTGRES_PORT",

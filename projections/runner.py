@@ -191,7 +191,7 @@ class Projector:
                 start = min(folded.values()) + 1
                 try:
                     # Events no view handles (the shoes') are read but never decoded.
-                    page, read, last = self._read_and_fold(start, folded)
+                    read, last = self._read_and_fold(start, folded)
                     if not read:
                         break
                     if pending is not None:
@@ -235,9 +235,11 @@ class Projector:
             if writer is not None:
                 writer.shutdown(wait=True)
 
-    def _read_and_fold(self, start: int, folded: dict[str, int]) -> tuple[list[Record], int, int]:
+    def _read_and_fold(self, start: int, folded: dict[str, int]) -> tuple[int, int]:
         """Read the page from `start` and fold it into the cache; a page that does not decode or
-        breaks a view's invariant (events swapped, edited or deleted in the store) is Unfoldable."""
+        breaks a view's invariant (events swapped, edited or deleted in the store) is Unfoldable.
+        Returns (events read, last position): the page's records are dropped here, so that they
+        are not alive while the next page is read (two pages of records at once, issue 9)."""
         try:
             page, read, last = self.log.page(start, self.page_size, self._kinds)
             if read:
@@ -249,7 +251,7 @@ class Projector:
                 f"position {min(folded.values())}: the store may have been altered, check it with "
                 "`ledger audit verify --db URL`"
             ) from err
-        return page, read, last
+        return read, last
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
         """Fold `page` (the decoded records from position `first` on) into the cache."""

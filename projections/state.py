@@ -28,12 +28,15 @@ from ledger.records import Postings, Record, RecordType
 from projections.sql import Db, Table, delete_sql, select_sql
 
 # The cache keeps the rows folds touched lately, in two generations: when the young one
-# holds more than CACHE_ROWS_YOUNG rows it becomes the old one and the old one is dropped
-# (a row read again is moved back to the young one). Rows of finished rounds are never
-# touched again, so the cache stays flat in the number of rounds (issue 9): a count of
-# every row ever written measured x1.9 the peak memory for 10x the rounds, the per-round
-# rows (recall timelines) being large. A dropped row is read back from the database.
-CACHE_ROWS_YOUNG = 4_000
+# holds more than CACHE_ROWS_YOUNG rows (checked as rows are read, and once a sealed page
+# joined it) it becomes the old one and the old one is dropped (a row read again is moved
+# back to the young one). So while a page is folded the cache holds the last sealed page's
+# rows (as written: values, JSON as text) and the rows read since; rows of finished rounds
+# are never touched again, so the cache stays flat in the number of rounds (issue 9). A
+# count of every row ever written measured x1.9 the peak memory for 10x the rounds;
+# turning the generations only at page ends, x1.23 (two to three pages of rows as dicts);
+# this, x1.06 (README "Memory"). A dropped row is read back from the database.
+CACHE_ROWS_YOUNG = 1_000
 # Keys of dropped rows, in a fixed-size bit set (two bits a key): while the cache was
 # complete (fresh views), a miss on a key that is not in it needs no database read. A
 # false positive only costs a read; the set never grows.
@@ -70,6 +73,15 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
         column = table.key[0]
         return lambda row: (row[column],)
     return operator.itemgetter(*table.key)
+
+
+def values_key_getter(table: Table) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`key_of` for a row given as its values in column order."""
+    at = [table.column_names.index(k) for k in table.key]
+    if len(at) == 1:
+        i = at[0]
+        return lambda values: (values[i],)
+    return operator.itemgetter(*at)
 
 
 # ------------------------------------------------------------------ helpers
@@ -228,6 +240,7 @@ class CachedRows:
         self._select = {n: select_sql(t) for n, t in self.tables.items()}
         self._values = {n: _values_of(t) for n, t in self.tables.items()}
         self._key = {n: key_getter(t) for n, t in self.tables.items()}
+        self._values_key = {n: values_key_getter(t) for n, t in self.tables.items()}
         self._delete = {n: delete_sql(t) for n, t in self.tables.items()}
         self.sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
         self.selects = 0
@@ -238,10 +251,16 @@ class CachedRows:
             row = self.committed[table].get(key, _MISSING)
         if row is _MISSING:
             row = self.older[table].pop(key, _MISSING)
-            if row is _MISSING:
-                row = self._load(table, key) if not self.complete or self._maybe_evicted(table, key) else None
+            if type(row) is tuple:  # a sealed page's row, kept as written
+                row = self._row(table, row)
+            elif row is _MISSING:
+                if self.complete and not self._maybe_evicted(table, key):
+                    return None  # a new row: nothing to cache (it joins the cache when sealed)
+                row = self._load(table, key)
             self.committed[table][key] = row
             self._young_rows += 1
+            if self._young_rows > CACHE_ROWS_YOUNG:
+                self._rotate()
         return row
 
     def _bits(self, table: str, key: tuple[Any, ...]) -> tuple[int, int]:
@@ -275,10 +294,12 @@ class CachedRows:
         if self.before_read is not None:
             self.before_read()
         found = self.db.query(self._select[table], key)
-        if not found:
-            return None
+        return self._row(table, found[0]) if found else None
+
+    def _row(self, table: str, values: tuple[Any, ...]) -> dict[str, Any]:
+        """A row from its values in column order, JSON as text (as stored and as sealed)."""
         spec = self.tables[table]
-        row = dict(zip(spec.column_names, found[0]))
+        row = dict(zip(spec.column_names, values))
         for col in spec.json_columns:
             row[col] = json.loads(row[col]) if row[col] is not None else None
         return row
@@ -302,9 +323,6 @@ class CachedRows:
         page must `forget()` if that fails (the runner does, on any failure)."""
         sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
         count = 0
-        if self._young_rows > CACHE_ROWS_YOUNG:
-            # Before this page joins the cache: what is dropped was written by an earlier page.
-            self._rotate()
         for name, changed in self.overlay.items():
             if changed:
                 values = self._values[name]
@@ -320,6 +338,16 @@ class CachedRows:
                 young.update(changed)
                 self._young_rows += len(young) - before
                 changed.clear()
+        if self._young_rows > CACHE_ROWS_YOUNG:
+            # This page's rows become the old generation (the next page reads the rounds still in
+            # flight from there); what is dropped was written by an earlier page, and not touched since.
+            self._rotate()
+            # ... kept as the values being written (JSON as text): a third of the memory of the
+            # rows, and most are never read again (finished rounds); one read makes a row again.
+            for spec, puts, _ in sealed:
+                older, key_of_values = self.older[spec.name], self._values_key[spec.name]
+                for written in puts:
+                    older[key_of_values(written)] = written
         self.sealed = sealed
         return count
 
@@ -330,6 +358,7 @@ class CachedRows:
             self.db.upsert_many(table, puts)
             self.db.executemany(self._delete[table.name], deletes)
             written += len(puts) + len(deletes)
+        self.sealed = []  # not kept while the next page is read and folded
         return written
 
     def rollback(self) -> None:

@@ -240,3 +240,39 @@ def test_a_row_cache_that_drops_old_rows_gives_the_same_views(app, monkeypatch, 
     assert p.catch_up().events == len(events) - half
     assert as_dicts(p) == memory_snapshot(events)
     p.close()
+
+
+def test_the_row_cache_stays_bounded_inside_a_page(app, monkeypatch) -> None:
+    """Issue 9: the cache rotates as rows are read, not only when a page is sealed, so that
+    while a page is folded it holds the last sealed page's rows and at most about twice
+    CACHE_ROWS_YOUNG more, however many rows the page reads; nor does it keep the sealed
+    rows once they are written."""
+    import projections.state as state
+
+    young_max = 5
+    monkeypatch.setattr(state, "CACHE_ROWS_YOUNG", young_max)
+    events = random_history(seed=29, rounds=60)
+    store(app, events)
+    p = Projector(EventLog(app), page_size=200)
+    rows, get, seal = p.rows, p.rows.get, p.rows.seal
+    cached_max, sealed_max = 0, 0
+
+    def counting_get(table, key):
+        nonlocal cached_max
+        cached_max = max(cached_max, sum(map(len, rows.committed.values())) + sum(map(len, rows.older.values())))
+        return get(table, key)
+
+    def counting_seal() -> int:
+        nonlocal sealed_max
+        sealed = seal()
+        sealed_max = max(sealed_max, sealed)
+        return sealed
+
+    monkeypatch.setattr(rows, "get", counting_get)
+    monkeypatch.setattr(rows, "seal", counting_seal)
+    assert p.catch_up().events == len(events)
+    assert sealed_max > 10 * young_max  # pages large enough for the bound to mean something
+    assert cached_max <= sealed_max + 2 * (young_max + 1)
+    assert rows.sealed == []
+    assert as_dicts(p) == memory_snapshot(events)
+    p.close()
