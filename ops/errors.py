@@ -36,6 +36,7 @@ class ErrorCode(StrEnum):
     DATABASE_MISSING = "database_missing"  # a PostgreSQL database that does not exist
     STORE_UNREACHABLE = "store_unreachable"
     STORE_NOT_EMPTY = "store_not_empty"  # `ledger demo` on a store that holds events
+    SERVICE_TIMEOUT = "service_timeout"  # a service (NATS) did not answer in time
     INTERNAL = "internal_error"  # a bug: rerun with --debug and report it
 
 
@@ -76,6 +77,8 @@ def classify(exc: BaseException) -> CliError:
         return CliError(ErrorCode(exc.code), exc.message)
     if isinstance(exc, Refusal) and exc.code == "bad_db_url":
         return CliError(ErrorCode.BAD_DB_URL, exc.message)
+    if isinstance(exc, TimeoutError):  # an OSError too, but no file's: NATS (asyncio) timeouts
+        return CliError(ErrorCode.SERVICE_TIMEOUT, f"no answer in time: {_first_line(exc)}")
     if isinstance(exc, OSError):
         return _os_error(exc)
     if isinstance(exc, UnicodeDecodeError):

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
@@ -36,8 +36,21 @@ DUPLICATE_WINDOW_S = 120.0
 ACK_WAIT_S_DEFAULT = 30.0
 BATCH_DEFAULT = 500
 PUBLISH_IN_FLIGHT = 1000
+CONTROL_ATTEMPTS = 5  # a control request (stream/consumer info, subscribe) timing out under load is asked again
 NO_TABLE = "_"  # the subject token of a line with no readable table id (the ledger refuses it)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-:@/]")
+T = TypeVar("T")
+
+
+async def patiently(request: Callable[[], Awaitable[T]], attempts: int = CONTROL_ATTEMPTS) -> T:
+    """A request to the server, asked again when it times out (a busy server answers late; the
+    requests asked this way change nothing twice). The last timeout is raised."""
+    for _ in range(attempts - 1):
+        try:
+            return await request()
+        except nats.errors.TimeoutError:
+            continue
+    return await request()
 
 
 def token_for(table_id: str | None) -> str:
@@ -122,10 +135,11 @@ class Consumer:
         nc = await nats.connect(self.nats_url)
         try:
             js = nc.jetstream()
-            await ensure_stream(js, self.stream, self.prefix)
+            await patiently(lambda: ensure_stream(js, self.stream, self.prefix))
             config = ConsumerConfig(ack_policy=AckPolicy.ALL, ack_wait=self.ack_wait_s, max_ack_pending=self.batch,
                                     deliver_policy=DeliverPolicy.ALL, max_deliver=-1)
-            sub = await js.pull_subscribe(f"{self.prefix}.feed.>", durable=self.durable, stream=self.stream, config=config)
+            sub = await patiently(lambda: js.pull_subscribe(f"{self.prefix}.feed.>", durable=self.durable,
+                                                            stream=self.stream, config=config))
             while not self.stop.is_set():
                 try:
                     msgs = await sub.fetch(self.batch, timeout=fetch_timeout_s)
@@ -139,7 +153,10 @@ class Consumer:
         return self.stats
 
     async def _drained(self, sub: Any) -> bool:
-        info = await sub.consumer_info()
+        try:
+            info = await sub.consumer_info()
+        except nats.errors.TimeoutError:  # no answer yet: not known to be drained, fetch again
+            return False
         return bool(info.num_pending == 0 and info.num_ack_pending == 0)
 
     async def _handle(self, nc: Any, msgs: list[Any]) -> None:
@@ -155,7 +172,10 @@ class Consumer:
         if self.after_commit is not None:
             self.after_commit(self.stats.batches + 1)
         await msgs[-1].ack()  # AckAll: the whole batch, only now that it is committed
-        await nc.flush()
+        try:
+            await nc.flush()
+        except nats.errors.TimeoutError:  # the ack may be lost: the batch comes again, as duplicates
+            pass
         self.stats.batches += 1
         self.stats.commands += len(mine)
         self.stats.skipped += len(msgs) - len(mine)
