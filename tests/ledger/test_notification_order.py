@@ -60,8 +60,6 @@ def _write(url: str, writer: int, errors: list[BaseException], copy: bool = Fals
 
 @pytest.mark.parametrize("copy", [False, pytest.param(True, marks=pytest.mark.postgres)])
 def test_a_reader_paging_while_writers_commit_sees_every_event(store_url: str, copy: bool) -> None:
-    if copy and store_url.startswith("sqlite"):
-        pytest.skip("one write path on SQLite")
     readers_app = open_app(store_url)  # creates the tables before the writers start
     try:
         reader, errors = Reader(readers_app), []

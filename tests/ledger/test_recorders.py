@@ -90,8 +90,6 @@ def all_ids(app: Any) -> list[int]:
 def app_on(request: pytest.FixtureRequest, store_url: str) -> Iterator[Any]:
     """The app on each store, and on PostgreSQL on each write path: small batches in one
     pipelined round trip, large ones by COPY (forced here for these small saves)."""
-    if request.param == "copy" and not store_url.startswith("postgresql"):
-        pytest.skip("one write path on SQLite")
     app = open_app(store_url)
     if request.param == "copy":
         assert isinstance(app.recorder, LedgerPostgresRecorder)
