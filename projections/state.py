@@ -101,6 +101,21 @@ def utc_text(moment: datetime) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def studio_utc_text(studio_time: str | None, recorded: datetime) -> str:
+    """`utc_text(studio_utc(studio_time, recorded))`, the same text. The feed's studio times
+    are mostly UTC already, written as isoformat writes them (`...SS.ffffff+00:00`): then the
+    text is the studio time's own with `Z` for the offset, once it parses (a third of the cost)."""
+    if (studio_time and len(studio_time) == 32 and studio_time[26:] == "+00:00" and studio_time[0] != "0"
+            and studio_time[4:20:3] == "--T::." and studio_time[5:7].isdigit()):  # not a week date
+        try:
+            datetime.fromisoformat(studio_time)
+        except ValueError:
+            pass
+        else:
+            return studio_time[:26] + "Z"
+    return utc_text(studio_utc(studio_time, recorded))
+
+
 def quarter_hour(moment: datetime) -> str:
     """The UTC quarter hour an instant falls in (utc_text): every zone in use today is a
     whole number of quarter hours from UTC, so a quarter hour lies in one day of any zone."""
