@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.state import iso, quarter_hour, studio_utc, studio_utc_text, utc_text
+from projections.state import iso, quarter_hour, studio_quarter_hour, studio_utc, studio_utc_text, utc_text
 
 zones = st.one_of(st.just(UTC), st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m))))
 aware = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=zones)
@@ -46,3 +46,9 @@ odd_texts = st.sampled_from([
                  odd_texts, st.none()))
 def test_studio_utc_text_is_utc_text_of_studio_utc(text: str | None) -> None:
     assert studio_utc_text(text, RECORDED) == utc_text(studio_utc(text, RECORDED))
+
+
+@given(st.one_of(aware.map(lambda m: m.isoformat()), aware.map(lambda m: m.astimezone(UTC).isoformat()),
+                 odd_texts, st.none()))
+def test_studio_quarter_hour_is_quarter_hour_of_studio_utc(text: str | None) -> None:
+    assert studio_quarter_hour(text, RECORDED) == quarter_hour(studio_utc(text, RECORDED))
