@@ -101,7 +101,7 @@ def utc_text(moment: datetime) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _utc_form(studio_time: str | None) -> bool:
+def utc_form(studio_time: str | None) -> bool:
     """The studio time is written as isoformat writes a UTC instant (`YYYY-MM-DDTHH:MM:SS.ffffff+00:00`,
     the feed's usual form) and parses: its UTC texts can then be cut from it."""
     if (studio_time and len(studio_time) == 32 and studio_time[26:] == "+00:00" and studio_time[0] != "0"
@@ -117,7 +117,7 @@ def _utc_form(studio_time: str | None) -> bool:
 def studio_utc_text(studio_time: str | None, recorded: datetime) -> str:
     """`utc_text(studio_utc(studio_time, recorded))`, the same text: for the usual studio
     time, its own text with `Z` for the offset (a third of the cost)."""
-    if _utc_form(studio_time):
+    if utc_form(studio_time):
         return studio_time[:26] + "Z"  # type: ignore[index]
     return utc_text(studio_utc(studio_time, recorded))
 
@@ -125,7 +125,7 @@ def studio_utc_text(studio_time: str | None, recorded: datetime) -> str:
 def studio_quarter_hour(studio_time: str | None, recorded: datetime) -> str:
     """`quarter_hour(studio_utc(studio_time, recorded))`, the same text: for the usual studio
     time, cut from its own text (a tenth of the cost: datetime.replace is slow)."""
-    if _utc_form(studio_time):
+    if utc_form(studio_time):
         minute = int(studio_time[14:16])  # type: ignore[index]
         return f"{studio_time[:14]}{minute - minute % 15:02d}:00.000000Z"  # type: ignore[index]
     return quarter_hour(studio_utc(studio_time, recorded))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from projections.rounds import _studio_text_of, studio_instant, studio_text
 from projections.state import iso, quarter_hour, studio_quarter_hour, studio_utc, studio_utc_text, utc_text
 
 zones = st.one_of(st.just(UTC), st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m))))
@@ -52,3 +54,14 @@ def test_studio_utc_text_is_utc_text_of_studio_utc(text: str | None) -> None:
                  odd_texts, st.none()))
 def test_studio_quarter_hour_is_quarter_hour_of_studio_utc(text: str | None) -> None:
     assert studio_quarter_hour(text, RECORDED) == quarter_hour(studio_utc(text, RECORDED))
+
+
+@given(st.one_of(aware.map(lambda m: m.isoformat()), aware.map(lambda m: m.astimezone(UTC).isoformat()), odd_texts))
+def test_rounds_studio_text_is_studio_text_of_the_instant(text: str) -> None:
+    try:
+        expected = studio_text(studio_instant(text))
+    except ValueError:  # not a time: the fold raises as before
+        with pytest.raises(ValueError):
+            _studio_text_of(text)
+        return
+    assert _studio_text_of(text) == expected
