@@ -36,9 +36,10 @@ from projections.state import (
     as_zones,
     fraction_text,
     gaming_day,
+    kept_sum,
     parse_fraction,
-    quarter_hour,
-    studio_utc,
+    plus_fraction_text,
+    studio_quarter_hour,
 )
 
 GGR = Table(
@@ -73,7 +74,7 @@ def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: 
         "paid_minor": old["paid_minor"] + paid,
         "refunded_minor": old["refunded_minor"] + refunded,
         "ggr_minor": old["ggr_minor"] + staked - paid - refunded,
-        "rounding_kept": fraction_text(parse_fraction(old["rounding_kept"]) + kept) if kept else old["rounding_kept"],
+        "rounding_kept": plus_fraction_text(old["rounding_kept"], kept) if kept else old["rounding_kept"],
     })
 
 
@@ -81,7 +82,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     info = round_row(rows, ev.aggregate_id)
     if info is None or info["table_id"] is None:  # tombstone void: no money, no table
         return []
-    period = quarter_hour(studio_utc(ev.studio_time, ev.server_time))  # summed into days when asked
+    period = studio_quarter_hour(ev.studio_time, ev.server_time)  # summed into days when asked
     match ev:
         case Settled():
             return _settled(rows, info, period, ev)
@@ -97,7 +98,7 @@ def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> list
     results = ev.results
     staked = sum(r.staked_minor for r in results)
     paid = sum(r.returned_minor for r in results)
-    kept = sum((Fraction(r.remainder_num, r.remainder_den) for r in results if r.remainder_num), Fraction(0))
+    kept = kept_sum(results)
     settlement = {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
                   "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
                   "period": period, "staked_minor": staked, "paid_minor": paid,

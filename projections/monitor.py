@@ -31,7 +31,7 @@ from ledger.records import BetPlaced, Opened, Paused, Record, Settled, Settlemen
 from projections.monitor_math import bet_math_texts, ratio_text
 from projections.rounds import round_row
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction
+from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction, plus_fraction_text
 
 HUMAN_ERROR = "human_error"
 
@@ -85,8 +85,7 @@ def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) 
         s = line.staked_minor
         total = acc.get(key)
         if total is None:
-            acc[key] = [1, s, line.returned_minor, _ZERO, s * s, s]
-            total = acc[key]
+            acc[key] = total = [1, s, line.returned_minor, 0, s * s, s, 1]  # [3]/[6]: kept, in integers
         else:
             total[0] += 1
             total[1] += s
@@ -94,9 +93,16 @@ def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) 
             total[4] += s * s
             if s > total[5]:
                 total[5] = s
-        if line.remainder_num:
-            total[3] += Fraction(line.remainder_num, line.remainder_den)
-    return {key: Sums(*total) for key, total in acc.items()}
+        n = line.remainder_num
+        if n:
+            d = line.remainder_den
+            if d == total[6]:
+                total[3] += n
+            else:
+                total[3], total[6] = total[3] * d + n * total[6], total[6] * d
+    return {key: Sums(total[0], total[1], total[2], Fraction(total[3], total[6]) if total[3] else _ZERO,
+                      total[4], total[5])
+            for key, total in acc.items()}
 
 
 _ZERO = Fraction(0)
@@ -184,13 +190,9 @@ def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_ty
         old = _NO_LINES
     # The kept remainders: the stored text is a reduced fraction (fraction_text), read
     # without a Fraction unless this settlement adds to it.
-    if s.kept:
-        kept = parse_fraction(old["rounding_kept"]) + s.kept
-        kept_text, kept_num, kept_den = fraction_text(kept), kept.numerator, kept.denominator
-    else:
-        kept_text = old["rounding_kept"]
-        num, _, den = kept_text.partition("/")
-        kept_num, kept_den = int(num), int(den or 1)
+    kept_text = plus_fraction_text(old["rounding_kept"], s.kept) if s.kept else old["rounding_kept"]
+    num, _, den = kept_text.partition("/")
+    kept_num, kept_den = int(num), int(den or 1)
     staked, returned = old["staked_minor"] + s.staked, old["returned_minor"] + s.returned
     theoretical, sd = bet_math_texts(ruleset_id, version, bet_type)
     return Put(MONITOR.name, {

@@ -35,6 +35,7 @@ from ledger.records import (
     Interrupted,
     Opened,
     Paused,
+    Posting,
     Record,
     Refund,
     Resumed,
@@ -45,7 +46,7 @@ from ledger.records import (
     Voided,
     postings_of,
 )
-from projections.balances import PLAYER_PREFIX, account_row
+from projections.balances import BALANCES, PLAYER_PREFIX
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
 from projections.state import (
@@ -57,9 +58,7 @@ from projections.state import (
     as_zones,
     gaming_day,
     iso,
-    postings_delta,
-    studio_utc,
-    utc_text,
+    studio_utc_text,
 )
 
 RECALL_ROUNDS = Table(
@@ -86,6 +85,7 @@ RECALL_LAST_MAX = 1000
 _RECALL_ROUNDS = RECALL_ROUNDS.name
 _RECALL = RECALL.name
 _ROUNDS = ROUNDS.name
+_BALANCES = BALANCES.name
 
 _STATUS: dict[type, str] = {Voided: "voided", Settled: "settled", SettlementReversed: "reversed"}
 # Timeline entry per event: which fields to keep.
@@ -164,22 +164,29 @@ def _lines_by_player(ev: Record) -> dict[str, list[PlayerLine]]:
 
 
 def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str,
-                    deltas: dict[str, int]) -> dict[str, Any]:
-    balance = _balance(rows, player_id, info["currency"])
+                    postings: tuple[Posting, ...]) -> dict[str, Any]:
+    """The player's first row in the round; `postings` are the event's (its legs on the
+    player's account are taken out of the balance, which already includes them)."""
+    account = PLAYER_PREFIX + player_id
+    currency = info["currency"]
+    balance_row = rows.get(_BALANCES, (account, currency))
+    balance = balance_row["balance_minor"] if balance_row else 0
+    for leg_account, amount_minor in postings:  # their sum is checked by the balances view
+        if leg_account == account:
+            balance -= amount_minor
     return {
         "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
-        "currency": info["currency"], "played_at": iso(ev.server_time),
-        "studio_at": utc_text(studio_utc(ev.studio_time, ev.server_time)), "status": "open",
+        "currency": currency, "played_at": iso(ev.server_time),
+        "studio_at": studio_utc_text(ev.studio_time, ev.server_time), "status": "open",
         "bets": [], "stake_moves": [], "results": [], "refunds": [],
         "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
-        "balance_before_minor": balance - deltas.get(PLAYER_PREFIX + player_id, 0),
-        "balance_after_minor": None, "timezone": info.get("timezone"),
+        "balance_before_minor": balance, "balance_after_minor": None, "timezone": info.get("timezone"),
     }
 
 
 def _balance(rows: Rows, player_id: str, currency: str) -> int:
-    row = account_row(rows, PLAYER_PREFIX + player_id, currency)
+    row = rows.get(_BALANCES, (PLAYER_PREFIX + player_id, currency))
     return row["balance_minor"] if row else 0
 
 
@@ -244,14 +251,11 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
     if not players:
         return changes
-    deltas: dict[str, int] | None = None  # computed only when a player's first row needs it
     by_player = _lines_by_player(ev)
     for player_id in players:
         row = rows.get(_RECALL, (player_id, round_id))
         if row is None:
-            if deltas is None:
-                deltas = postings_delta(postings_of(ev))
-            row = _new_player_row(rows, ev, info, player_id, deltas)
+            row = _new_player_row(rows, ev, info, player_id, postings_of(ev))
         else:
             row = dict(row)
         _apply(row, ev, by_player.get(player_id, []))
@@ -264,13 +268,14 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
 
 def _bet_placed(rows: Rows, ev: BetPlaced, info: dict[str, Any]) -> dict[str, Any]:
     """The player's row after a bet (the most frequent player event)."""
+    bet = {"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot, "stake_minor": ev.stake_minor}
     row = rows.get(_RECALL, (ev.player_id, ev.aggregate_id))
     if row is None:
-        row = _new_player_row(rows, ev, info, ev.player_id, postings_delta(ev.postings))
+        row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
+        row["bets"] = [bet]
     else:
         row = row.copy()
-    row["bets"] = row["bets"] + [{"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot,
-                                  "stake_minor": ev.stake_minor}]
+        row["bets"] = row["bets"] + [bet]
     row["staked_minor"] += ev.stake_minor
     return row
 

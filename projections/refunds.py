@@ -26,7 +26,7 @@ from projections.state import (
     day_bounds,
     gaming_day,
     iso,
-    studio_utc,
+    studio_utc_text,
     utc_text,
 )
 
@@ -51,7 +51,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         "position": ev.position, "round_id": ev.aggregate_id, "table_id": info.get("table_id"),
         "round_no": info.get("round_no"), "game": info.get("game"), "currency": info.get("currency"),
         "cause": ev.cause, "voided_by": ev.by, "note": ev.note or "",
-        "voided_at": iso(ev.server_time), "studio_at": utc_text(studio_utc(ev.studio_time, ev.server_time)),
+        "voided_at": iso(ev.server_time), "studio_at": studio_utc_text(ev.studio_time, ev.server_time),
         "timezone": info.get("timezone"),
     }
     return [

@@ -20,7 +20,7 @@ from typing import Any
 from domain.errors import require
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, iso
+from projections.state import Change, Put, Rows, View, iso, utc_form
 from projections.tables import config_row
 
 ROUNDS = Table(
@@ -58,6 +58,11 @@ def studio_text(at: datetime) -> str:
     return at.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def _studio_text_of(studio_time: str) -> str:
+    """`studio_text(studio_instant(studio_time))`: the usual studio time is that text already."""
+    return studio_time if utc_form(studio_time) else studio_text(studio_instant(studio_time))
+
+
 def round_row(rows: Rows, round_id: str) -> dict[str, Any] | None:
     """The round's facts, for the other views (None if never seen)."""
     return rows.get(ROUNDS.name, (round_id,))
@@ -70,7 +75,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
             "game": ev.game, "ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
-            "opened_position": ev.position, "studio_time": studio_text(studio_instant(ev.studio_time)),
+            "opened_position": ev.position, "studio_time": _studio_text_of(ev.studio_time),
             "timezone": None,
         })]
     row = round_row(rows, ev.aggregate_id)

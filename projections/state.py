@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from domain.errors import require
-from ledger.records import Postings, Record, RecordType
+from ledger.records import Postings, Record, RecordType, SettlementLine
 from projections.sql import Db, Table, delete_sql, select_sql
 
 # The cache keeps the rows folds touched lately, in two generations: when the young one
@@ -113,6 +113,36 @@ def utc_text(moment: datetime) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def utc_form(studio_time: str | None) -> bool:
+    """The studio time is written as isoformat writes a UTC instant (`YYYY-MM-DDTHH:MM:SS.ffffff+00:00`,
+    the feed's usual form) and parses: its UTC texts can then be cut from it."""
+    if (studio_time and len(studio_time) == 32 and studio_time[26:] == "+00:00" and studio_time[0] != "0"
+            and studio_time[4:20:3] == "--T::." and studio_time[5:7].isdigit()):  # not a week date
+        try:
+            datetime.fromisoformat(studio_time)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def studio_utc_text(studio_time: str | None, recorded: datetime) -> str:
+    """`utc_text(studio_utc(studio_time, recorded))`, the same text: for the usual studio
+    time, its own text with `Z` for the offset (a third of the cost)."""
+    if utc_form(studio_time):
+        return studio_time[:26] + "Z"  # type: ignore[index]
+    return utc_text(studio_utc(studio_time, recorded))
+
+
+def studio_quarter_hour(studio_time: str | None, recorded: datetime) -> str:
+    """`quarter_hour(studio_utc(studio_time, recorded))`, the same text: for the usual studio
+    time, cut from its own text (a tenth of the cost: datetime.replace is slow)."""
+    if utc_form(studio_time):
+        minute = int(studio_time[14:16])  # type: ignore[index]
+        return f"{studio_time[:14]}{minute - minute % 15:02d}:00.000000Z"  # type: ignore[index]
+    return quarter_hour(studio_utc(studio_time, recorded))
+
+
 def quarter_hour(moment: datetime) -> str:
     """The UTC quarter hour an instant falls in (utc_text): every zone in use today is a
     whole number of quarter hours from UTC, so a quarter hour lies in one day of any zone."""
@@ -182,6 +212,33 @@ def fraction_text(f: Fraction) -> str:
 def parse_fraction(text: str) -> Fraction:
     num, _, den = text.partition("/")
     return Fraction(int(num), int(den or 1))
+
+
+def plus_fraction_text(text: str, f: Fraction) -> str:
+    """`fraction_text(parse_fraction(text) + f)`: one Fraction built, none added (Fraction
+    arithmetic was much of a settlement's cost in the views that sum remainders)."""
+    num, _, den = text.partition("/")
+    n, d = int(num), int(den or 1)
+    return fraction_text(Fraction(n * f.denominator + f.numerator * d, d * f.denominator))
+
+
+def kept_sum(lines: Iterable[SettlementLine]) -> Fraction:
+    """The exact sum of the lines' rounding remainders (`remainder_num/remainder_den`), added
+    up in integers and made a Fraction once (most lines have none; most that do share a
+    denominator)."""
+    num, den = 0, 1
+    for line in lines:
+        n = line.remainder_num
+        if n:
+            d = line.remainder_den
+            if d == den:
+                num += n
+            else:
+                num, den = num * d + n * den, den * d
+    return Fraction(num, den) if num else _ZERO_FRACTION
+
+
+_ZERO_FRACTION = Fraction(0)
 
 
 def postings_delta(postings: Postings) -> dict[str, int]:
