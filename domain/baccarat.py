@@ -17,7 +17,7 @@ from domain.cards import CARDS_PER_DECK, Card, CardCounter
 from domain.errorpolicy import policy
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet, BetResult
-from domain.money import Odds, check_amount, format_minor, win
+from domain.money import Odds, check_stake_minor, format_minor, win
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
@@ -182,16 +182,19 @@ def is_natural(two_card_total: int) -> bool:
 
 def player_draws(total: int, rules: BaccaratRules = LIVE_8D_V1) -> bool:
     """Player (two-card total, no natural on either side) draws on 0-5, stands on 6-7."""
-    require(0 <= total <= 9, f"bad total {total}")
+    if not (0 <= total <= 9):  # the message is built only when broken
+        require(False, f"bad total {total}")
     return total <= rules.player_draws_max_total
 
 
 def banker_draws(banker_total: int, player_third_value: int | None, rules: BaccaratRules = LIVE_8D_V1) -> bool:
     """Banker's third card: by its own total if the Player stood, else by the table."""
-    require(0 <= banker_total <= 9, f"bad total {banker_total}")
+    if not (0 <= banker_total <= 9):  # the message is built only when broken
+        require(False, f"bad total {banker_total}")
     if player_third_value is None:
         return banker_total <= rules.banker_draws_max_total_if_player_stood
-    require(0 <= player_third_value <= 9, f"bad third card value {player_third_value}")
+    if not (0 <= player_third_value <= 9):  # the message is built only when broken
+        require(False, f"bad third card value {player_third_value}")
     return player_third_value in dict(rules.banker_draws_on).get(banker_total, ())
 
 
@@ -339,7 +342,8 @@ def _lucky(bet_type: str, coup: Coup, rules: BaccaratRules) -> Resolution:
 
 def resolve_bet(rules: BaccaratRules, bet_type: str, mode: str | None, coup: Coup) -> Resolution:
     """The outcome of one bet type in `coup` (pure; shared by settlement and ops/rtp.py)."""
-    require(bet_type in BET_TYPES, f"unknown bet type {bet_type!r}")
+    if bet_type not in BET_TYPES:  # the message is built only when broken
+        require(False, f"unknown bet type {bet_type!r}")
     if bet_type in MAIN_BETS:
         return _main(bet_type, mode, coup, rules)
     if bet_type == "tie":
@@ -392,6 +396,11 @@ def check_round_in_shoe(round_in_shoe: object, decks: int) -> int:
     return round_in_shoe
 
 
+def _what(bet: Bet) -> str:
+    """How a refusal names a bet: built only when refusing (bets are checked on every place_bet)."""
+    return f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
+
+
 @dataclass
 class BaccaratRound(NoPlayerChoices):
     """One coup. Phases: betting -> dealing (burn first on a new shoe) -> complete."""
@@ -416,7 +425,8 @@ class BaccaratRound(NoPlayerChoices):
     # -- bets
 
     def place_bet(self, bet: Bet) -> None:
-        require(isinstance(bet, Bet), f"not a Bet: {type(bet).__name__}")
+        if not isinstance(bet, Bet):  # the message is built only when broken
+            require(False, f"not a Bet: {type(bet).__name__}")
         resolved = self._check_bet(bet)
         self.bets.append(resolved)
 
@@ -430,7 +440,7 @@ class BaccaratRound(NoPlayerChoices):
             raise Refusal(RefusalCode.BET_NOT_OFFERED, f"{BET_NAMES[bet.bet_type]} is not offered after round {last} "
                           f"of the shoe; this is round {self.round_in_shoe}")
         mode = self._mode(bet)
-        check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
+        check_stake_minor(bet.stake_minor, bet.bet_id)
         self._check_limits(bet)
         return Bet(bet.bet_id, bet.player_id, bet.spot, bet.bet_type, bet.stake_minor, mode, bet.seat_no)
 
@@ -448,10 +458,10 @@ class BaccaratRound(NoPlayerChoices):
         return sum(b.stake_minor for b in self.bets if b.player_id == player_id and b.bet_type == bet_type)
 
     def _check_limits(self, bet: Bet) -> None:
-        rules, what = self.rules, f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
+        rules = self.rules
         limit = rules.limit_for(bet.bet_type)
         if bet.stake_minor < limit.min_minor:
-            rules.check_stake(bet.bet_type, bet.stake_minor, what)  # raises stake_below_minimum
+            rules.check_stake(bet.bet_type, bet.stake_minor, _what(bet))  # raises stake_below_minimum
         total = self._stakes(bet.player_id, bet.bet_type) + bet.stake_minor
         if bet.bet_type in MAIN_BETS and rules.main_limit_on_difference:
             other = "banker" if bet.bet_type == "player" else "player"
@@ -459,7 +469,7 @@ class BaccaratRound(NoPlayerChoices):
             if diff > limit.max_minor:
                 raise Refusal(
                     RefusalCode.DIFFERENCE_ABOVE_MAXIMUM,
-                    f"{what}: {BET_NAMES[bet.bet_type]} stakes would exceed {BET_NAMES[other]} stakes by "
+                    f"{_what(bet)}: {BET_NAMES[bet.bet_type]} stakes would exceed {BET_NAMES[other]} stakes by "
                     f"{format_minor(diff)}; the table maximum {format_minor(limit.max_minor)} applies to "
                     f"the difference between Player and Banker",
                 )
@@ -467,7 +477,7 @@ class BaccaratRound(NoPlayerChoices):
         if total > limit.max_minor:
             raise Refusal(
                 RefusalCode.STAKE_ABOVE_MAXIMUM,
-                f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total {format_minor(total)}, above "
+                f"{_what(bet)}: stakes on {BET_NAMES[bet.bet_type]} would total {format_minor(total)}, above "
                 f"the table maximum {format_minor(limit.max_minor)}",
             )
 
@@ -497,7 +507,8 @@ class BaccaratRound(NoPlayerChoices):
         return None
 
     def deal(self, card: Card, target: str) -> None:
-        require(isinstance(card, Card), f"not a Card: {type(card).__name__}")
+        if not isinstance(card, Card):  # the message is built only when broken
+            require(False, f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "the coup is complete"

@@ -5,7 +5,7 @@ from domain.blackjack_rules import BETS_PER_ROUND_MAX, BlackjackRules
 from domain.blackjack_state import State
 from domain.errors import Refusal
 from domain.model import Bet
-from domain.money import check_amount, format_minor
+from domain.money import check_stake_minor, format_minor
 from domain.refusals import RefusalCode
 
 BET_TYPES = ("main", "pair")
@@ -35,16 +35,18 @@ def check_bet(rules: BlackjackRules, s: State, bet: Bet) -> None:
         raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} was already placed in this round")
     if len(s.bets) >= BETS_PER_ROUND_MAX:
         raise Refusal(RefusalCode.TOO_MANY_BETS, f"bet {bet.bet_id}: a round takes at most {BETS_PER_ROUND_MAX} bets")
-    check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
+    check_stake_minor(bet.stake_minor, bet.bet_id)
     kind, n = parse_spot(rules, bet)
     if bet.bet_type not in BET_TYPES or (bet.bet_type == "pair" and not rules.pair_side_bet):
         raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered under "
                                          f"{rules.id} v{rules.version}")
     limit_key = "pair" if bet.bet_type == "pair" else ("behind" if kind == "behind" else "main")
-    what = f"bet {bet.bet_id} ({bet.bet_type} on {bet.spot})"
-    rules.check_stake(limit_key, bet.stake_minor, what)
-    minimum = rules.limit_for(limit_key).min_minor
+    limit = rules.limit_for(limit_key)
+    if not limit.min_minor <= bet.stake_minor <= limit.max_minor:  # the bet's name only when refusing
+        rules.check_stake(limit_key, bet.stake_minor, _what(bet))
+    minimum = limit.min_minor
     if rules.stake_divisible_by_min and bet.stake_minor % minimum:
+        what = _what(bet)
         raise Refusal(RefusalCode.STAKE_NOT_DIVISIBLE, f"{what}: stake {format_minor(bet.stake_minor)} is not divisible by "
                                              f"the table minimum {format_minor(minimum)}")
     if bet.bet_type == "pair":
@@ -53,6 +55,10 @@ def check_bet(rules: BlackjackRules, s: State, bet: Bet) -> None:
         _check_behind(rules, s, bet, n)
     else:
         _check_main(rules, s, bet)
+
+
+def _what(bet: Bet) -> str:
+    return f"bet {bet.bet_id} ({bet.bet_type} on {bet.spot})"
 
 
 def _mains(s: State, spot: str) -> list[Bet]:

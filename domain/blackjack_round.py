@@ -89,7 +89,8 @@ class BlackjackRound:
         return _next_target(self.rules, self._s)
 
     def deal(self, card: Card, target: str) -> None:
-        require(isinstance(card, Card), f"deal needs a Card, got {type(card).__name__}")
+        if not isinstance(card, Card):  # the message is built only when broken
+            require(False, f"deal needs a Card, got {type(card).__name__}")
         s = self._s
         if s.phase == "betting":
             raise Refusal(RefusalCode.BETTING_OPEN, f"card {card} to {target}: betting is still open; close betting first")
@@ -117,7 +118,8 @@ class BlackjackRound:
             s.dealer.append(card)
         else:
             h = _hand(s, target)
-            require(len(h.cards) < CARDS_PER_HAND_MAX, f"{h.name}: too many cards")
+            if len(h.cards) >= CARDS_PER_HAND_MAX:  # the message is built only when broken
+                require(False, f"{h.name}: too many cards")
             h.cards.append(card)
             h.want_card = False
         _advance(self.rules, s)

@@ -87,7 +87,8 @@ def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> 
             outcomes.append(outcome)
             suffix = "" if k.reason == "main" else f" [{k.reason}]"
             parts.append(f"{what}: {text}{suffix}")
-    require(staked > 0, f"bet {bet_id} has no stake on any hand")
+    if staked <= 0:  # the message is built only when broken
+        require(False, f"bet {bet_id} has no stake on any hand")
     outcome = outcomes[0] if len(set(outcomes)) == 1 else "mixed"
     return _line(bet_id, player_id, "main", outcome, staked, returned, remainder, "; ".join(parts))
 
@@ -95,7 +96,8 @@ def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> 
 def _line(bet_id: str, player_id: str, bet_type: str, outcome: str, staked: int, returned: int,
           remainder: Fraction, text: str) -> BetResult:
     # 0 <= n/d < 1 in integers (a Fraction's denominator is positive): two Fraction comparisons less
-    require(0 <= remainder.numerator < remainder.denominator or bet_type == "main", f"{bet_id}: remainder out of range")
+    if not (0 <= remainder.numerator < remainder.denominator or bet_type == "main"):  # message only when broken
+        require(False, f"{bet_id}: remainder out of range")
     return BetResult(bet_id, player_id, bet_type, outcome, staked, returned,
                      remainder.numerator, remainder.denominator, text)
 

@@ -30,6 +30,14 @@ def check_amount(amount_minor: object, what: str) -> int:
     return amount_minor
 
 
+def check_stake_minor(amount_minor: object, bet_id: str) -> int:
+    """`check_amount` of a bet's stake, named "bet <id> stake": once per bet, so the
+    name is built only when refusing."""
+    if type(amount_minor) is int and 0 < amount_minor <= AMOUNT_MAX_MINOR:
+        return amount_minor
+    return check_amount(amount_minor, f"bet {bet_id} stake")
+
+
 def check_currency(code: object) -> str:
     if not (isinstance(code, str) and len(code) == CURRENCY_CODE_LEN and code.isalpha() and code.isupper()):
         raise Refusal(RefusalCode.BAD_CURRENCY, f"currency must be a three-letter ISO 4217 code like 'EUR', got {code!r}")

@@ -18,7 +18,7 @@ from domain.cards import RANK_NAMES, Card, CardCounter
 from domain.errorpolicy import policy
 from domain.errors import Refusal, require
 from domain.model import Bet, BetResult
-from domain.money import Odds, check_amount, format_minor, win
+from domain.money import Odds, check_stake_minor, format_minor, win
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
@@ -138,7 +138,8 @@ def sequence_strength(values: list[int]) -> int | None:
 
 def rank_hand(cards: list[Card] | tuple[Card, ...]) -> tuple[int, tuple[int, ...]]:
     """Comparable key of a three-card hand: (category index, tie-break values)."""
-    require(len(cards) == CARDS_PER_HAND, f"a Teen Patti hand has 3 cards, got {len(cards)}")
+    if len(cards) != CARDS_PER_HAND:  # the message is built only when broken
+        require(False, f"a Teen Patti hand has 3 cards, got {len(cards)}")
     values = _values(cards)
     flush = len({c.suit for c in cards}) == 1
     counts = Counter(values)
@@ -251,7 +252,8 @@ def five_card_category(cards: tuple[Card, ...], rules: TeenPattiRules) -> str:
 
 def six_card_category(cards: list[Card] | tuple[Card, ...], rules: TeenPattiRules) -> str:
     """Best five-card poker category among all six cards (both hands)."""
-    require(len(cards) == 6, f"the 6 Card Bonus needs 6 cards, got {len(cards)}")
+    if len(cards) != 6:  # the message is built only when broken
+        require(False, f"the 6 Card Bonus needs 6 cards, got {len(cards)}")
     found = [five_card_category(five, rules) for five in combinations(tuple(cards), 5)]
     return min(found, key=SIX_CARD_CATEGORIES.index)
 
@@ -268,7 +270,8 @@ class Resolution:
 
 def resolve_bet(rules: TeenPattiRules, bet_type: str, a: tuple[Card, ...], b: tuple[Card, ...]) -> Resolution:
     """How a bet type fares given both finished hands (pure; shared with ops/rtp.py)."""
-    require(bet_type in BET_TYPES, f"unknown bet type {bet_type!r}")
+    if bet_type not in BET_TYPES:  # the message is built only when broken
+        require(False, f"unknown bet type {bet_type!r}")
     if bet_type in ("player_a", "player_b", "tie"):
         return _main(rules, bet_type, compare_hands(a, b, rules))
     if bet_type in ("pair_plus_a", "pair_plus_b"):
@@ -354,7 +357,8 @@ class TeenPattiRound(NoPlayerChoices):
         self.counter = CardCounter(self.rules.decks)
 
     def place_bet(self, bet: Bet) -> None:
-        require(isinstance(bet, Bet), f"not a Bet: {type(bet).__name__}")
+        if not isinstance(bet, Bet):  # the message is built only when broken
+            require(False, f"not a Bet: {type(bet).__name__}")
         self._check_bet(bet)
         self.bets.append(bet)
 
@@ -362,15 +366,15 @@ class TeenPattiRound(NoPlayerChoices):
         rules = self.rules
         check_table_bet(rules, self.phase, self.bets, bet, spot=SPOT, bet_types=BET_TYPES,
                         game_name="Teen Patti", bets_per_round_max=rules.bets_per_round_max)
-        check_amount(bet.stake_minor, f"bet {bet.bet_id} stake")
-        what = f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
+        check_stake_minor(bet.stake_minor, bet.bet_id)
         limit = rules.limit_for(bet.bet_type)
-        if bet.stake_minor < limit.min_minor:
-            rules.check_stake(bet.bet_type, bet.stake_minor, what)  # raises stake_below_minimum
+        if bet.stake_minor < limit.min_minor:  # the bet's name in a message is built only when refusing
+            rules.check_stake(bet.bet_type, bet.stake_minor, f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})")
         total = bet.stake_minor + sum(
             b.stake_minor for b in self.bets if b.player_id == bet.player_id and b.bet_type == bet.bet_type
         )
         if total > limit.max_minor:
+            what = f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
             raise Refusal(RefusalCode.STAKE_ABOVE_MAXIMUM, f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total "
                           f"{format_minor(total)}, above the table maximum {format_minor(limit.max_minor)}")
 
@@ -388,7 +392,8 @@ class TeenPattiRound(NoPlayerChoices):
         return "A" if a == b else "B"
 
     def deal(self, card: Card, target: str) -> None:
-        require(isinstance(card, Card), f"not a Card: {type(card).__name__}")
+        if not isinstance(card, Card):  # the message is built only when broken
+            require(False, f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "both hands are complete"

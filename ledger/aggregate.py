@@ -66,7 +66,11 @@ class LedgerAggregate:
         event = event_class.recorded(
             self._id, self.version + 1, stamp.recorded_at or DomainEvent.create_timestamp(), stamp, fields,
         )
-        event.mutate(self)
+        # What `event.mutate(self)` does, less its id and version checks, which hold by
+        # construction here (this id, the next version); events read from the store go through mutate.
+        event.apply(self)
+        self.version = event.originator_version
+        self.modified_on = event.timestamp
         self.pending_events.append(event)
 
 

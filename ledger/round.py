@@ -26,7 +26,7 @@ from domain.cards import Card, CardCounter, parse_card
 from domain.errorpolicy import is_player_side
 from domain.errors import InvariantBroken, Refusal, refuse_unless, require
 from domain.model import Bet, BetResult, RoundModel, StakeMove
-from domain.money import Leg, check_balanced, house_account, player_account, round_account, transfer
+from domain.money import house_account, player_account, round_account
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from domain.tableconfig import TableSettings, effective_rules
@@ -72,9 +72,15 @@ def round_text_for(table_id: str, round_no: int) -> str:
     return str(round_id_for(table_id, round_no))
 
 
-def legs_to_dicts(legs: list[Leg]) -> list[Posting]:
-    check_balanced(legs)  # refuse to record unbalanced postings (invariant)
-    return [leg.as_dict() for leg in legs if leg.amount_minor != 0]
+def add_transfer(postings: list[Posting], from_account: str, to_account: str, amount_minor: int) -> None:
+    """`legs_to_dicts(transfer(...))` appended to `postings`, without making the legs: the
+    two stored postings (the same dicts, in the same order), none for a zero amount. They
+    sum to zero by construction, so a list of them is balanced (check_balanced would pass)."""
+    if type(amount_minor) is not int or amount_minor < 0:  # transfer()'s check: the message only when broken
+        require(False, f"bad transfer amount {amount_minor!r}")
+    if amount_minor:
+        postings.append({"account": from_account, "amount_minor": -amount_minor})
+        postings.append({"account": to_account, "amount_minor": amount_minor})
 
 
 def moves_to_dicts(moves: list[StakeMove]) -> list[dict[str, Any]]:
@@ -200,6 +206,7 @@ class Round(LedgerAggregate):
 
         def apply(self, r: Round) -> None:
             r.cards.append((self.seq_no, self.card, self.target))
+            r.card_texts.append(self.card)
             r.plays.append(CardPlay(self.card, self.target))
 
     class DecisionTaken(Event):
@@ -310,6 +317,7 @@ class Round(LedgerAggregate):
         self.bets: dict[str, Bet] = {}
         self.put_in: dict[tuple[str, str], int] = {}  # (bet_id, player_id) -> every amount put in
         self.cards: list[tuple[int, str, str]] = []
+        self.card_texts: list[str] = []  # the cards' texts alone, in order (counted per card dealt)
         self.plays: list[Play] = []  # the model's calls, in order (see module doc)
         self.balance_minor = 0
         self.paused: dict[str, Any] | None = None
@@ -428,11 +436,12 @@ class Round(LedgerAggregate):
         if bet.bet_id in self.bets:  # hot path: the message is built only when refusing
             raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} is already placed in round {self._label()}")
         self._game().place_bet(bet)
-        legs = list(transfer(player_account(bet.player_id), self.account, bet.stake_minor))
+        postings: list[Posting] = []
+        add_transfer(postings, player_account(bet.player_id), self.account, bet.stake_minor)
         self._emit(
             Round.BetPlaced, stamp, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
             bet_type=bet.bet_type, stake_minor=bet.stake_minor, mode=bet.mode, seat_no=bet.seat_no,
-            postings=legs_to_dicts(legs),
+            postings=postings,
         )
 
     def close_betting(self, stamp: Stamp) -> None:
@@ -582,7 +591,7 @@ class Round(LedgerAggregate):
         in_shoe = shoe_seen[text]
         if in_shoe + len(self.cards) < decks:  # even if every card of the round were this one: no count to take
             return
-        seen = in_shoe + sum(1 for _, c, _ in self.cards if c == text)
+        seen = in_shoe + self.card_texts.count(text)
         if seen >= decks:  # CardCounter words the refusal
             CardCounter(decks, Counter({card: seen})).check(card)
 
@@ -612,10 +621,10 @@ class Round(LedgerAggregate):
         )
 
     def _move_postings(self, moves: list[StakeMove]) -> list[Posting]:
-        legs: list[Leg] = []
+        postings: list[Posting] = []
         for m in moves:
-            legs.extend(transfer(player_account(m.player_id), self.account, m.amount_minor))
-        return legs_to_dicts(legs)
+            add_transfer(postings, player_account(m.player_id), self.account, m.amount_minor)
+        return postings
 
     def _complete_player(self, stamp: Stamp, player_id: str) -> None:
         """Player-side interruption under a `complete` policy (live blackjack): the
@@ -638,10 +647,9 @@ class Round(LedgerAggregate):
             for (bet_id, player_id), amount in self.put_in.items()
             if amount > 0
         ]
-        legs: list[Leg] = []
+        postings: list[Posting] = []
         for r in refunds:
-            legs.extend(transfer(self.account, player_account(r["player_id"]), r["amount_minor"]))
-        postings = legs_to_dicts(legs)
+            add_transfer(postings, self.account, player_account(r["player_id"]), r["amount_minor"])
         self._require_emptied(postings, "voided")
         self._emit(Round.Voided, stamp, cause=cause, by=by, note=note, refunds=refunds, postings=postings)
 
@@ -654,7 +662,7 @@ class Round(LedgerAggregate):
         staked = sum(r.staked_minor for r in results)
         if staked != self.balance_minor:
             require(False, f"settlement covers {staked} but the round holds {self.balance_minor}")
-        postings = legs_to_dicts(self._settlement_legs(results))
+        postings = self._settlement_legs(results)
         self._require_emptied(postings, "settled")
         rules = self._rules()
         self._emit(
@@ -662,14 +670,19 @@ class Round(LedgerAggregate):
             ruleset_version=rules.version, results=[r.as_dict() for r in results], postings=postings,
         )
 
-    def _settlement_legs(self, results: list[BetResult]) -> list[Leg]:
+    def _settlement_legs(self, results: list[BetResult]) -> list[Posting]:
+        """The settlement's postings: per bet, its return to the player, then what the house keeps (or pays)."""
         house = house_account(self.table_id)
-        legs: list[Leg] = []
+        account = self.account
+        postings: list[Posting] = []
         for r in results:
-            legs.extend(transfer(self.account, player_account(r.player_id), r.returned_minor))
+            add_transfer(postings, account, player_account(r.player_id), r.returned_minor)
             kept = r.staked_minor - r.returned_minor
-            legs.extend(transfer(self.account, house, kept) if kept >= 0 else transfer(house, self.account, -kept))
-        return legs
+            if kept >= 0:
+                add_transfer(postings, account, house, kept)
+            else:
+                add_transfer(postings, house, account, -kept)
+        return postings
 
     def _require_emptied(self, postings: list[Posting], how: str) -> None:
         """Invariant, checked before recording: a closed round's account ends at zero."""
@@ -678,7 +691,7 @@ class Round(LedgerAggregate):
             require(False, f"{how} round {self.id} would keep {left} in its account")
 
     def closing_cards(self) -> list[str]:
-        return [c for _, c, _ in self.cards]
+        return self.card_texts[:]
 
 
 @lru_cache(maxsize=65536)

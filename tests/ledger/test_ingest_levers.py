@@ -136,6 +136,7 @@ def test_the_card_count_short_cut_refuses_exactly_what_the_full_count_refuses(
     r._rule_set = rules
     r.cards = [(i + 1, "KS", "player") for i in range(in_round)] + [
         (in_round + i + 1, "2H", "banker") for i in range(others)]
+    r.card_texts = [c for _, c, _ in r.cards]  # what CardDealt.apply keeps beside the cards
     full = in_shoe + in_round >= rules.decks  # the count before the short cut
     try:
         r._check_card_count(parse_card("KS"), "KS", Counter({"KS": in_shoe}))
