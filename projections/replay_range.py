@@ -43,6 +43,7 @@ from projections.audit import Finding
 
 Rows = list[Row]  # one round's stored rows, undecoded: (position, originator id as stored, version, topic, state)
 PAGE_SIZE = 5000
+PLAN_PAGE_SIZE = 1000  # rounds of the plan read at once (~230 KiB of spans; 5000 would be ~1.1 MiB)
 WORKERS_MAX = 32
 AUTO_WORKERS_MAX = 8
 EVENTS_PER_WORKER_MIN = 4000  # below this a forked worker costs more than it saves (auto only)
@@ -113,13 +114,13 @@ class Plan:
     def spans(self) -> Iterator[tuple[int, Any, int, int]]:
         """(first position, originator id as stored, events, last position) per round to replay."""
         after = 0
-        while spans := self.log.round_spans(after, PAGE_SIZE, self.start, self.stop):
+        while spans := self.log.round_spans(after, PLAN_PAGE_SIZE, self.start, self.stop):
             for first, key, events, last, touching in spans:
                 if self.stop is not None and first > self.stop:
                     return
                 if touching:
                     yield first, key, events, last
-            if len(spans) < PAGE_SIZE:
+            if len(spans) < PLAN_PAGE_SIZE:
                 return
             after = spans[-1][0]
 

@@ -180,7 +180,7 @@ def test_the_plan_is_the_database_count_of_every_round_touching_the_range(day, m
     _, app = day
     log = EventLog(app)
     head = log.head()
-    monkeypatch.setattr(rr, "PAGE_SIZE", 7)  # many pages of the plan
+    monkeypatch.setattr(rr, "PLAN_PAGE_SIZE", 7)  # many pages of the plan
     for start, stop in ((1, None), (head // 3, head // 2), (head, head), (head // 2, None), (1, 5), (head + 1, None)):
         assert list(rr.Plan(log, start, stop).spans()) == naive_plan(log, start, stop)
 
@@ -193,6 +193,7 @@ def test_a_replay_holds_the_rounds_in_flight_not_the_rounds_stored(day, monkeypa
     _, app = day
     log = EventLog(app)
     monkeypatch.setattr(rr, "PAGE_SIZE", 5)
+    monkeypatch.setattr(rr, "PLAN_PAGE_SIZE", 5)
     reads: list[tuple[str, int]] = []  # ("plan" | "rows", rows returned), in call order
     spans, rows = log.round_spans, log.rows
     monkeypatch.setattr(log, "round_spans", lambda *a: reads.append(("plan", len(got := spans(*a)))) or got)
