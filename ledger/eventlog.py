@@ -36,6 +36,7 @@ from psycopg.sql import SQL, Identifier
 from domain.errors import require
 from ledger.app import LedgerApp
 from ledger.records import (
+    ROUND_TOPIC_PREFIX,
     TABLE_CONFIGURED_TOPIC,
     Decoder,
     Record,
@@ -87,6 +88,13 @@ class Backend:
 
 # A stored row as `rows` selects it: (position, originator id as stored or as text, version, topic, state).
 Row = tuple[int, Any, int, str, bytes]
+
+
+# A round as `round_spans` plans it: (first position, originator id as `rows` gives it,
+# events, last position, events in the range asked).
+RoundSpan = tuple[int, Any, int, int, int]
+ROUND_VERSION_FIRST = 1  # a round aggregate's first event (eventsourcing's initial version)
+POSITION_MAX = 2**62  # above any position (a range without its end)
 
 
 class Page(NamedTuple):
@@ -247,6 +255,43 @@ class EventLog:
         if rows and not keys_only and type(rows[0][4]) is not bytes:  # a bytea loader may give memoryviews
             rows = [(p, i, v, t, bytes(state)) for p, i, v, t, state in rows]
         return rows
+
+    def round_spans(self, after: int, limit: int, start: int, stop: int | None) -> list[RoundSpan]:
+        """The rounds whose first event lies after position `after`, in first-position order, at
+        most `limit`: per round (first position, originator id as `rows` gives it, its events,
+        its last position, its events in positions [start, stop] (stop None: the head)). The
+        database counts each round on its (originator id, version) key, so a caller can plan a
+        replay page by page, holding no entry per round stored."""
+        require(after >= 0, f"positions start at 1, got after={after}")
+        require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
+        high = POSITION_MAX if stop is None else stop
+        recorder = self._recorder
+        if self.backend.kind == SQLITE:
+            table = recorder.events_table_name
+            same = f"FROM {table} e WHERE e.originator_id=f.originator_id"
+            statement = (f"SELECT f.rowid, f.originator_id, (SELECT count(*) {same}), (SELECT max(e.rowid) {same}), "
+                         f"(SELECT count(*) {same} AND e.rowid BETWEEN ? AND ?) FROM {table} f "
+                         "WHERE f.rowid>? AND f.originator_version=? AND substr(f.topic, 1, ?)=? "
+                         "ORDER BY f.rowid LIMIT ?")
+            with recorder.datastore.transaction(commit=False) as c:
+                cursor = c.sqlite_cursor
+                cursor.row_factory = None
+                cursor.execute(statement, (start, high, after, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX),
+                                           ROUND_TOPIC_PREFIX, limit))
+                spans: list[RoundSpan] = cursor.fetchall()
+                return spans
+        pg = SQL("SELECT f.notification_id, f.originator_id::text, s.n, s.last, s.touching "
+                 "FROM {schema}.{table} f CROSS JOIN LATERAL (SELECT count(*), max(e.notification_id), "
+                 "count(*) FILTER (WHERE e.notification_id BETWEEN %s AND %s) "
+                 "FROM {schema}.{table} e WHERE e.originator_id = f.originator_id) s(n, last, touching) "
+                 "WHERE f.notification_id > %s AND f.originator_version = %s AND left(f.topic, %s) = %s "
+                 "ORDER BY f.notification_id LIMIT %s").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+        with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+            curs.execute(pg, (start, high, after, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX), ROUND_TOPIC_PREFIX,
+                              limit), prepare=True)
+            spans = curs.fetchall()
+        return spans
 
     def page(self, start: int, limit: int, kinds: frozenset[RecordType] | None = None) -> Page:
         """Up to `limit` stored events from `start`; only those of `kinds` (None: all) are decoded."""

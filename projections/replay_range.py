@@ -5,10 +5,13 @@ before the range, a reversal after it) by `projections.replay.recompute` in bulk
 mode (the same checks as `ledger replay`, no timeline), so every bet of every
 Settled event is compared with what the recorded rule set gives.
 
-Two reads of the store in global order through the ledger's `EventLog` (a plan
-of each round's last position from the rows' keys alone, then the rows, as plain
-tuples). Events are grouped by round from the stored topic and
-originator id, BEFORE decoding; only the events of the rounds to replay are
+Two reads of the store through the ledger's `EventLog`, merged as they go: the
+plan (`EventLog.round_spans`: per round, counted by the database on its key, its
+first and last position and whether it has an event in the range; page by page in
+first-position order) and the rows in global order, as plain tuples. A round is
+held from its first event to its last (its rows, if it is to be replayed), so
+memory follows the rounds in flight, never the rounds stored. Events are grouped
+by round from the stored originator id, BEFORE decoding; only the events of the rounds to replay are
 decoded, each exactly once, into typed records (`EventLog.decode_rows`: as the
 app's own mapper decodes them, so ciphers, compression and upcasters apply as
 everywhere else). Events of other aggregates (shoes) are not decoded: a replay has
@@ -34,12 +37,13 @@ from typing import Any
 
 from domain.errors import InvariantBroken, require
 from ledger.eventlog import EventLog, Row
-from ledger.records import Opened, Record, TableApplied, TableConfigured, is_round_topic
+from ledger.records import Opened, Record, TableApplied, TableConfigured
 from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 
 Rows = list[Row]  # one round's stored rows, undecoded: (position, originator id as stored, version, topic, state)
 PAGE_SIZE = 5000
+PLAN_PAGE_SIZE = 1000  # rounds of the plan read at once (~230 KiB of spans; 5000 would be ~1.1 MiB)
 WORKERS_MAX = 32
 AUTO_WORKERS_MAX = 8
 EVENTS_PER_WORKER_MIN = 4000  # below this a forked worker costs more than it saves (auto only)
@@ -72,13 +76,13 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     `progress(n)` is called with the number of events read, page by page (the second pass).
     `workers`: processes to use (None: one per available core, fewer for small ranges).
 
-    Memory stays flat in the number of rounds: a first pass notes, per round touching the
-    range, where its last event lies (two integers per round, no rows); the second pass
-    keeps only the rows of rounds still in flight and replays completed rounds a chunk
-    at a time. Findings are put back in the order of their rounds' first events."""
+    Memory stays flat in the number of rounds: the plan of the rounds touching the range
+    is read a page at a time beside the rows, and only rounds in flight (first event read,
+    last not yet) are held; completed rounds are replayed a chunk at a time. Findings are
+    put back in the order of their rounds' first events."""
     require(workers is None or 1 <= workers <= WORKERS_MAX, f"workers {workers} outside 1..{WORKERS_MAX}")
-    plan = _plan(log, start, stop)
-    n = _worker_count(workers, sum(events for events, _ in plan.values()), len(plan))
+    plan = Plan(log, start, stop)
+    n = 1 if workers == 1 else _worker_count(workers, *plan.totals())
     outcome = RangeReplay(workers=n)
     if n == 1:
         for chunk in _completed_rounds(log, plan, CHUNK_EVENTS, progress):
@@ -97,48 +101,62 @@ POOL_CHUNK_EVENTS = 1_000  # events per task sent to a worker: small, so the wor
 POOL_TASKS_PER_WORKER = 4  # tasks read ahead per worker at most: memory stays flat
 
 
-def _plan(log: EventLog, start: int, stop: int | None) -> dict[Any, tuple[int, int]]:
-    """Pass 1: per round with an event in [start, stop], (its events, its last position).
-    Keyed by the originator id as stored (both passes read it the same way)."""
-    seen: dict[Any, list[int]] = {}  # every round: [events, last position, touches the range]
-    is_round: dict[str, bool] = {}
-    position = 1
-    while keys := log.row_keys(position, PAGE_SIZE):  # progress counts the replaying pass only
-        for at, key, topic in keys:
-            flag = is_round.get(topic)
-            if flag is None:
-                flag = is_round[topic] = is_round_topic(topic)
-            if not flag:
-                continue
-            entry = seen.get(key)
-            if entry is None:
-                entry = seen[key] = [0, 0, 0]
-            entry[0] += 1
-            entry[1] = at
-            if at >= start and (stop is None or at <= stop):
-                entry[2] = 1
-        if len(keys) < PAGE_SIZE:
-            break
-        position = keys[-1][0] + 1
-    return {key: (entry[0], entry[1]) for key, entry in seen.items() if entry[2]}
+@dataclass
+class Plan:
+    """The rounds with an event in [start, stop], as the database counts them (`EventLog.round_spans`),
+    read a page at a time in the order of their first events: never held whole."""
+
+    log: EventLog
+    start: int
+    stop: int | None
+    held_max: int = 0  # rounds held at once by the last merge (planned, first event read, last not yet)
+
+    def spans(self) -> Iterator[tuple[int, Any, int, int]]:
+        """(first position, originator id as stored, events, last position) per round to replay."""
+        after = 0
+        while spans := self.log.round_spans(after, PLAN_PAGE_SIZE, self.start, self.stop):
+            for first, key, events, last, touching in spans:
+                if self.stop is not None and first > self.stop:
+                    return
+                if touching:
+                    yield first, key, events, last
+            if len(spans) < PLAN_PAGE_SIZE:
+                return
+            after = spans[-1][0]
+
+    def totals(self) -> tuple[int, int]:
+        """(events, rounds) to replay: one more read of the plan (only to size a pool)."""
+        events = rounds = 0
+        for _, _, n, _ in self.spans():
+            events += n
+            rounds += 1
+        return events, rounds
 
 
-def _completed_rounds(log: EventLog, plan: dict[Any, tuple[int, int]], chunk_events_max: int,
+def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
                       progress: Callable[[int], Any] | None) -> Iterator[list[Rows]]:
-    """Pass 2: the wanted rounds' rows, each yielded with its round complete, in chunks."""
-    open_rounds: dict[Any, Rows] = {}
+    """The wanted rounds' rows, each yielded with its round complete, in chunks: the rows
+    merged with the plan (both in position order), a round held from its first row to its last."""
+    spans = plan.spans()
+    upcoming = next(spans, None)
+    open_rounds: dict[Any, tuple[int, Rows]] = {}  # round -> (its last position, its rows so far)
+    plan.held_max = 0
     chunk: list[Rows] = []
     chunk_events = 0
     for rows in _pages(log, progress):
         for row in rows:
-            key = row[1]
-            entry = plan.get(key)  # shoes' ids are never a round's
+            while upcoming is not None and upcoming[0] <= row[0]:  # a planned round's first event
+                open_rounds[upcoming[1]] = (upcoming[3], [])
+                plan.held_max = max(plan.held_max, len(open_rounds))
+                upcoming = next(spans, None)
+            entry = open_rounds.get(row[1])  # shoes' ids are never a round's
             if entry is None:
                 continue
-            events = open_rounds.setdefault(key, [])
+            events = entry[1]
             events.append(row)
-            if row[0] == entry[1]:  # its last event: complete
-                chunk.append(open_rounds.pop(key))
+            if row[0] == entry[0]:  # its last event: complete
+                del open_rounds[row[1]]
+                chunk.append(events)
                 chunk_events += len(events)
                 if chunk_events >= chunk_events_max:
                     yield chunk
@@ -163,7 +181,7 @@ def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
     """The stored rows (undecoded) of every round with an event in [start, stop], each
     round's in global order, rounds in the order of their first event: what `replay_range`
     replays, gathered by its own two passes (for callers that want the rounds, not a replay)."""
-    rounds = [r for chunk in _completed_rounds(log, _plan(log, start, stop), CHUNK_EVENTS, progress) for r in chunk]
+    rounds = [r for chunk in _completed_rounds(log, Plan(log, start, stop), CHUNK_EVENTS, progress) for r in chunk]
     return sorted(rounds, key=lambda r: r[0][0])
 
 
@@ -230,7 +248,7 @@ def _replay_chunk(rounds: Sequence[Rows]) -> RangeReplay:
     return replay_rounds(_LOG, rounds)
 
 
-def _replay_in_pool(log: EventLog, plan: dict[Any, tuple[int, int]], n: int,
+def _replay_in_pool(log: EventLog, plan: Plan, n: int,
                     progress: Callable[[int], Any] | None, outcome: RangeReplay) -> None:
     """Read here, replay in `n` forked workers; parts joined in reading order."""
     global _LOG

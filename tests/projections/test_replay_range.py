@@ -10,7 +10,7 @@ from uuid import UUID
 import pytest
 
 from ledger.eventlog import EventLog
-from ledger.records import BetPlaced, Opened, Settled, is_round
+from ledger.records import BetPlaced, Opened, Settled, is_round, is_round_topic
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.commands.audit import replay_all
@@ -163,3 +163,45 @@ def test_small_chunks_give_the_same_outcome_in_the_same_order(day, monkeypatch) 
     monkeypatch.setattr(rr, "POOL_TASKS_PER_WORKER", 1)  # the reader waits on the workers
     for workers in (1, 2):
         assert outcome(replay_all(EventLog.open(url), workers=workers)) == outcome(whole)
+
+
+def naive_plan(log: EventLog, start: int, stop: int | None) -> list[tuple[int, Any, int, int]]:
+    """Every round with an event in [start, stop]: (first, id as stored, events, last), from all rows."""
+    seen: dict[Any, list[int]] = {}
+    for position, key, _, topic, _ in log.rows(1, 100_000):
+        if is_round_topic(topic):
+            entry = seen.setdefault(key, [position, 0, 0, 0])
+            entry[1:3] = [entry[1] + 1, position]
+            entry[3] |= start <= position and (stop is None or position <= stop)
+    return [(first, key, n, last) for key, (first, n, last, touching) in seen.items() if touching]
+
+
+def test_the_plan_is_the_database_count_of_every_round_touching_the_range(day, monkeypatch) -> None:
+    _, app = day
+    log = EventLog(app)
+    head = log.head()
+    monkeypatch.setattr(rr, "PLAN_PAGE_SIZE", 7)  # many pages of the plan
+    for start, stop in ((1, None), (head // 3, head // 2), (head, head), (head // 2, None), (1, 5), (head + 1, None)):
+        assert list(rr.Plan(log, start, stop).spans()) == naive_plan(log, start, stop)
+
+
+def test_a_replay_holds_the_rounds_in_flight_not_the_rounds_stored(day, monkeypatch) -> None:
+    """The plan is read a page at a time beside the rows and a round is held only from its
+    first event to its last: with small pages, the rounds held at once stay near the
+    tables' count (one round in flight per table, a few more where a round is reversed
+    later) while the store holds many times more."""
+    _, app = day
+    log = EventLog(app)
+    monkeypatch.setattr(rr, "PAGE_SIZE", 5)
+    monkeypatch.setattr(rr, "PLAN_PAGE_SIZE", 5)
+    reads: list[tuple[str, int]] = []  # ("plan" | "rows", rows returned), in call order
+    spans, rows = log.round_spans, log.rows
+    monkeypatch.setattr(log, "round_spans", lambda *a: reads.append(("plan", len(got := spans(*a)))) or got)
+    monkeypatch.setattr(log, "rows", lambda *a: reads.append(("rows", len(got := rows(*a)))) or got)
+    plan = rr.Plan(log, 1, None)
+    rounds = sum(len(chunk) for chunk in rr._completed_rounds(log, plan, rr.CHUNK_EVENTS, None))
+    plan_pages = [n for kind, n in reads if kind == "plan"]
+    assert rounds >= TABLES * ROUNDS and max(plan_pages) <= 5 and len(plan_pages) >= rounds // 5
+    first_rows = reads.index(("rows", 5))
+    assert sum(kind == "plan" for kind, _ in reads[:first_rows]) <= 1  # the plan is not read ahead whole
+    assert 1 <= plan.held_max <= TABLES + 2 < rounds // 4
