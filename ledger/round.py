@@ -34,6 +34,10 @@ from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 
 # Fixed forever: round and shoe ids are derived from it (docs/events.md).
 NAMESPACE = uuid5(NAMESPACE_URL, "https://casino-ledger/ids")
+# Ids memoised per name: a feed touches a table's current round (and shoe) command after
+# command, so a few thousand names are the working set; more only held memory that grew
+# with the rounds ingested (issue 9: 65,536 per memo kept ingest growing up to 40x).
+ID_MEMO_MAX = 4096
 HUMAN_ERROR = "human_error"
 LEDGER_ACTOR = "ledger"
 
@@ -61,12 +65,12 @@ def table_rules_for(key: tuple[str, int], settings: TableSettings) -> RuleSet:
     return effective_rules(registry.get_rule_set(*key), settings)
 
 
-@lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
+@lru_cache(maxsize=ID_MEMO_MAX)  # uuid5 hashes on every command; ids are pure functions of their names
 def round_id_for(table_id: str, round_no: int) -> UUID:
     return uuid5(NAMESPACE, f"round/{table_id}/{round_no}")
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=ID_MEMO_MAX)
 def round_text_for(table_id: str, round_no: int) -> str:
     """The round id as text (what results and logs show), without a UUID str() per command."""
     return str(round_id_for(table_id, round_no))
@@ -694,6 +698,6 @@ class Round(LedgerAggregate):
         return self.card_texts[:]
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=ID_MEMO_MAX)
 def _account_of(round_id: UUID) -> str:
     return round_account(str(round_id))

@@ -19,13 +19,13 @@ from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
-from ledger.round import NAMESPACE
+from ledger.round import ID_MEMO_MAX, NAMESPACE
 
 ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds
 NO_CARDS: Counter[str] = Counter()  # what a round of a game reshuffled every round sees of its shoe (never changed)
 
 
-@lru_cache(maxsize=65536)  # uuid5 hashes on every command; ids are pure functions of their names
+@lru_cache(maxsize=ID_MEMO_MAX)  # uuid5 hashes on every command; ids are pure functions of their names
 def shoe_id_for(table_id: str, shoe_id: str) -> UUID:
     return uuid5(NAMESPACE, f"shoe/{table_id}/{shoe_id}")
 

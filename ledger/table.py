@@ -45,12 +45,12 @@ from domain.ruleset import RuleSet
 from domain.seating import Seating, after_round, check_bet, seat_plays
 from domain.tableconfig import TableSettings, check_settings, content_hash, effective_rules
 from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
-from ledger.round import NAMESPACE, DecisionPlay, Round
+from ledger.round import ID_MEMO_MAX, NAMESPACE, DecisionPlay, Round
 
 CONFIG_VERSIONS_MAX = 100_000  # a limit on everything: no table is reconfigured this often
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=ID_MEMO_MAX)
 def table_id_for(table_id: str) -> UUID:
     return uuid5(NAMESPACE, f"table/{table_id}")
 
