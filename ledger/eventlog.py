@@ -22,10 +22,10 @@ of `projections/` live in the same SQLite file or PostgreSQL schema.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
@@ -48,6 +48,8 @@ from ledger.records import (
 )
 from ledger.store import StoreUnavailable, db_url_from, env_for, open_app, require_ledger
 from ledger.table import table_id_for
+
+_R = TypeVar("_R")  # a stored row as one reader selects it (Notification or tuple)
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
@@ -318,31 +320,11 @@ class EventLog:
 
     def _pages(self, start: int, limit: int | None, page_size: int) -> Iterator[list[Notification]]:
         """Stored rows from `start`, a page at a time, at most `limit` in all (None: up to the head)."""
-        remaining, position = limit, start
-        while remaining is None or remaining > 0:
-            want = page_size if remaining is None else min(page_size, remaining)
-            rows = self.notifications(position, want)
-            if rows:
-                yield rows
-            if len(rows) < want:
-                return
-            position = rows[-1].id + 1
-            if remaining is not None:
-                remaining -= len(rows)
+        return _paged(self.notifications, lambda n: n.id, start, limit, page_size)
 
     def _row_pages(self, start: int, limit: int | None, page_size: int) -> Iterator[list[Row]]:
         """As `_pages`, the rows as tuples (`rows`)."""
-        remaining, position = limit, start
-        while remaining is None or remaining > 0:
-            want = page_size if remaining is None else min(page_size, remaining)
-            rows = self.rows(position, want)
-            if rows:
-                yield rows
-            if len(rows) < want:
-                return
-            position = rows[-1][0] + 1
-            if remaining is not None:
-                remaining -= len(rows)
+        return _paged(self.rows, lambda r: r[0], start, limit, page_size)
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Refused commands (the rejections log, not events), in the order they were refused."""
@@ -477,3 +459,20 @@ def no_cyclic_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _paged(fetch: Callable[[int, int], list[_R]], position_of: Callable[[_R], int], start: int,
+           limit: int | None, page_size: int) -> Iterator[list[_R]]:
+    """`fetch(position, count)` a page at a time from `start`, at most `limit` rows in all
+    (None: up to the head); a short page is the last."""
+    remaining, position = limit, start
+    while remaining is None or remaining > 0:
+        want = page_size if remaining is None else min(page_size, remaining)
+        rows = fetch(position, want)
+        if rows:
+            yield rows
+        if len(rows) < want:
+            return
+        position = position_of(rows[-1]) + 1
+        if remaining is not None:
+            remaining -= len(rows)

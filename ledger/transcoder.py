@@ -59,15 +59,11 @@ class OrjsonTranscoder(JSONTranscoder):
         return super().encode(state)
 
     def decode(self, data: bytes) -> Any:
-        if _ESCAPE not in data and _LONG_NUMBER not in data.translate(_DIGITS_TO_ZERO):
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:  # NaN, lone surrogates, ...: the stdlib decides
-                pass
-            else:
-                typed = data.count(_TYPE_KEY)
-                if typed == 0 or self._decode_top_level(obj, typed):
-                    return obj
+        loaded = _fast_load(data)
+        if loaded is not None:
+            obj, typed = loaded
+            if typed == 0 or self._decode_top_level(obj, typed):
+                return obj
         return super().decode(data)
 
     def decode_state(self, data: bytes) -> Any:
@@ -76,19 +72,13 @@ class OrjsonTranscoder(JSONTranscoder):
         the top level, and its text parsed once for a run of events sharing it (a ledger
         batch's; those events then share one datetime object). The readers' path
         (ledger/eventlog.py); `decode`, which the library's mapper calls, is unchanged."""
-        if _ESCAPE not in data and _LONG_NUMBER not in data.translate(_DIGITS_TO_ZERO):
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:  # NaN, lone surrogates, ...: the stdlib decides
-                pass
-            else:
-                typed = data.count(_TYPE_KEY)
-                if typed == 0:
-                    return obj
-                if typed == 1 and type(obj) is dict and self._stamp_read(obj):
-                    return obj
-                if self._decode_top_level(obj, typed):
-                    return obj
+        loaded = _fast_load(data)
+        if loaded is not None:
+            obj, typed = loaded
+            if typed == 0 or (typed == 1 and type(obj) is dict and self._stamp_read(obj)):
+                return obj
+            if self._decode_top_level(obj, typed):
+                return obj
         return super().decode(data)
 
     def _stamp_read(self, obj: dict[str, Any]) -> bool:
@@ -178,3 +168,16 @@ def _plain(value: Any) -> bool:
                 return False
         return True
     return kind in _PLAIN
+
+
+def _fast_load(data: bytes) -> tuple[Any, int] | None:
+    """orjson's reading of `data` and its count of registered-type markers, or None where
+    orjson would read it differently from the stdlib (escapes, integers past 64 bits, NaN,
+    lone surrogates): the stdlib decides those."""
+    if _ESCAPE in data or _LONG_NUMBER in data.translate(_DIGITS_TO_ZERO):
+        return None
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return obj, data.count(_TYPE_KEY)
