@@ -122,6 +122,7 @@ class Breakdown:
     total_cpu_us: float  # un-instrumented ledger CPU per command
     raw_wall_us: float  # the driver's write of the same rows (ingest_bench's baseline), per command
     raw_cpu_us: float  # its CPU, setup (opening the store, the rows as parameters) included
+    calls: dict[str, int]  # timed calls per phase, last run (a phase's time can round to 0 on a short feed)
 
 
 def measure(url: str, feed: list[bytes], batch_size: int, repeat: int) -> Breakdown:
@@ -129,6 +130,7 @@ def measure(url: str, feed: list[bytes], batch_size: int, repeat: int) -> Breakd
     runs: list[dict[str, float]] = []
     totals: list[float] = []
     raws: list[tuple[float, float]] = []
+    calls: dict[str, int] = {}
     for i in range(repeat):
         with fresh_store(url, f"plain{i}") as store:  # un-instrumented: the total, and the rows for raw
             run, stored = run_ledger(store, feed, batch_size, 1)
@@ -141,10 +143,11 @@ def measure(url: str, feed: list[bytes], batch_size: int, repeat: int) -> Breakd
         with fresh_store(url, f"timed{i}") as store, timed_phases(Timers()) as timers:
             run_ledger(store, feed, batch_size, 1)
         runs.append({p: s - timers.calls[p] * cost for p, s in timers.spent.items()})
+        calls = dict(timers.calls)
     per = 1e6 / len(feed)
     phases = {p: statistics.median(r.get(p, 0.0) for r in runs) * per for p in dict.fromkeys(ph for *_, ph in PHASES)}
     return Breakdown(len(feed), phases, statistics.median(totals) * per,
-                     statistics.median(w for w, _ in raws) * per, statistics.median(c for _, c in raws) * per)
+                     statistics.median(w for w, _ in raws) * per, statistics.median(c for _, c in raws) * per, calls)
 
 
 def report(b: Breakdown) -> None:
