@@ -228,6 +228,8 @@ _NULL = _LENGTH.pack(-1)
 
 def encode_array(kind: type[EncodedArray], values: Sequence[Any]) -> EncodedArray:
     """`values` (None for NULL) as a binary array of `kind`'s element type."""
+    if not values:  # most of a live batch's arrays (no rejections): made once
+        return _EMPTY_ARRAYS[kind]
     if kind is Int8Array:
         items = [_NULL if v is None else _INT8.pack(8, v) for v in values]
     else:
@@ -238,9 +240,10 @@ def encode_array(kind: type[EncodedArray], values: Sequence[Any]) -> EncodedArra
         else:
             encoded = [None if v is None else bytes(v) for v in values]
         items = [_NULL if b is None else _LENGTH.pack(len(b)) + b for b in encoded]
-    if not values:
-        return kind(pack(">iiI", 0, 0, ELEMENT_OIDS[kind]))
     return kind(pack(">iiIii", 1, int(None in values), ELEMENT_OIDS[kind], len(values), 1) + b"".join(items))
+
+
+_EMPTY_ARRAYS = {kind: kind(pack(">iiI", 0, 0, oid)) for kind, oid in ELEMENT_OIDS.items()}
 
 
 class _EncodedArrayDumper(Dumper):
@@ -260,6 +263,8 @@ _COMMAND_ARRAYS = [TextArray] * len(COMMAND_COLUMNS)
 
 def _columns(rows: Sequence[Sequence[Any]], kinds: Sequence[type[EncodedArray]]) -> list[EncodedArray]:
     """Rows as one binary array per column (unnest's arguments)."""
+    if not rows:
+        return [_EMPTY_ARRAYS[kind] for kind in kinds]
     return [encode_array(kind, [row[i] for row in rows]) for i, kind in enumerate(kinds)]
 
 
