@@ -315,18 +315,6 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         self.copy_rejections_statement = SQL("COPY {0} ({1}) FROM STDIN (FORMAT BINARY)").format(
             self.rejections_table, SQL(", ").join(map(Identifier, REJECTION_COLUMNS[1:]))
         )
-        self.insert_commands_statement = SQL("INSERT INTO {0} ({1}) SELECT * FROM unnest({2})").format(
-            self.commands_table, SQL(", ").join(map(Identifier, COMMAND_COLUMNS)),
-            SQL(", ").join(SQL("%b::text[]") for _ in COMMAND_COLUMNS))
-        self.insert_rejections_statement = SQL("INSERT INTO {0} ({1}) SELECT * FROM unnest({2})").format(
-            self.rejections_table, SQL(", ").join(map(Identifier, REJECTION_COLUMNS[1:])),
-            SQL(", ").join(SQL("%b::{0}[]").format(SQL(t)) for t in REJECTION_TYPES))
-        # unnest returns the rows in array order and the sequence numbers them in that order
-        # (under the lock no other insert draws from it): the ids come back in event order.
-        self.insert_unnest_events_statement = SQL(
-            "INSERT INTO {0} (originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%b::{1}[], %b::int8[], %b::text[], %b::bytea[]) RETURNING notification_id"
-        ).format(events_table, SQL(self.datastore.originator_id_type))
         self.select_commands_statement = SQL("SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%b)").format(
             self.commands_table)
         self.write_function = SQL("{0}.{1}").format(schema, Identifier(WRITE_FUNCTION))
@@ -363,6 +351,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             "  END IF;\n"
             "  IF cardinality(e_originator_version) > 0 THEN\n"
             "    FOREACH s IN ARRAY before_events LOOP EXECUTE s; END LOOP;\n"
+            # unnest returns the rows in array order and the sequence numbers them in that order
+            # (under the lock no other insert draws from it): the ids come back in event order.
             "    RETURN QUERY INSERT INTO {events} ({event_columns}) {event_rows} RETURNING notification_id;\n"
             "  END IF;\n"
             "END;\n"
@@ -399,8 +389,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         """The whole transaction as ONE statement, its own transaction on the pool's autocommit
         connection: the write function (`write_function_statement`) inserts the rows that need
         no lock, runs the library's lock statements and NOTIFY, then inserts the events
-        `RETURNING` their ids. Seven pipelined statements (BEGIN .. COMMIT) cost the writer
-        ~300 us of CPU per batch; one costs ~60 (ops/bench/live_batch.py). A failing insert (a
+        `RETURNING` their ids. Eight pipelined statements (BEGIN .. COMMIT) cost the writer
+        ~310 us of CPU per one-command batch, one ~160 (ops/bench/live_batch.py, 26 November). A failing insert (a
         command id or an aggregate version already stored) fails the statement: nothing of
         the batch is kept."""
         commands = rows.commands if rows is not None else ()
