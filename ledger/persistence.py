@@ -9,10 +9,11 @@ commit together or not at all; a command id used twice anywhere in the store
 breaks the index's primary key and the whole transaction rolls back.
 
 A batch is written the fast way each database offers: SQLite one `executemany` per
-table; PostgreSQL, a small batch (the live service's) as ONE pipelined round trip
-(BEGIN, the rows as arrays through `unnest`, the library's table lock, NOTIFY, the
-events `RETURNING` their ids, COMMIT, all sent before the first answer is read), a
-large one (ingest's) by binary `COPY` per table, the events under the same lock.
+table; PostgreSQL, a small batch (the live service's) as ONE statement, a call of the
+store's write function (`ledger_write_batch`: the rows as arrays through `unnest`, the
+library's table lock and NOTIFY, the events `RETURNING` their ids; its own transaction
+on the pool's autocommit connection), a large one (ingest's) by binary `COPY` per
+table, the events under the same lock.
 What these overrides rely on from the library is pinned in tests/ledger/test_recorders.py.
 
 Selected with the library's APPLICATION_RECORDER_TOPIC (see ledger/store.py).
@@ -29,7 +30,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError, Programm
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from eventsourcing.utils import retry
-from psycopg import Cursor, Pipeline, adapters
+from psycopg import Cursor, adapters
 from psycopg.adapt import Dumper
 from psycopg.pq import Format, TransactionStatus
 from psycopg.rows import DictRow
@@ -42,12 +43,14 @@ REJECTION_COLUMNS = ("id", "command_id", "table_id", "round_no", "type", "code",
 REJECTION_TYPES = ("text", "text", "int8", "text", "text", "text", "text", "text")  # COPY's types for columns 1..
 _Id = TypeVar("_Id", str, UUID)
 IN_LIST_MAX = 500  # ids per lookup query
-# Rows (events + index rows + rejections) up to which a PostgreSQL batch is written in one
-# pipelined round trip; above, by COPY. The pipeline saves seven round trips (each a wake-up
-# of the server and of the writer: ~0.1 ms on a quiet machine, often 1 ms or more on a busy
-# one), unnest costs ~0.4 us per row more CPU than COPY (micro-measured, ops/bench/live_bench.py).
-PIPELINE_ROWS_MAX = 400
+# Rows (events + index rows + rejections) up to which a PostgreSQL batch is written by one
+# call of the write function; above, by COPY. One statement saves the round trips of the
+# COPY path (each a wake-up of the server and of the writer: ~0.1 ms on a quiet machine,
+# often 1 ms or more on a busy one); unnest costs ~0.4 us per row more CPU than COPY
+# (micro-measured, ops/bench/live_bench.py).
+ONE_STATEMENT_ROWS_MAX = 400
 KNOWN_COLUMNS = "command_id, payload_hash, status, code, round_id"
+WRITE_FUNCTION = "ledger_write_batch"  # a small batch's whole transaction, one statement (PostgreSQL)
 IDLE = TransactionStatus.IDLE
 
 
@@ -225,6 +228,8 @@ _NULL = _LENGTH.pack(-1)
 
 def encode_array(kind: type[EncodedArray], values: Sequence[Any]) -> EncodedArray:
     """`values` (None for NULL) as a binary array of `kind`'s element type."""
+    if not values:  # most of a live batch's arrays (no rejections): made once
+        return _EMPTY_ARRAYS[kind]
     if kind is Int8Array:
         items = [_NULL if v is None else _INT8.pack(8, v) for v in values]
     else:
@@ -235,9 +240,10 @@ def encode_array(kind: type[EncodedArray], values: Sequence[Any]) -> EncodedArra
         else:
             encoded = [None if v is None else bytes(v) for v in values]
         items = [_NULL if b is None else _LENGTH.pack(len(b)) + b for b in encoded]
-    if not values:
-        return kind(pack(">iiI", 0, 0, ELEMENT_OIDS[kind]))
     return kind(pack(">iiIii", 1, int(None in values), ELEMENT_OIDS[kind], len(values), 1) + b"".join(items))
+
+
+_EMPTY_ARRAYS = {kind: kind(pack(">iiI", 0, 0, oid)) for kind, oid in ELEMENT_OIDS.items()}
 
 
 class _EncodedArrayDumper(Dumper):
@@ -252,10 +258,13 @@ for _kind in ELEMENT_OIDS:
 
 
 REJECTION_ARRAYS = [Int8Array if t == "int8" else TextArray for t in REJECTION_TYPES]
+_COMMAND_ARRAYS = [TextArray] * len(COMMAND_COLUMNS)
 
 
 def _columns(rows: Sequence[Sequence[Any]], kinds: Sequence[type[EncodedArray]]) -> list[EncodedArray]:
     """Rows as one binary array per column (unnest's arguments)."""
+    if not rows:
+        return [_EMPTY_ARRAYS[kind] for kind in kinds]
     return [encode_array(kind, [row[i] for row in rows]) for i, kind in enumerate(kinds)]
 
 
@@ -306,26 +315,61 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         self.copy_rejections_statement = SQL("COPY {0} ({1}) FROM STDIN (FORMAT BINARY)").format(
             self.rejections_table, SQL(", ").join(map(Identifier, REJECTION_COLUMNS[1:]))
         )
-        self.insert_commands_statement = SQL("INSERT INTO {0} ({1}) SELECT * FROM unnest({2})").format(
-            self.commands_table, SQL(", ").join(map(Identifier, COMMAND_COLUMNS)),
-            SQL(", ").join(SQL("%b::text[]") for _ in COMMAND_COLUMNS))
-        self.insert_rejections_statement = SQL("INSERT INTO {0} ({1}) SELECT * FROM unnest({2})").format(
-            self.rejections_table, SQL(", ").join(map(Identifier, REJECTION_COLUMNS[1:])),
-            SQL(", ").join(SQL("%b::{0}[]").format(SQL(t)) for t in REJECTION_TYPES))
-        # unnest returns the rows in array order and the sequence numbers them in that order
-        # (under the lock no other insert draws from it): the ids come back in event order.
-        self.insert_unnest_events_statement = SQL(
-            "INSERT INTO {0} (originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%b::{1}[], %b::int8[], %b::text[], %b::bytea[]) RETURNING notification_id"
-        ).format(events_table, SQL(self.datastore.originator_id_type))
-        self.select_commands_statement = SQL("SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%s)").format(
+        self.select_commands_statement = SQL("SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%b)").format(
             self.commands_table)
+        self.write_function = SQL("{0}.{1}").format(schema, Identifier(WRITE_FUNCTION))
+        self.sql_create_statements.append(self.write_function_statement(events_table))
+        self.call_write_statement = SQL("SELECT n AS notification_id FROM {0}({1}) AS n").format(
+            self.write_function, SQL(", ").join(SQL("%b") for _ in range(len(COMMAND_COLUMNS) + len(REJECTION_TYPES) + 5)))
         self.lookup_statement = SQL(
-            "SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%s) UNION ALL "
+            "SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%b) UNION ALL "
             "SELECT originator_id::text, NULL, NULL, NULL, NULL FROM {1} "
-            "WHERE originator_version = 1 AND originator_id = ANY(%s)").format(self.commands_table, events_table)
+            "WHERE originator_version = 1 AND originator_id = ANY(%b)").format(self.commands_table, events_table)
         self.existing_ids_statement = SQL(
             "SELECT originator_id FROM {0} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(events_table)
+
+    def write_function_statement(self, events_table: Composable) -> Composed:
+        """CREATE the write function of a small batch (`_insert_one_statement`): its arguments are
+        the command rows, the rejection rows and the events as one array per column, and
+        the statements to run before the events (the library's lock statements and NOTIFY:
+        given by the caller, as the COPY path runs them)."""
+        def args(prefix: str, names: Sequence[str], types: Sequence[str]) -> list[Composable]:
+            return [SQL("{0} {1}[]").format(Identifier(prefix + n), SQL(t)) for n, t in zip(names, types)]
+
+        def unnest(prefix: str, names: Sequence[str]) -> Composed:
+            return SQL("SELECT * FROM unnest({0})").format(SQL(", ").join(Identifier(prefix + n) for n in names))
+
+        rejection_names = REJECTION_COLUMNS[1:]
+        event_names = ("originator_id", "originator_version", "topic", "state")
+        return SQL(
+            "CREATE OR REPLACE FUNCTION {function}({args}) RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$\n"
+            "DECLARE s text;\n"
+            "BEGIN\n"
+            "  INSERT INTO {commands} ({command_columns}) {commands_rows};\n"
+            "  IF cardinality(r_command_id) > 0 THEN\n"
+            "    INSERT INTO {rejections} ({rejection_columns}) {rejection_rows};\n"
+            "  END IF;\n"
+            "  IF cardinality(e_originator_version) > 0 THEN\n"
+            "    FOREACH s IN ARRAY before_events LOOP EXECUTE s; END LOOP;\n"
+            # unnest returns the rows in array order and the sequence numbers them in that order
+            # (under the lock no other insert draws from it): the ids come back in event order.
+            "    RETURN QUERY INSERT INTO {events} ({event_columns}) {event_rows} RETURNING notification_id;\n"
+            "  END IF;\n"
+            "END;\n"
+            "$BODY$"
+        ).format(
+            function=self.write_function,
+            args=SQL(", ").join([*args("c_", COMMAND_COLUMNS, ["text"] * len(COMMAND_COLUMNS)),
+                                 *args("r_", rejection_names, REJECTION_TYPES),
+                                 *args("e_", event_names, [self.datastore.originator_id_type, "int8", "text", "bytea"]),
+                                 SQL("before_events text[]")]),
+            commands=self.commands_table, command_columns=SQL(", ").join(map(Identifier, COMMAND_COLUMNS)),
+            commands_rows=unnest("c_", COMMAND_COLUMNS),
+            rejections=self.rejections_table, rejection_columns=SQL(", ").join(map(Identifier, rejection_names)),
+            rejection_rows=unnest("r_", rejection_names),
+            events=events_table, event_columns=SQL(", ").join(map(Identifier, event_names)),
+            event_rows=unnest("e_", event_names),
+        )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -333,53 +377,45 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         table lock, commit. Returns the events' notification ids."""
         rows: LedgerRows | None = kwargs.get("ledger_rows")
         count = len(stored_events) + (len(rows.commands) + len(rows.rejections) if rows is not None else 0)
-        if count <= self.pipeline_rows_max:
-            return self._insert_pipelined(stored_events, rows)
+        if count <= self.one_statement_rows_max:
+            return self._insert_one_statement(stored_events, rows)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
             return self._write_events(curs, stored_events) if stored_events else None
 
-    pipeline_rows_max = PIPELINE_ROWS_MAX
+    one_statement_rows_max = ONE_STATEMENT_ROWS_MAX
 
-    def _insert_pipelined(self, stored_events: Sequence[StoredEvent], rows: LedgerRows | None) -> list[int] | None:
-        """The whole transaction in one round trip: every statement is sent before any
-        answer is read (psycopg's pipeline mode; one Sync at the end). The statements are
-        those of the COPY path, in the same order: the rows that need no lock, then the
-        library's lock and NOTIFY, the events, COMMIT. A failing statement (a command id or
-        an aggregate version already stored) makes the server skip the rest up to the Sync,
-        COMMIT included; the error is raised here and the transaction rolled back."""
-        with self.datastore.get_connection() as conn:
-            curs, ids = conn.cursor(), conn.cursor()
+    def _insert_one_statement(self, stored_events: Sequence[StoredEvent], rows: LedgerRows | None) -> list[int] | None:
+        """The whole transaction as ONE statement, its own transaction on the pool's autocommit
+        connection: the write function (`write_function_statement`) inserts the rows that need
+        no lock, runs the library's lock statements and NOTIFY, then inserts the events
+        `RETURNING` their ids. Eight pipelined statements (BEGIN .. COMMIT) cost the writer
+        ~310 us of CPU per one-command batch, one ~160 (ops/bench/live_batch.py, 26 November). A failing insert (a
+        command id or an aggregate version already stored) fails the statement: nothing of
+        the batch is kept."""
+        commands = rows.commands if rows is not None else ()
+        rejections = rows.rejections if rows is not None else ()
+        params = [*_columns(commands, _COMMAND_ARRAYS), *_columns(rejections, REJECTION_ARRAYS),
+                  encode_array(self.originator_ids, [e.originator_id for e in stored_events]),
+                  encode_array(Int8Array, [e.originator_version for e in stored_events]),
+                  encode_array(TextArray, [e.topic for e in stored_events]),
+                  encode_array(ByteaArray, [e.state for e in stored_events]),
+                  encode_array(TextArray, [_bytes(s).decode() for s in (*self.lock_table_statements,
+                                                                         self.notify_statement)])]
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
             try:
-                with conn.pipeline() as pipeline:
-                    curs.execute(b"BEGIN")
-                    if rows is not None and rows.commands:
-                        curs.execute(_bytes(self.insert_commands_statement),
-                                     _columns(rows.commands, [TextArray] * len(COMMAND_COLUMNS)), prepare=True)
-                    if rows is not None and rows.rejections:
-                        curs.execute(_bytes(self.insert_rejections_statement),
-                                     _columns(rows.rejections, REJECTION_ARRAYS), prepare=True)
-                    if stored_events:
-                        for statement in self.lock_table_statements:
-                            curs.execute(_bytes(statement), prepare=True)
-                        curs.execute(_bytes(self.notify_statement))
-                        ids.execute(_bytes(self.insert_unnest_events_statement), (
-                            encode_array(self.originator_ids, [e.originator_id for e in stored_events]),
-                            encode_array(Int8Array, [e.originator_version for e in stored_events]),
-                            encode_array(TextArray, [e.topic for e in stored_events]),
-                            encode_array(ByteaArray, [e.state for e in stored_events])), prepare=True)
-                    self._commit_pipelined(curs, pipeline)
+                self._run_write(curs, params)
             except BaseException:
                 if conn.pgconn.transaction_status != IDLE:
                     conn.rollback()
                 raise
             if not stored_events:
                 return None
-            return sorted(row["notification_id"] for row in ids.fetchall())
+            return sorted(row["notification_id"] for row in curs.fetchall())
 
-    def _commit_pipelined(self, curs: Cursor[DictRow], pipeline: Pipeline) -> None:
-        """Queue the COMMIT (the tests pause here to hold a transaction open)."""
-        curs.execute(b"COMMIT")
+    def _run_write(self, curs: Cursor[DictRow], params: list[EncodedArray]) -> None:
+        """Call the write function (the tests wrap this in a transaction to hold it open)."""
+        curs.execute(_bytes(self.call_write_statement), params, prepare=True)
 
     def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
         """Lock (so readers never see notification ids commit out of order), NOTIFY, COPY."""
@@ -411,7 +447,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         found: dict[str, KnownCommand] = {}
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             for chunk in _chunks(list(command_ids)):
-                curs.execute(self.select_commands_statement, (list(chunk),))
+                curs.execute(_bytes(self.select_commands_statement), (encode_array(TextArray, chunk),), prepare=True)
                 for row in curs.fetchall():
                     found[row["command_id"]] = _known(row)
         return found
@@ -426,7 +462,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         known: dict[str, KnownCommand] = {}
         existing: set[UUID] = set()
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(_bytes(self.lookup_statement), (list(command_ids), list(originator_ids)), prepare=True)
+            curs.execute(_bytes(self.lookup_statement), (encode_array(TextArray, command_ids),
+                                                         encode_array(self.originator_ids, originator_ids)), prepare=True)
             for row in curs.fetchall():
                 if row["payload_hash"] is None:  # an aggregate's row (a command's hash is NOT NULL)
                     existing.add(UUID(row["command_id"]))

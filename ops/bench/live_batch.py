@@ -1,6 +1,6 @@
-"""The live writer's cost per batch, in-process on PostgreSQL: CPU (time.process_time) and
-round trips to the server per `LedgerApp.run_batch` of k commands from live_bench's 50
-simulated tables (what the group-commit writer of `ledger serve` runs for each batch).
+"""The live writer's cost per batch, in-process on PostgreSQL: CPU (time.process_time),
+round trips to the server and statements run per `LedgerApp.run_batch` of k commands from live_bench's 50
+simulated tables (what the group-commit writer of `ledger serve` runs for each batch, `assume_new` included).
 
 Round trips are counted from libpq's protocol trace of the app's connections: one per
 switch from messages the client sent to messages the server sent. CPU and round trips
@@ -36,6 +36,11 @@ def count_round_trips(trace: str) -> int:
         if direction in ("F", "B"):
             last = direction
     return trips
+
+
+def count_statements(trace: str) -> int:
+    """Statements the client ran (Execute messages, extended protocol) in a libpq trace."""
+    return sum(1 for line in trace.splitlines() if line.startswith("F") and line.split("\t")[2:3] == ["Execute"])
 
 
 @contextmanager
@@ -84,10 +89,10 @@ def run(k: int, commands: int) -> dict[str, Any]:
         batches = [lines[i:i + k] for i in range(0, len(lines), k)]
         warm, measured = batches[: len(batches) // 5], batches[len(batches) // 5:]
         for batch in warm:  # rounds cached, statements prepared: as in a running service
-            app.run_batch(batch)
+            app.run_batch(batch, assume_new=True)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for batch in measured:
-            results = app.run_batch(batch)
+            results = app.run_batch(batch, assume_new=True)
             if any(r.status != "accepted" for r in results):
                 raise RuntimeError(f"a command was not accepted: {results}")
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -96,17 +101,20 @@ def run(k: int, commands: int) -> dict[str, Any]:
         with traced(app, trace_path):
             traced_batches = [traced_lines[i:i + k] for i in range(0, len(traced_lines), k)]
             for batch in traced_batches[: len(traced_batches) // 5]:
-                app.run_batch(batch)
+                app.run_batch(batch, assume_new=True)
             start = os.path.getsize(trace_path)
             for batch in traced_batches[len(traced_batches) // 5:]:
-                app.run_batch(batch)
+                app.run_batch(batch, assume_new=True)
         with open(trace_path) as f:
             f.seek(start)
-            trips = count_round_trips(f.read())
+            text = f.read()
+        trips, statements = count_round_trips(text), count_statements(text)
         n = len(measured)
+        traced_n = len(traced_batches) - len(traced_batches) // 5
         return {"commands_per_batch": k, "batches": n, "cpu_us_per_batch": round(1e6 * cpu / n),
                 "wall_us_per_batch": round(1e6 * wall / n),
-                "round_trips_per_batch": round(trips / (len(traced_batches) - len(traced_batches) // 5), 2)}
+                "round_trips_per_batch": round(trips / traced_n, 2),
+                "statements_per_batch": round(statements / traced_n, 2)}
     finally:
         app.close()
         os.unlink(trace_path)

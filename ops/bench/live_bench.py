@@ -87,6 +87,7 @@ class Conn:
     """A minimal HTTP/1.1 keep-alive client connection (the bench's own: httpx costs more CPU than the server)."""
     def __init__(self, host: str, port: int, headers: str) -> None:
         self.host, self.port, self.headers = host, port, headers
+        self._heads: dict[tuple[str, str, str], bytes] = {}
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
     async def connect(self) -> None:
@@ -102,15 +103,17 @@ class Conn:
         if self.writer is None or self.reader is None:
             await self.connect()
         assert self.reader is not None and self.writer is not None
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\nContent-Type: {content_type}\r\n{self.headers}\r\n"
-        self.writer.write(head.encode() + body)
-        status_line = await self.reader.readline()
-        status = int(status_line.split()[1])
+        head = self._heads.get((method, path, content_type))
+        if head is None:  # the request line and headers but the length, encoded once (the client shares the cores)
+            head = self._heads[(method, path, content_type)] = (
+                f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: {content_type}\r\n"
+                f"{self.headers}Content-Length: ").encode()
+        self.writer.write(b"%b%d\r\n\r\n%b" % (head, len(body), body))
+        # the status line and headers in one read; only the status and Content-Length are used
+        lines = (await self.reader.readuntil(b"\r\n\r\n")).split(b"\r\n")
+        status = int(lines[0].split()[1])
         length = 0
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
+        for line in lines[1:]:
             k, _, v = line.partition(b":")
             if k.strip().lower() == b"content-length":
                 length = int(v)

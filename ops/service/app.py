@@ -20,12 +20,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
@@ -34,9 +36,9 @@ from ledger.eventlog import EventLog
 from ledger.keys import ApiKey, key_store
 from ledger.store import db_url_from, open_app
 from ops.service import metrics
-from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, writer_key
+from ops.service.auth import KEY_CACHE_S_DEFAULT, ROLE_WRITE, Keys, bearer_credentials, checked_key
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
-from ops.service.logs import RequestLog
+from ops.service.logs import RequestLog, log_request, next_request_id
 from ops.service.trace import from_env as trace_from_env
 
 COMMANDS_PER_REQUEST_MAX = 10_000
@@ -110,14 +112,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if api.state.trace is not None:
                 api.state.trace.dump()
 
-    api = FastAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL,
-                  description="Live intake and reads of the casino ledger. Feed format: docs/feed.md.")
+    api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL,
+                    description="Live intake and reads of the casino ledger. Feed format: docs/feed.md.")
     _health_routes(api)
-    commands_route = _command_routes(api)
+    api.commands_route = _command_routes(api)
     from ops.service.reads import read_routes
 
     read_routes(api)
-    api.add_middleware(CommandsFastPath, route=commands_route)  # inside RequestLog: logged and counted the same
     api.add_middleware(RequestLog)
     return api
 
@@ -199,36 +200,97 @@ def _command_routes(api: FastAPI) -> APIRoute:
     return next(r for r in api.routes if isinstance(r, APIRoute) and r.path == COMMANDS_PATH and "POST" in r.methods)
 
 
-class CommandsFastPath:
-    """POST /v1/commands, the one hot route, straight to its handler: FastAPI's routing and
-    request machinery cost about as much CPU per command as the handler itself, on the event
-    loop every command shares. Same handler (`commands_response`), same answers; an
-    HTTPException is rendered by the app's own handler for it, as the route would have it.
-    Every other request (other paths, other methods, a root path) goes through FastAPI."""
+class LedgerAPI(FastAPI):
+    """FastAPI, with POST /v1/commands, the one hot route, answered before FastAPI's and
+    Starlette's machinery (their middleware layers, Request and Response objects, routing and
+    dependency solving): on the event loop every command shares, that machinery cost more CPU
+    per command than the handler itself. Same handler (`commands_answer`), same answers, the
+    same log line and metrics (`log_request`); an HTTPException is rendered by the app's own
+    handler for it, as the route would have it (tests/service/test_fast_path.py compares the
+    two). Every other request (other paths, other methods, a root path) goes through FastAPI."""
 
-    def __init__(self, app: Any, route: APIRoute) -> None:
-        self.app, self.route = app, route
+    commands_route: APIRoute | None = None
+    fast_commands = True  # the tests turn it off to compare with the route
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != COMMANDS_PATH \
-                or scope.get("root_path"):
-            await self.app(scope, receive, send)
+        if (self.fast_commands and scope["type"] == "http" and scope["method"] == "POST"
+                and scope["path"] == COMMANDS_PATH and not scope.get("root_path")):
+            await self._commands(scope, receive, send)
             return
-        scope["route"] = self.route  # as the router would set it (RequestLog's route label)
-        request = Request(scope, receive, send)
-        response: Response
+        await super().__call__(scope, receive, send)
+
+    async def _commands(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        started = time.perf_counter()
+        request_id = next_request_id()
+        scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
+        timing: dict[str, Any] | None = None
+        if self.state.trace is not None:  # ops/service/trace.py
+            timing = scope.setdefault("state", {})["trace"] = {"a": started}
+        status = 500
         try:
-            response = await commands_response(request)
-        except StarletteHTTPException as exc:
-            handler = scope["app"].exception_handlers.get(StarletteHTTPException, http_exception_handler)
-            response = await handler(request, exc)
-        await response(scope, receive, send)
+            try:
+                key = await checked_key(self.state.keys, bearer_credentials(_header(scope, b"authorization")),
+                                        ROLE_WRITE)
+                body = await commands_answer(self.state, key, await _body(receive),
+                                             _header(scope, b"content-type") or "", timing)
+            except StarletteHTTPException as exc:
+                request = Request(scope, receive, send)
+                handler = self.exception_handlers.get(StarletteHTTPException, http_exception_handler)
+                response = await handler(request, exc)
+                status = response.status_code
+                response.raw_headers.append((b"x-request-id", request_id.encode()))
+                await response(scope, receive, send)
+                return
+            except Exception:  # as Starlette's ServerErrorMiddleware: a plain 500, then raised for the server's log
+                await _send(send, 500, b"Internal Server Error", b"text/plain; charset=utf-8", request_id)
+                raise
+            status = 200
+            await _send(send, 200, body, b"application/json", request_id)
+        finally:
+            log_request(scope, status, started, request_id, timing)
+
+
+async def _body(receive: Any) -> bytes:
+    """The request body (what Request.body() reads), from the ASGI messages."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    """A request header's value (the first), as Starlette decodes it (latin-1); names are lower case in ASGI."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _send(send: Any, status: int, body: bytes, content_type: bytes, request_id: str) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-length", str(len(body)).encode()), (b"content-type", content_type),
+        (b"x-request-id", request_id.encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def commands_response(request: Request) -> Response:
-    """The answer to POST /v1/commands: one result per command, after their commit."""
-    key = await writer_key(request)
-    raws = split_body(await request.body(), request.headers.get("content-type", ""))
+    """The answer to POST /v1/commands on FastAPI's route (the fast path's twin)."""
+    state = request.app.state
+    key = await checked_key(state.keys, bearer_credentials(request.headers.get("authorization")), ROLE_WRITE)
+    body = await commands_answer(state, key, await request.body(), request.headers.get("content-type", ""),
+                                 request.scope.get("state", {}).get("trace"))
+    return Response(body, media_type="application/json")
+
+
+async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: str,
+                          timing: dict[str, Any] | None) -> bytes:
+    """One result per command, after their commit, as the JSON body of the answer (the
+    caller checked the key first: an unknown caller's body is never read)."""
+    raws = split_body(body, content_type)
     answers: list[dict[str, Any] | None] = [None] * len(raws)
     allowed: list[int] = []
     for i, raw in enumerate(raws):
@@ -238,19 +300,17 @@ async def commands_response(request: Request) -> Response:
         else:
             answers[i] = refusal
     if allowed:
-        timing = request.scope.get("state", {}).get("trace")  # ops/service/trace.py, when on
         if timing is not None:
             timing["q"] = time.perf_counter()
         try:
-            results = await request.app.state.committer.results([raws[i] for i in allowed], timing)
+            results = await state.committer.results([raws[i] for i in allowed], timing)
         except Exception as exc:
             raise HTTPException(503, f"the store failed: {str(exc)[:200]}") from exc
         if timing is not None:
             timing.update(r=time.perf_counter(), n=len(allowed), id=results[0].command_id if results else None)
         for i, result in zip(allowed, results):
             answers[i] = result.as_dict()
-    body = json.dumps(answers).encode()
-    return Response(body, media_type="application/json")
+    return orjson.dumps(answers)
 
 
 def split_body(body: bytes, content_type: str) -> list[str | bytes]:

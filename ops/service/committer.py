@@ -221,8 +221,10 @@ def _settle(waiters: list[tuple[asyncio.Future[list[Result]], Answer]]) -> None:
 
 def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:
     """One transaction (`run_batch`); a command that met another writer is retried on fresh
-    state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once."""
-    results = list(app.run_batch(raws))
+    state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once.
+    Live commands are nearly always new: `assume_new` skips the lookup of their ids while their
+    rounds are cached (a retry costs one failed write, then the usual way)."""
+    results = list(app.run_batch(raws, assume_new=True))
     for _ in range(CONFLICT_RETRIES):
         again = [i for i, r in enumerate(results) if r.status == "conflict"]
         if not again:

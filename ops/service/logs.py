@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+import orjson
 import structlog
 
 from ops.service import metrics
@@ -27,9 +28,13 @@ class _Stderr:
     info = msg
 
 
+def _orjson_text(obj: Any, **kwargs: Any) -> str:
+    return orjson.dumps(obj, **kwargs).decode()  # a third of the json module's time for a log line
+
+
 REQUEST_LOG = structlog.wrap_logger(_Stderr(), processors=[
     structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True),
-    structlog.processors.JSONRenderer()])
+    structlog.processors.JSONRenderer(serializer=_orjson_text)])
 
 
 _ids = itertools.count()
@@ -72,17 +77,21 @@ class RequestLog:
         try:
             await self.app(scope, receive, watch)
         finally:
-            seconds = time.perf_counter() - started
-            if timing is not None:
-                timing["s"] = started + seconds
-                trace.add(timing)
-            # the route's template (bounded label values); the docs routes are plain paths
-            route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS
-                                                                  else "unmatched")
-            metrics.REQUESTS.labels(route, str(status["code"])).inc()
-            metrics.REQUEST_SECONDS.labels(route).observe(seconds)
-            REQUEST_LOG.info(
-                "request", request_id=request_id, method=scope["method"], path=scope["path"], route=route,
-                status=status["code"], ms=round(seconds * 1000, 2),
-                client=(scope.get("client") or ("-",))[0],
-            )
+            log_request(scope, status["code"], started, request_id, timing)
+
+
+def log_request(scope: dict[str, Any], status: int, started: float, request_id: str,
+                timing: dict[str, Any] | None) -> None:
+    """A request's metrics, its trace row (when tracing) and its JSON log line."""
+    seconds = time.perf_counter() - started
+    if timing is not None:
+        timing["s"] = started + seconds
+        scope["app"].state.trace.add(timing)
+    # the route's template (bounded label values); the docs routes are plain paths
+    route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS else "unmatched")
+    metrics.REQUESTS.labels(route, str(status)).inc()
+    metrics.REQUEST_SECONDS.labels(route).observe(seconds)
+    REQUEST_LOG.info(
+        "request", request_id=request_id, method=scope["method"], path=scope["path"], route=route,
+        status=status, ms=round(seconds * 1000, 2), client=(scope.get("client") or ("-",))[0],
+    )

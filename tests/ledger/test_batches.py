@@ -127,3 +127,40 @@ def test_only_live_rounds_stay_cached_and_a_late_command_reads_the_store(ledger)
     assert round_id_for("DONE", 1) not in cached  # settled: memory does not grow with finished rounds
     late = ledger.handle(lines(done.void())[0])
     assert (late.status, late.code) == ("refused", "round_settled")
+
+
+def _statements(ledger, monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The recorder reads and writes a batch makes, by name."""
+    seen: list[str] = []
+    recorder_class = type(ledger.recorder)
+    for name in ("lookup", "insert_events"):
+        original = getattr(recorder_class, name)
+
+        def counted(recorder, *args, _name=name, _original=original, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append(_name)
+            return _original(recorder, *args, **kwargs)
+
+        monkeypatch.setattr(recorder_class, name, counted)
+    return seen
+
+
+def test_assume_new_skips_the_lookup_and_a_retry_still_gets_its_first_answer(ledger, monkeypatch):
+    """The live writer's `assume_new`: a batch of new commands on cached rounds is written
+    with no lookup; a batch holding a retry (stored before, or repeated in the batch) fails
+    that first write and is run again the usual way: the same results as without it."""
+    f = Feed("N")
+    open_, bet, bet2 = f.open("teen-patti/20-20"), f.bet("b1", "p1", "table", "player_a", 100), \
+        f.bet("b2", "p2", "table", "player_b", 100)
+    changed = dict(bet, stake_minor=200)
+    assert [r.status for r in ledger.run_batch(lines(open_), assume_new=True)] == ["accepted"]
+    seen = _statements(ledger, monkeypatch)
+    assert [r.status for r in ledger.run_batch(lines(bet), assume_new=True)] == ["accepted"]
+    assert seen == ["insert_events"]  # the round is cached: no lookup
+    seen.clear()
+    results = ledger.run_batch(lines(bet2, bet, changed, bet2), assume_new=True)
+    assert [(r.status, r.code) for r in results] == [
+        ("accepted", None), ("duplicate", None), ("refused", "command_id_conflict"), ("duplicate", None)]
+    assert seen == ["insert_events", "lookup", "insert_events"]  # the first write failed whole
+    round_ = ledger.find_round("N", 1)
+    assert round_.bets["b1"].stake_minor == 100 and round_.bets["b2"].stake_minor == 100
+    assert {r["command_id"] for r in ledger.rejections()} == {changed["command_id"]}  # logged once

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from eventsourcing.persistence import StoredEvent
-from psycopg import Cursor, Pipeline
+from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from ledger.persistence import PIPELINE_ROWS_MAX, LedgerPostgresRecorder
+from ledger.persistence import ONE_STATEMENT_ROWS_MAX, EncodedArray, LedgerPostgresRecorder
 from ledger.store import open_app
 from tests.ledger.test_recorders import all_ids, rows, things
 
@@ -48,7 +48,7 @@ def _write(url: str, writer: int, errors: list[BaseException], copy: bool = Fals
         app = open_app(url, CREATE_TABLE="no")  # created once before (concurrent DDL would clash)
         if copy:  # PostgreSQL's large-batch path for these small saves too
             assert isinstance(app.recorder, LedgerPostgresRecorder)
-            app.recorder.pipeline_rows_max = 0
+            app.recorder.one_statement_rows_max = 0
         try:
             for i in range(SAVES):
                 app.save(*things(3, notes=2), ledger_rows=rows(f"w{writer}-{i}"))
@@ -84,8 +84,8 @@ def test_a_reader_paging_while_writers_commit_sees_every_event(store_url: str, c
 
 class PausingRecorder(LedgerPostgresRecorder):
     """Holds its transaction open after the events are written, until told to commit:
-    on the COPY path (large batches), and on the pipelined one (small batches), where
-    it sends what is queued and reads the answers first, then queues the COMMIT."""
+    on the COPY path (large batches), and on the one-statement one (small batches), where
+    the write function's call runs inside a transaction held open after it returns."""
 
     hold: threading.Event | None = None
     held: threading.Event | None = None
@@ -100,10 +100,10 @@ class PausingRecorder(LedgerPostgresRecorder):
         self._pause()
         return ids
 
-    def _commit_pipelined(self, curs: Cursor[DictRow], pipeline: Pipeline) -> None:
-        pipeline.sync()
-        self._pause()
-        super()._commit_pipelined(curs, pipeline)
+    def _run_write(self, curs: Cursor[DictRow], params: list[EncodedArray]) -> None:
+        with curs.connection.transaction():  # the call's own transaction, held open
+            super()._run_write(curs, params)
+            self._pause()
 
 
 class UnlockedRecorder(PausingRecorder):
@@ -114,7 +114,7 @@ class UnlockedRecorder(PausingRecorder):
         self.lock_table_statements = []
 
 
-PATHS = ["pipelined", "copy"]
+PATHS = ["one_statement", "copy"]
 
 
 def _late_commit_scenario(url: str, recorder: type[PausingRecorder], path: str) -> tuple[list[int], list[int], bool]:
@@ -130,7 +130,7 @@ def _late_commit_scenario(url: str, recorder: type[PausingRecorder], path: str) 
         a_rec.hold, a_rec.held = threading.Event(), threading.Event()
         for app in (a_app, b_app):
             assert isinstance(app.recorder, LedgerPostgresRecorder)
-            app.recorder.pipeline_rows_max = PIPELINE_ROWS_MAX if path == "pipelined" else 0
+            app.recorder.one_statement_rows_max = ONE_STATEMENT_ROWS_MAX if path == "one_statement" else 0
         a = threading.Thread(target=a_app.save, args=tuple(things(2, notes=1)))
         a.start()
         assert a_rec.held.wait(30)

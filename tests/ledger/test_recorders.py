@@ -86,14 +86,14 @@ def all_ids(app: Any) -> list[int]:
 
 # ------------------------------------------------------------------ behaviour, both stores
 
-@pytest.fixture(params=["pipelined", "copy"])
+@pytest.fixture(params=["one_statement", "copy"])
 def app_on(request: pytest.FixtureRequest, store_url: str) -> Iterator[Any]:
-    """The app on each store, and on PostgreSQL on each write path: small batches in one
-    pipelined round trip, large ones by COPY (forced here for these small saves)."""
+    """The app on each store, and on PostgreSQL on each write path: small batches by one
+    call of the write function, large ones by COPY (forced here for these small saves)."""
     app = open_app(store_url)
     if request.param == "copy":
         assert isinstance(app.recorder, LedgerPostgresRecorder)
-        app.recorder.pipeline_rows_max = 0
+        app.recorder.one_statement_rows_max = 0
     try:
         yield app
     finally:
@@ -239,7 +239,7 @@ ARRAY_CASES = [
 @pytest.mark.postgres
 @pytest.mark.parametrize(("kind", "sql_type", "values"), ARRAY_CASES, ids=[c[1] for c in ARRAY_CASES])
 def test_encoded_arrays_read_back_as_the_values(pg_schema_url: str, kind: Any, sql_type: str, values: Any) -> None:
-    """The pipelined path sends its rows as hand-encoded binary arrays (unnest's arguments):
+    """The one-statement path sends its rows as hand-encoded binary arrays (unnest's arguments):
     every value, NULLs and empty arrays included, reads back as it was."""
     app = open_app(pg_schema_url)
     try:

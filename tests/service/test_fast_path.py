@@ -1,4 +1,4 @@
-"""POST /v1/commands on its fast path (CommandsFastPath) answers exactly as the FastAPI route
+"""POST /v1/commands on its fast path (LedgerAPI, before FastAPI's machinery) answers exactly as the FastAPI route
 it bypasses: the same requests to an app without it, on a store of its own, give the same
 statuses, headers and bodies; and it is logged under the route's name."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from ops.service.app import CommandsFastPath, Settings, create_app
+from ops.service.app import Settings, create_app
 
 from .conftest import auth, feed, make_keys
 
@@ -18,8 +18,7 @@ def _exchange(url: str, fast: bool) -> tuple[list[tuple[Any, ...]], int]:
     """The answers to a set of requests, and how many of them FastAPI's route handled."""
     keys = make_keys(url, scoped=["T1", "T2"])
     api = create_app(Settings(db_url=url, key_cache_s=0.0))
-    if not fast:  # before the first request: the middleware stack is built then
-        api.user_middleware = [m for m in api.user_middleware if m.cls is not CommandsFastPath]
+    api.fast_commands = fast
     route = next(r for r in api.routes if isinstance(r, APIRoute) and r.path == "/v1/commands")
     routed = []
     inner = route.app
