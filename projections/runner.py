@@ -267,7 +267,9 @@ class Projector:
             folds = self._folds
             for ev in page:
                 for fold in folds.get(type(ev), ()):
-                    apply(fold(rows, ev))
+                    changes = fold(rows, ev)
+                    if changes:  # a third of the folds change nothing (hit, stand, a bet without mode)
+                        apply(changes)
         else:
             for ev in page:
                 for view in self._dispatch.get(type(ev), ()):
