@@ -244,6 +244,10 @@ _ZERO_FRACTION = Fraction(0)
 def postings_delta(postings: Postings) -> dict[str, int]:
     """Net change per account; checks again (second path) that the legs are
     integers and sum to zero."""
+    if len(postings) == 2:  # a stake, a stake move or a refund: one leg out, one in (most events)
+        (first, amount), (second, other) = postings
+        if type(amount) is int and type(other) is int and amount + other == 0 and first != second:
+            return {first: amount, second: other}
     delta: dict[str, int] = {}
     for account, amount_minor in postings:
         delta[account] = delta.get(account, 0) + amount_minor
@@ -507,7 +511,11 @@ def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     def values(row: dict[str, Any]) -> tuple[Any, ...]:
         out = list(get(row))
         for i in json_at:
-            out[i] = _dump(out[i])
+            value = out[i]
+            if value is None:
+                continue
+            # An empty list (most of recall's stake moves and refunds) without a call.
+            out[i] = "[]" if type(value) is list and not value else _dump(value)
         return tuple(out)
 
     return values
