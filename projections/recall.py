@@ -253,10 +253,11 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         return [Put(_RECALL, _bet_placed(rows, ev, info))]
     status = _STATUS.get(type(ev))
     changes: list[Change] = []
-    players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
+    by_player = _lines_by_player(ev)
+    # Unique, in first-seen order: the players with lines (a reversal has none: its postings name them).
+    players = list(by_player) if type(ev) is not SettlementReversed else list(dict.fromkeys(_players_touched(ev)))
     if not players:
         return changes
-    by_player = _lines_by_player(ev)
     for player_id in players:
         row = rows.get(_RECALL, (player_id, round_id))
         if row is None:
