@@ -55,7 +55,8 @@ def account_row(rows: Rows, account: str, currency: str) -> dict[str, Any] | Non
 def fold(rows: Rows, ev: Record) -> list[Change]:
     postings = postings_of(ev)
     event_type = type(ev)
-    if not postings and event_type in STAKE_EVENTS:  # hit / stand / a declined follow: no money moved
+    stake = event_type in STAKE_EVENTS
+    if not postings and stake:  # hit / stand / a declined follow: no money moved
         return []
     delta = postings_delta(postings)
     round_id = ev.aggregate_id
@@ -69,7 +70,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     is_open = holds_row["is_open"] if holds_row else 1
     on_game: dict[str, int] = {}  # player account -> change of funds on game
 
-    if event_type in STAKE_EVENTS:
+    if stake:
         for player, amount in postings:
             if amount < 0 and player.startswith(PLAYER_PREFIX):
                 holds[player] = holds.get(player, 0) - amount
@@ -85,18 +86,20 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     changes: list[Change] = []
     position = ev.position
     # Stake events: players on game are among the accounts with legs (no sort needed: one row per key).
-    accounts = delta.keys() if event_type in STAKE_EVENTS else sorted(delta.keys() | on_game.keys())
+    accounts = delta.keys() if stake else sorted(delta.keys() | on_game.keys())
     for account in accounts:
         old = rows.get(_BALANCES, (account, currency))
+        moved = delta.get(account, 0)
+        held = on_game.get(account, 0) if on_game else 0
         if old is None:
             kind, _, owner = account.partition(":")
             row = {"account": account, "currency": currency, "kind": kind, "owner": owner,
-                   "balance_minor": delta.get(account, 0), "funds_on_game_minor": on_game.get(account, 0),
-                   "last_position": position}
+                   "balance_minor": moved, "funds_on_game_minor": held, "last_position": position}
         else:
             row = old.copy()
-            row["balance_minor"] += delta.get(account, 0)
-            row["funds_on_game_minor"] += on_game.get(account, 0)
+            row["balance_minor"] += moved
+            if held:
+                row["funds_on_game_minor"] += held
             row["last_position"] = position
         changes.append(Put(_BALANCES, row))
     changes.append(Put(_HOLDS, {"round_id": round_id, "currency": currency, "holds": holds, "is_open": is_open}))

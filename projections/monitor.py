@@ -118,6 +118,8 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         case BetPlaced(mode=str(mode)):
             state = _round_state(rows, ev.aggregate_id)
             return [Put(ROUNDS.name, dict(state, modes=(state["modes"] or {}) | {ev.bet_id: mode}))]
+        case BetPlaced():  # no mode (all but Banker bets): nothing to keep; the most frequent event here
+            return []
         case Opened():
             return [_ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)]
         case Settled():

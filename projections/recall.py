@@ -213,6 +213,8 @@ def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
     never opened (a tombstone void): nothing to show."""
     touched: dict[str, dict[str, Any]] = {}  # round id -> its new row (lists are ours to extend)
     values_of, short = _TIMELINE_VALUES, SHORT_NAMES
+    # The events of one ledger batch share one timestamp object: its text is made once per run.
+    at, at_text = None, ""
     for ev in events:
         round_id, kind = ev.aggregate_id, type(ev)
         row = touched.get(round_id)
@@ -225,7 +227,10 @@ def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
             else:
                 continue
             touched[round_id] = row
-        row["timeline"].append([ev.version, short[kind], iso(ev.server_time), *values_of[kind](ev)])
+        if ev.server_time is not at:
+            at = ev.server_time
+            at_text = iso(at)
+        row["timeline"].append([ev.version, short[kind], at_text, *values_of[kind](ev)])
         status = _STATUS.get(kind)
         if status is not None:
             row["status"] = status
@@ -248,10 +253,11 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         return [Put(_RECALL, _bet_placed(rows, ev, info))]
     status = _STATUS.get(type(ev))
     changes: list[Change] = []
-    players = list(dict.fromkeys(_players_touched(ev)))  # unique, first-seen order
+    by_player = _lines_by_player(ev)
+    # Unique, in first-seen order: the players with lines (a reversal has none: its postings name them).
+    players = list(by_player) if type(ev) is not SettlementReversed else list(dict.fromkeys(_players_touched(ev)))
     if not players:
         return changes
-    by_player = _lines_by_player(ev)
     for player_id in players:
         row = rows.get(_RECALL, (player_id, round_id))
         if row is None:

@@ -162,7 +162,12 @@ class Projector:
             result = CatchUp(position=min(self.positions.values(), default=0))
             head = self.log.head()
             try:
-                self._catch_up(result, head, progress, max_pages, after_commit)
+                # No cyclic collection while pages are folded and written: a page's records and
+                # rows hold no cycles (refcounting frees them), and each collection re-walked
+                # every row of the page in flight (~1 ms, several a page); what survives a page
+                # is frozen after it (`_finish`).
+                with no_cyclic_gc():
+                    self._catch_up(result, head, progress, max_pages, after_commit)
             except Unfoldable as damage:
                 result.finding = str(damage)
             finally:
@@ -262,7 +267,9 @@ class Projector:
             folds = self._folds
             for ev in page:
                 for fold in folds.get(type(ev), ()):
-                    apply(fold(rows, ev))
+                    changes = fold(rows, ev)
+                    if changes:  # a third of the folds change nothing (hit, stand, a bet without mode)
+                        apply(changes)
         else:
             for ev in page:
                 for view in self._dispatch.get(type(ev), ()):
