@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from projections.recall import RECALL
-from projections.sql import SQLITE_VARIABLES_MAX, Db, Table, dump
+from projections.sql import SQLITE_UPSERT_ROWS_MAX, SQLITE_VARIABLES_MAX, Db, Table, dump
 
 PAIRS = Table("t_pairs", key=("k",), columns=(("k", "text"), ("v", "int")))
 
@@ -37,7 +37,8 @@ def test_upsert_many_writes_what_one_by_one_writes(tmp_path: Path, count: int) -
 
 
 def test_upsert_many_runs_whole_statements_of_many_rows(tmp_path: Path) -> None:
-    """120 recall rows (20 columns: 49 a statement) take 2 statements and 22 single rows, not 120 runs."""
+    """120 recall rows (20 columns: 49 a statement) take 2 statements and 22 single rows, not 120
+    runs; 1000 two-column rows, 20 statements of 50."""
     db = Db.sqlite(str(tmp_path / "v.db"))
     db.create(RECALL)
     db.create(PAIRS)
@@ -49,6 +50,7 @@ def test_upsert_many_runs_whole_statements_of_many_rows(tmp_path: Path) -> None:
     per = SQLITE_VARIABLES_MAX // len(RECALL.columns)
     inserts = [text for text in runs if text.startswith("INSERT INTO proj_recall ")]
     assert len(inserts) == 120 // per + 120 % per == 24
-    assert len([text for text in runs if text.startswith("INSERT INTO t_pairs ")]) == 1000 // 499 + 1000 % 499
+    assert SQLITE_UPSERT_ROWS_MAX == 50
+    assert len([text for text in runs if text.startswith("INSERT INTO t_pairs ")]) == 1000 // 50 == 20
     assert dump(db, PAIRS) == sorted((f"k{i}", i) for i in range(1000))
     db.close()
