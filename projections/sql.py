@@ -131,7 +131,7 @@ class Db:
 
     def _sqlite_upsert(self, table: Table, rows: Sequence[Sequence[Any]]) -> None:
         """Whole statements of `per` rows (one multi-row VALUES: one statement run for many
-        rows, ~15% less write CPU on a catch-up than a run per row in executemany), the
+        rows, 10-16% less write CPU on a catch-up than a run per row in executemany), the
         remainder by executemany. Rows of one statement upsert in order, as one by one."""
         per = max(1, min(SQLITE_UPSERT_ROWS_MAX, SQLITE_VARIABLES_MAX // len(table.columns)))
         whole = len(rows) - len(rows) % per
