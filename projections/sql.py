@@ -13,12 +13,18 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from domain.errors import require
 from ledger.eventlog import SQLITE, Backend
 
 SQLITE_BUSY_TIMEOUT_S = 30
+# Placeholders per SQLite statement: the least SQLITE_MAX_VARIABLE_NUMBER of any build
+# (999 before SQLite 3.32, 32766 since), so a multi-row upsert runs everywhere.
+SQLITE_VARIABLES_MAX = 999
+# Rows per multi-row upsert: 50 measured less write CPU than 100 or 250 (and 20).
+SQLITE_UPSERT_ROWS_MAX = 50
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -59,7 +65,7 @@ class Db:
         self.conn = conn
         self.dialect = dialect
         self.schema = schema
-        self._upserts: dict[str, str] = {}  # table name -> upsert statement for this dialect
+        self._upserts: dict[tuple[str, int], str] = {}  # (table name, rows) -> upsert statement for this dialect
 
     # ------------------------------------------------------------- opening
     @classmethod
@@ -109,20 +115,38 @@ class Db:
 
     def upsert_many(self, table: Table, rows: Sequence[Sequence[Any]]) -> None:
         """Insert or update `rows` (values in column order, distinct keys),
-        inside the caller's transaction. SQLite runs the upsert per row inside
-        executemany (in-process, cheap); PostgreSQL gets every row at once as
-        one binary array per column (`INSERT ... SELECT FROM unnest(...)`):
+        inside the caller's transaction. SQLite: as many rows per statement as
+        its placeholders allow (`_sqlite_upsert`). PostgreSQL gets every row at
+        once as one binary array per column (`INSERT ... SELECT FROM unnest(...)`):
         no round trip per row. (COPY into a staging table measured the same.)"""
         if not rows:
             return
-        text = self._upserts.get(table.name)
-        if text is None:
-            text = self._upserts[table.name] = (
-                upsert_sql(table) if self.dialect == "sqlite" else upsert_unnest_sql(table))
         if self.dialect == "sqlite":
-            self.conn.executemany(text, rows)
+            self._sqlite_upsert(table, rows)
             return
+        text = self._upserts.get((table.name, 0))
+        if text is None:
+            text = self._upserts[table.name, 0] = upsert_unnest_sql(table)
         self.conn.execute(text, [list(column) for column in zip(*rows)])
+
+    def _sqlite_upsert(self, table: Table, rows: Sequence[Sequence[Any]]) -> None:
+        """Whole statements of `per` rows (one multi-row VALUES: one statement run for many
+        rows, 10-16% less write CPU on a catch-up than a run per row in executemany), the
+        remainder by executemany. Rows of one statement upsert in order, as one by one."""
+        per = max(1, min(SQLITE_UPSERT_ROWS_MAX, SQLITE_VARIABLES_MAX // len(table.columns)))
+        whole = len(rows) - len(rows) % per
+        if whole:
+            text = self._upsert_text(table, per)
+            for start in range(0, whole, per):
+                self.conn.execute(text, list(chain.from_iterable(rows[start:start + per])))
+        if whole < len(rows):
+            self.conn.executemany(self._upsert_text(table, 1), rows[whole:])
+
+    def _upsert_text(self, table: Table, rows: int) -> str:
+        text = self._upserts.get((table.name, rows))
+        if text is None:
+            text = self._upserts[table.name, rows] = upsert_sql(table, rows)
+        return text
 
     def query(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cur = self.conn.execute(self._sql(text), params)
@@ -182,12 +206,14 @@ class Db:
         return bool(rows)
 
 
-def upsert_sql(table: Table) -> str:
+def upsert_sql(table: Table, rows: int = 1) -> str:
+    """The upsert of `rows` rows (a VALUES tuple of placeholders each)."""
     cols = table.column_names
     values = [c for c in cols if c not in table.key]
     update = ", ".join(f"{c}=excluded.{c}" for c in values)
     conflict = f"DO UPDATE SET {update}" if update else "DO NOTHING"
-    return (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join(['?'] * len(cols))}) "
+    one = f"({', '.join(['?'] * len(cols))})"
+    return (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES {', '.join([one] * rows)} "
             f"ON CONFLICT ({', '.join(table.key)}) {conflict}")
 
 
