@@ -11,8 +11,11 @@ say "not known to the ledger"; an operator's platform can supply its own.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
+from typing import BinaryIO
 
 from projections.dgoj_register import Entry
 
@@ -170,3 +173,29 @@ def render(entries: list[Entry], header: Header, created: datetime,
     ET.indent(lote)
     body: bytes = ET.tostring(lote, encoding="utf-8", xml_declaration=True, default_namespace=NS)
     return body + b"\n"
+
+
+REGISTROS_PER_CHUNK = 200  # records rendered at once by `write_lote` (its memory, whatever the batch's size)
+_REGISTRO_OPEN, _REGISTRO_CLOSE = b"<Registro ", b"</Registro>"
+
+
+def write_lote(entries: Iterable[Entry], header: Header, created: datetime, out: BinaryIO,
+               context: PlayerContext = PlayerContext(), chunk_size: int = REGISTROS_PER_CHUNK) -> None:
+    """`render`'s bytes written to `out` a chunk of records at a time: each chunk is rendered as
+    a whole batch by `render` itself and its records cut out (the namespaces are declared on the
+    root and the indentation depends only on the depth, so the records' bytes are the same), the
+    head taken from the first chunk, the records joined by the indentation `render` puts between."""
+    first = True
+    for chunk in _chunks(entries, chunk_size):
+        doc = render(chunk, header, created, context)
+        start, end = doc.index(_REGISTRO_OPEN), doc.rindex(_REGISTRO_CLOSE) + len(_REGISTRO_CLOSE)
+        out.write(doc[:start] if first else b"\n  ")
+        out.write(doc[start:end])
+        first = False
+    out.write(render([], header, created, context) if first else b"\n</Lote>\n")
+
+
+def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
+    it = iter(entries)
+    while chunk := list(islice(it, size)):
+        yield chunk

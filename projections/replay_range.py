@@ -93,9 +93,10 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     last not yet) are held; completed rounds are replayed a chunk at a time. Findings are
     put back in the order of their rounds' first events."""
     require(workers is None or 1 <= workers <= WORKERS_MAX, f"workers {workers} outside 1..{WORKERS_MAX}")
-    plan = Plan(log, start, stop, log.head() if through is None else through)
+    mark = log.head() if through is None else through
+    plan = Plan(log, start, stop, mark)
     n = 1 if workers == 1 else _worker_count(workers, *plan.totals())
-    outcome = RangeReplay(workers=n, through=plan.through)
+    outcome = RangeReplay(workers=n, through=mark)
     if n == 1:
         for chunk in _completed_rounds(log, plan, CHUNK_EVENTS, progress):
             outcome.add(replay_rounds(log, chunk))
@@ -181,6 +182,13 @@ def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
                     chunk, chunk_events = [], 0
     if chunk:
         yield chunk
+
+
+def stored_rounds(log: EventLog, through: int, chunk_events_max: int = CHUNK_EVENTS) -> Iterator[list[Rows]]:
+    """Every round stored at positions up to `through` (the high-water mark), its rows complete
+    (undecoded), in chunks of about `chunk_events_max` events, in the order the rounds complete:
+    only rounds in flight are held, so memory is flat in the rounds stored."""
+    return _completed_rounds(log, Plan(log, 1, None, through), chunk_events_max, None)
 
 
 def _pages(log: EventLog, through: int, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
