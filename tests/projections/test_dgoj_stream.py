@@ -6,6 +6,7 @@ Patti reported; its summary counts are the plan's."""
 from __future__ import annotations
 
 import io
+import json
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -13,6 +14,7 @@ import pytest
 
 from ledger.eventlog import EventLog
 from ledger.store import open_app
+from ops.cli import main
 from ops.simulator import simulate
 from projections import dgoj_stream
 from projections.dgoj import ExportRules, Play, read_sessions, sessions_of
@@ -107,3 +109,15 @@ def test_the_spill_groups_and_orders_sessions_as_sessions_of(seed, small_pages, 
     spill.close()
     expected = sessions_of(plays, rules, clock)
     assert got == expected and len({s.start for s in expected}) < len(expected) < len(plays) // 2
+
+
+def test_the_summary_names_the_high_water_mark(tmp_path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    app = open_app(url)
+    app.ingest(simulate(tables=2, rounds=3, seed=1))
+    head = EventLog(app).head()
+    args = ["export", "dgoj", "--db", url, "--operator-id", "OP01", "--store-id", "ALM1", "--no-register"]
+    assert main([*args, "--out", str(tmp_path / "a.xml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["through"] == head
+    assert main([*args, "--out", str(tmp_path / "b.xml")]) == 0
+    assert f"the store as of position {head}" in capsys.readouterr().out
