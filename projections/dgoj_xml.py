@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from typing import BinaryIO
 
 from projections.dgoj_register import Entry
@@ -175,7 +174,8 @@ def render(entries: list[Entry], header: Header, created: datetime,
     return body + b"\n"
 
 
-REGISTROS_PER_CHUNK = 200  # records rendered at once by `write_lote` (its memory, whatever the batch's size)
+REGISTROS_PER_CHUNK = 200  # records rendered at once by `write_lote` at most (its memory, whatever the batch's size)
+PLAYS_PER_CHUNK = 2000  # ... and rounds of their sessions at most: a long session holds its plays (one chunk alone)
 _REGISTRO_OPEN, _REGISTRO_CLOSE = b"<Registro ", b"</Registro>"
 
 
@@ -186,7 +186,7 @@ def write_lote(entries: Iterable[Entry], header: Header, created: datetime, out:
     root and the indentation depends only on the depth, so the records' bytes are the same), the
     head taken from the first chunk, the records joined by the indentation `render` puts between."""
     first = True
-    for chunk in _chunks(entries, chunk_size):
+    for chunk in _chunks(entries, chunk_size, PLAYS_PER_CHUNK):
         doc = render(chunk, header, created, context)
         start, end = doc.index(_REGISTRO_OPEN), doc.rindex(_REGISTRO_CLOSE) + len(_REGISTRO_CLOSE)
         out.write(doc[:start] if first else b"\n  ")
@@ -195,7 +195,16 @@ def write_lote(entries: Iterable[Entry], header: Header, created: datetime, out:
     out.write(render([], header, created, context) if first else b"\n</Lote>\n")
 
 
-def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
-    it = iter(entries)
-    while chunk := list(islice(it, size)):
+def _chunks(entries: Iterable[Entry], size: int, plays_max: int) -> Iterator[list[Entry]]:
+    """Consecutive entries, at most `size` a chunk, and no more sessions' plays than `plays_max`
+    once a chunk has one entry: each is held (with its session) only until its chunk is written."""
+    chunk: list[Entry] = []
+    plays = 0
+    for entry in entries:
+        if chunk and (len(chunk) >= size or plays + len(entry.session.plays) > plays_max):
+            yield chunk
+            chunk, plays = [], 0
+        chunk.append(entry)
+        plays += len(entry.session.plays)
+    if chunk:
         yield chunk

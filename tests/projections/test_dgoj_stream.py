@@ -16,7 +16,7 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main
 from ops.simulator import simulate
-from projections import dgoj_stream
+from projections import dgoj_stream, dgoj_xml
 from projections.dgoj import ExportRules, Play, read_sessions, sessions_of
 from projections.dgoj_register import ensure, latest, plan, record_rows
 from projections.dgoj_stream import SessionExport, Spill
@@ -46,6 +46,7 @@ def streamed(log: EventLog, db: Db, rules: ExportRules, since: datetime | None, 
 def small_pages(monkeypatch) -> None:
     monkeypatch.setattr(dgoj_stream, "SPILL_PAGE_SIZE", 2)
     monkeypatch.setattr(dgoj_stream, "ROUND_CHUNK_EVENTS", 7)
+    monkeypatch.setattr(dgoj_xml, "PLAYS_PER_CHUNK", 5)  # a chunk ends at a long session too
 
 
 def test_streamed_export_is_the_in_memory_one_byte_for_byte(store_url, small_pages) -> None:
