@@ -258,40 +258,46 @@ class EventLog:
             rows = [(p, i, v, t, bytes(state)) for p, i, v, t, state in rows]
         return rows
 
-    def round_spans(self, after: int, limit: int, start: int, stop: int | None) -> list[RoundSpan]:
+    def round_spans(self, after: int, limit: int, start: int, stop: int | None,
+                    through: int | None = None) -> list[RoundSpan]:
         """The rounds whose first event lies after position `after`, in first-position order, at
         most `limit`: per round (first position, originator id as `rows` gives it, its events,
         its last position, its events in positions [start, stop] (stop None: the head)). The
         database counts each round on its (originator id, version) key, so a caller can plan a
-        replay page by page, holding no entry per round stored."""
+        replay page by page, holding no entry per round stored. `through`: only the events at
+        positions up to it exist for the count (None: all), so pages read while a writer appends
+        all plan the same snapshot: ids commit in order (the writer's table lock on PostgreSQL,
+        one writer on SQLite), so every position up to a head once read is committed and final."""
         require(after >= 0, f"positions start at 1, got after={after}")
         require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
-        high = POSITION_MAX if stop is None else stop
+        last = POSITION_MAX if through is None else through
+        high = min(last, POSITION_MAX if stop is None else stop)
         recorder = self._recorder
         if self.backend.kind == SQLITE:
             table = recorder.events_table_name
-            same = f"FROM {table} e WHERE e.originator_id=f.originator_id"
+            same = f"FROM {table} e WHERE e.originator_id=f.originator_id AND e.rowid<=?"
             statement = (f"SELECT f.rowid, f.originator_id, (SELECT count(*) {same}), (SELECT max(e.rowid) {same}), "
                          f"(SELECT count(*) {same} AND e.rowid BETWEEN ? AND ?) FROM {table} f "
-                         "WHERE f.rowid>? AND f.originator_version=? AND substr(f.topic, 1, ?)=? "
+                         "WHERE f.rowid>? AND f.rowid<=? AND f.originator_version=? AND substr(f.topic, 1, ?)=? "
                          "ORDER BY f.rowid LIMIT ?")
             with recorder.datastore.transaction(commit=False) as c:
                 cursor = c.sqlite_cursor
                 cursor.row_factory = None
-                cursor.execute(statement, (start, high, after, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX),
-                                           ROUND_TOPIC_PREFIX, limit))
+                cursor.execute(statement, (last, last, last, start, high, after, last, ROUND_VERSION_FIRST,
+                                           len(ROUND_TOPIC_PREFIX), ROUND_TOPIC_PREFIX, limit))
                 spans: list[RoundSpan] = cursor.fetchall()
                 return spans
         pg = SQL("SELECT f.notification_id, f.originator_id::text, s.n, s.last, s.touching "
                  "FROM {schema}.{table} f CROSS JOIN LATERAL (SELECT count(*), max(e.notification_id), "
                  "count(*) FILTER (WHERE e.notification_id BETWEEN %s AND %s) "
-                 "FROM {schema}.{table} e WHERE e.originator_id = f.originator_id) s(n, last, touching) "
-                 "WHERE f.notification_id > %s AND f.originator_version = %s AND left(f.topic, %s) = %s "
-                 "ORDER BY f.notification_id LIMIT %s").format(
+                 "FROM {schema}.{table} e WHERE e.originator_id = f.originator_id AND e.notification_id <= %s) "
+                 "s(n, last, touching) "
+                 "WHERE f.notification_id > %s AND f.notification_id <= %s AND f.originator_version = %s "
+                 "AND left(f.topic, %s) = %s ORDER BY f.notification_id LIMIT %s").format(
             schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
         with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
-            curs.execute(pg, (start, high, after, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX), ROUND_TOPIC_PREFIX,
-                              limit), prepare=True)
+            curs.execute(pg, (start, high, last, after, last, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX),
+                              ROUND_TOPIC_PREFIX, limit), prepare=True)
             spans = curs.fetchall()
         return spans
 

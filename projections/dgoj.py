@@ -54,7 +54,7 @@ TEEN_PATTI_DEFAULT = "omit"
 SESSION_GAP_DEFAULT = timedelta(minutes=20)
 SESSION_GAP_MAX = timedelta(days=1)
 PAGE_SIZE = 5000
-_KINDS: frozenset[RecordType] = frozenset(
+KINDS: frozenset[RecordType] = frozenset(
     {Opened, BetPlaced, DecisionTaken, FollowDecided, Paused, Resumed, Voided, Settled, SettlementReversed})
 _CLOSING = (Settled, Voided)
 
@@ -172,7 +172,7 @@ def _records(log: EventLog) -> Iterator[Record]:
     """The stored events the sessions need (cards and shoe events are not decoded)."""
     position = 1
     while True:
-        page = log.page(position, PAGE_SIZE, _KINDS)
+        page = log.page(position, PAGE_SIZE, KINDS)
         yield from page.records
         if page.read < PAGE_SIZE:
             return
@@ -243,16 +243,17 @@ def sessions_of(plays: Iterable[Play], rules: ExportRules, clock: datetime | Non
         run: list[Play] = []
         for play in mine:
             if run and play.first_bet_at - max(p.end for p in run) > rules.session_gap:
-                out.append(_session(player_id, table_id, run, rules, clock))
+                out.append(make_session(player_id, table_id, run, rules, clock))
                 run = []
             run.append(play)
-        out.append(_session(player_id, table_id, run, rules, clock))
+        out.append(make_session(player_id, table_id, run, rules, clock))
     out.sort(key=lambda s: (s.start, s.table_id, s.player_id))
     return out
 
 
-def _session(player_id: str, table_id: str, plays: list[Play], rules: ExportRules,
-             clock: datetime | None) -> Session:
+def make_session(player_id: str, table_id: str, plays: list[Play], rules: ExportRules,
+                 clock: datetime | None) -> Session:
+    """A session of the plays (one player, one table, in order), complete or not by the studio's clock."""
     end = max(p.end for p in plays)
     closed = all(p.closed for p in plays)
     complete = closed and clock is not None and clock - end > rules.session_gap

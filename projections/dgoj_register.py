@@ -18,6 +18,7 @@ an export can be re-run.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -81,35 +82,66 @@ def plan(sessions: list[Session], rules: ExportRules, exported: dict[str, dict[s
     correction goes out with the next export, not only with one of its own period)."""
     result = Plan()
     for s in sessions:
-        before = exported.get(s.session_id)
-        in_period = not ((since is not None and s.start < since) or (until is not None and s.start >= until))
-        if not in_period and before is None:
-            continue
-        game_type = rules.game_type(s.game)
-        if game_type is None:
-            result.omitted.append(s)
-            continue
-        if not s.closed:
-            result.pending.append(s)
-            continue
-        if before is None:
-            result.entries.append(Entry(s, game_type, registro_id(s.session_id, 0), 0, None))
-        elif before["content"] == s.content(game_type):
-            result.unchanged.append(s)
-        else:
-            seq = int(str(before["seq"])) + 1
-            rectifies = (str(before["registro_id"]), str(before["fecha"]))
-            result.entries.append(Entry(s, game_type, registro_id(s.session_id, seq), seq, rectifies))
+        placed = place(s, rules, exported.get(s.session_id), since, until)
+        if placed is not None:
+            kind, entry = placed
+            if entry is not None:
+                result.entries.append(entry)
+            else:
+                getattr(result, kind).append(s)
     return result
+
+
+def place(s: Session, rules: ExportRules, before: dict[str, object] | None,
+          since: datetime | None = None, until: datetime | None = None) -> tuple[str, Entry | None] | None:
+    """Where one session goes in an export (`plan`'s rules), given its latest record in the
+    register (None: never sent): None (outside the period and never sent), ("entries", its
+    Entry), or ("omitted" | "pending" | "unchanged", None)."""
+    in_period = not ((since is not None and s.start < since) or (until is not None and s.start >= until))
+    if not in_period and before is None:
+        return None
+    game_type = rules.game_type(s.game)
+    if game_type is None:
+        return "omitted", None
+    if not s.closed:
+        return "pending", None
+    if before is None:
+        return "entries", Entry(s, game_type, registro_id(s.session_id, 0), 0, None)
+    if before["content"] == s.content(game_type):
+        return "unchanged", None
+    seq = int(str(before["seq"])) + 1
+    rectifies = (str(before["registro_id"]), str(before["fecha"]))
+    return "entries", Entry(s, game_type, registro_id(s.session_id, seq), seq, rectifies)
 
 
 def record(db: Db, entries: list[Entry], fecha: str, lote_id: str) -> None:
     """Note the written records, all or none; a RegistroId already there is refused
     (a plain INSERT: the register is never rewritten)."""
     require(len(fecha) == 14 and fecha.isdigit(), f"bad Fecha {fecha!r}")
-    rows = [(e.registro_id, e.session.session_id, e.seq, fecha, lote_id, e.session.player_id, e.session.table_id,
-             e.session.content(e.game_type)) for e in entries]
+    record_rows(db, [[register_row(e, fecha, lote_id) for e in entries]])
+
+
+def register_row(e: Entry, fecha: str, lote_id: str) -> tuple[object, ...]:
+    """The register's row of a written record (REGISTER's columns, in order)."""
+    return (e.registro_id, e.session.session_id, e.seq, fecha, lote_id, e.session.player_id, e.session.table_id,
+            e.session.content(e.game_type))
+
+
+def record_rows(db: Db, pages: Iterable[list[tuple[object, ...]]]) -> None:
+    """Insert the register rows, a page at a time, in one transaction: all or none."""
     cols = REGISTER.column_names
     with db.transaction():
-        db.executemany(f"INSERT INTO {REGISTER.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                       rows)
+        for rows in pages:
+            db.executemany(f"INSERT INTO {REGISTER.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                           rows)
+
+
+def latest_pages(db: Db, page_size: int) -> Iterator[list[tuple[object, ...]]]:
+    """Every register row, REGISTER's columns, in (sesion_id, seq) order, a page at a time
+    (`latest` without holding the register: the last row of a session is its latest)."""
+    cols = ", ".join(REGISTER.column_names)
+    after: tuple[str, int] = ("", -1)
+    while rows := db.query(f"SELECT {cols} FROM {REGISTER.name} WHERE sesion_id > ? OR (sesion_id = ? AND seq > ?) "
+                           f"ORDER BY sesion_id, seq LIMIT {int(page_size)}", (after[0], after[0], after[1])):
+        yield rows
+        after = (str(rows[-1][1]), int(str(rows[-1][2])))

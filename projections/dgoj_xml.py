@@ -11,8 +11,10 @@ say "not known to the ledger"; an operator's platform can supply its own.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 from projections.dgoj_register import Entry
 
@@ -170,3 +172,39 @@ def render(entries: list[Entry], header: Header, created: datetime,
     ET.indent(lote)
     body: bytes = ET.tostring(lote, encoding="utf-8", xml_declaration=True, default_namespace=NS)
     return body + b"\n"
+
+
+REGISTROS_PER_CHUNK = 200  # records rendered at once by `write_lote` at most (its memory, whatever the batch's size)
+PLAYS_PER_CHUNK = 2000  # ... and rounds of their sessions at most: a long session holds its plays (one chunk alone)
+_REGISTRO_OPEN, _REGISTRO_CLOSE = b"<Registro ", b"</Registro>"
+
+
+def write_lote(entries: Iterable[Entry], header: Header, created: datetime, out: BinaryIO,
+               context: PlayerContext = PlayerContext(), chunk_size: int = REGISTROS_PER_CHUNK) -> None:
+    """`render`'s bytes written to `out` a chunk of records at a time: each chunk is rendered as
+    a whole batch by `render` itself and its records cut out (the namespaces are declared on the
+    root and the indentation depends only on the depth, so the records' bytes are the same), the
+    head taken from the first chunk, the records joined by the indentation `render` puts between."""
+    first = True
+    for chunk in _chunks(entries, chunk_size, PLAYS_PER_CHUNK):
+        doc = render(chunk, header, created, context)
+        start, end = doc.index(_REGISTRO_OPEN), doc.rindex(_REGISTRO_CLOSE) + len(_REGISTRO_CLOSE)
+        out.write(doc[:start] if first else b"\n  ")
+        out.write(doc[start:end])
+        first = False
+    out.write(render([], header, created, context) if first else b"\n</Lote>\n")
+
+
+def _chunks(entries: Iterable[Entry], size: int, plays_max: int) -> Iterator[list[Entry]]:
+    """Consecutive entries, at most `size` a chunk, and no more sessions' plays than `plays_max`
+    once a chunk has one entry: each is held (with its session) only until its chunk is written."""
+    chunk: list[Entry] = []
+    plays = 0
+    for entry in entries:
+        if chunk and (len(chunk) >= size or plays + len(entry.session.plays) > plays_max):
+            yield chunk
+            chunk, plays = [], 0
+        chunk.append(entry)
+        plays += len(entry.session.plays)
+    if chunk:
+        yield chunk

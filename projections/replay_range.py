@@ -25,6 +25,14 @@ so reading overlaps replaying and the workers finish together. Outcomes are
 joined in the order the chunks were read, so rounds and findings come out in the
 same order as with one worker. Where the platform cannot fork, the replay runs
 in this process.
+
+One snapshot while the store is written: the head is read once at the start (the
+high-water mark, `RangeReplay.through`) and both reads stop there (the plan counts
+only the events up to it, the rows end at it). Positions commit in order (the
+writer's table lock on PostgreSQL, one writer on SQLite), so everything up to the
+mark is committed and final when it is read: however the plan's pages and the rows'
+pages interleave with a writer, they describe the same store. Without the bound, a
+round planned after its rows were read could end past them and be silently dropped.
 """
 from __future__ import annotations
 
@@ -59,6 +67,7 @@ class RangeReplay:
     findings: list[Finding] = field(default_factory=list)
     labels: dict[int, str] = field(default_factory=dict)  # finding position -> round label
     workers: int = 1
+    through: int = 0  # the high-water mark: the last position the replay read (the head at its start)
     round_starts: list[int] = field(default_factory=list)  # per finding: its round's first position (ordering)
 
     def add(self, other: RangeReplay) -> None:
@@ -71,8 +80,11 @@ class RangeReplay:
 
 
 def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
-                 progress: Callable[[int], Any] | None = None, workers: int | None = None) -> RangeReplay:
+                 progress: Callable[[int], Any] | None = None, workers: int | None = None,
+                 through: int | None = None) -> RangeReplay:
     """Replay every round with an event in positions [start, stop] (stop None: the head).
+    `through`: the high-water mark, the last position read (None: the head, read now); events
+    recorded after it are not seen, so a replay beside a writer reads one snapshot.
     `progress(n)` is called with the number of events read, page by page (the second pass).
     `workers`: processes to use (None: one per available core, fewer for small ranges).
 
@@ -81,9 +93,10 @@ def replay_range(log: EventLog, start: int = 1, stop: int | None = None,
     last not yet) are held; completed rounds are replayed a chunk at a time. Findings are
     put back in the order of their rounds' first events."""
     require(workers is None or 1 <= workers <= WORKERS_MAX, f"workers {workers} outside 1..{WORKERS_MAX}")
-    plan = Plan(log, start, stop)
+    mark = log.head() if through is None else through
+    plan = Plan(log, start, stop, mark)
     n = 1 if workers == 1 else _worker_count(workers, *plan.totals())
-    outcome = RangeReplay(workers=n)
+    outcome = RangeReplay(workers=n, through=mark)
     if n == 1:
         for chunk in _completed_rounds(log, plan, CHUNK_EVENTS, progress):
             outcome.add(replay_rounds(log, chunk))
@@ -104,17 +117,19 @@ POOL_TASKS_PER_WORKER = 4  # tasks read ahead per worker at most: memory stays f
 @dataclass
 class Plan:
     """The rounds with an event in [start, stop], as the database counts them (`EventLog.round_spans`),
-    read a page at a time in the order of their first events: never held whole."""
+    read a page at a time in the order of their first events: never held whole. Only the events
+    at positions up to `through` count (the high-water mark; None: the head when the plan is made)."""
 
     log: EventLog
     start: int
     stop: int | None
+    through: int | None = None
     held_max: int = 0  # rounds held at once by the last merge (planned, first event read, last not yet)
 
     def spans(self) -> Iterator[tuple[int, Any, int, int]]:
         """(first position, originator id as stored, events, last position) per round to replay."""
         after = 0
-        while spans := self.log.round_spans(after, PLAN_PAGE_SIZE, self.start, self.stop):
+        while spans := self.log.round_spans(after, PLAN_PAGE_SIZE, self.start, self.stop, self.through):
             for first, key, events, last, touching in spans:
                 if self.stop is not None and first > self.stop:
                     return
@@ -123,6 +138,10 @@ class Plan:
             if len(spans) < PLAN_PAGE_SIZE:
                 return
             after = spans[-1][0]
+
+    def __post_init__(self) -> None:
+        if self.through is None:
+            self.through = self.log.head()
 
     def totals(self) -> tuple[int, int]:
         """(events, rounds) to replay: one more read of the plan (only to size a pool)."""
@@ -143,7 +162,7 @@ def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
     plan.held_max = 0
     chunk: list[Rows] = []
     chunk_events = 0
-    for rows in _pages(log, progress):
+    for rows in _pages(log, plan.through or 0, progress):
         for row in rows:
             while upcoming is not None and upcoming[0] <= row[0]:  # a planned round's first event
                 open_rounds[upcoming[1]] = (upcoming[3], [])
@@ -165,14 +184,25 @@ def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
         yield chunk
 
 
-def _pages(log: EventLog, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
+def stored_rounds(log: EventLog, through: int, chunk_events_max: int = CHUNK_EVENTS) -> Iterator[list[Rows]]:
+    """Every round stored at positions up to `through` (the high-water mark), its rows complete
+    (undecoded), in chunks of about `chunk_events_max` events, in the order the rounds complete:
+    only rounds in flight are held, so memory is flat in the rounds stored."""
+    return _completed_rounds(log, Plan(log, 1, None, through), chunk_events_max, None)
+
+
+def _pages(log: EventLog, through: int, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
+    """The stored rows at positions up to `through`, a page at a time."""
     position = 1
-    while rows := log.rows(position, PAGE_SIZE):
+    while position <= through:
+        rows = log.rows(position, min(PAGE_SIZE, through - position + 1))
+        if rows and rows[-1][0] > through:  # ids skipped by a rolled-back write: the page ran past the mark
+            rows = [row for row in rows if row[0] <= through]
+        if not rows:
+            return
         yield rows
         if progress is not None:
             progress(len(rows))
-        if len(rows) < PAGE_SIZE:
-            return
         position = rows[-1][0] + 1
 
 

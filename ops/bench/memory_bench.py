@@ -1,5 +1,6 @@
 """`python -m ops.bench.memory_bench [--db-kind sqlite|postgres]`: peak memory of
-`ledger ingest`, `ledger ingest --workers 2`, `ledger project` and `ledger audit replay`
+`ledger ingest`, `ledger ingest --workers 2`, `ledger project`, `ledger audit replay` and
+`ledger export dgoj`
 at a base size and at --scale times as many rounds.
 
 Each step runs as its own `ledger` process on a fresh store and its peak resident set
@@ -46,6 +47,13 @@ def steps(feed: Path, url: str) -> dict[str, list[str]]:
     }
 
 
+def export_steps(tmp: str, url: str) -> dict[str, int]:
+    """`ledger export dgoj` on the ingested store (every session, Teen Patti included; not
+    registered, so the store is left as the other steps found it)."""
+    return {"export_dgoj": peak_kib(["export", "dgoj", "--db", url, "--operator-id", "OP01", "--store-id", "ALM1",
+                                     "--out", str(Path(tmp) / "lote.xml"), "--teen-patti", "COM", "--no-register"])}
+
+
 def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:
     """Peak KiB of every step on one size (a fresh store per size)."""
     from ops.simulator import simulate
@@ -59,6 +67,7 @@ def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:
         with store(tmp, "a") as url:
             for name, args in steps(feed, url).items():
                 figures[name] = peak_kib(args)
+            figures.update(export_steps(tmp, url))
         with store(tmp, "b") as url:
             figures["ingest_workers_2_parent"] = peak_kib(["ingest", str(feed), "--db", url, "--workers", "2",
                                                            "--allow-refusals"])

@@ -215,8 +215,10 @@ def run_replay(args: argparse.Namespace) -> int:
     _check_range(args)
     log = EventLog.open(args.db)
     started = time.perf_counter()
-    with progress_bar("replaying", log.head(), args.quiet) as advance:
-        summary = replay_all(log, args.from_position or 1, args.to_position, advance, workers=args.workers)
+    head = log.head()  # the high-water mark: what a writer appends from now on is not read
+    with progress_bar("replaying", head, args.quiet) as advance:
+        summary = replay_all(log, args.from_position or 1, args.to_position, advance, workers=args.workers,
+                             through=head)
     elapsed = time.perf_counter() - started
     if args.json:
         print(json.dumps({**summary, "findings": [f.as_dict() for f in summary["findings"]],
@@ -226,17 +228,18 @@ def run_replay(args: argparse.Namespace) -> int:
             print(f"  {summary['labels'].get(f.position, '')} {f}")
         print(f"checked {summary['rounds']} rounds ({summary['events']} round events, "
               f"{summary['bets_checked']} settlement lines) in {elapsed:.2f}s with {summary['workers']} "
-              f"worker(s): "
+              f"worker(s), the store as of position {summary['through']}: "
               f"{len(summary['findings'])} finding(s)")
     return 1 if summary["findings"] else 0
 
 
 def replay_all(log: EventLog, start: int = 1, stop: int | None = None, progress: Any = None,
-               workers: int | None = None) -> dict[str, Any]:
+               workers: int | None = None, through: int | None = None) -> dict[str, Any]:
     """Recompute every round with an event in [start, stop]; counts and findings
-    (projections/replay_range.py). `workers` None: one process per core, fewer for small ranges."""
+    (projections/replay_range.py). `workers` None: one process per core, fewer for small ranges.
+    `through`: the high-water mark, the last position read (None: the head now)."""
     from projections.replay_range import replay_range
 
-    r = replay_range(log, start, stop, progress, workers)
+    r = replay_range(log, start, stop, progress, workers, through)
     return {"rounds": r.rounds, "events": r.events, "bets_checked": r.bets_checked, "findings": r.findings,
-            "labels": r.labels, "workers": r.workers}
+            "labels": r.labels, "workers": r.workers, "through": r.through}

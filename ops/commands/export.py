@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from domain.errors import Refusal
 from domain.money import format_minor
@@ -22,11 +22,10 @@ from projections.dgoj import (
     TEEN_PATTI_CHOICES,
     TEEN_PATTI_DEFAULT,
     ExportRules,
-    Session,
-    read_sessions,
 )
-from projections.dgoj_register import REGISTER, Plan, ensure, latest, plan, record
-from projections.dgoj_xml import ExportError, Header, fecha, render
+from projections.dgoj_register import ensure, record_rows
+from projections.dgoj_stream import SessionExport, Tally
+from projections.dgoj_xml import ExportError, Header, fecha, write_lote
 from projections.sql import Db
 
 DGOJ_DESCRIPTION = """\
@@ -105,80 +104,76 @@ def run_dgoj(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: datetime) -> int:
+    """Sessions streamed from the store to the file (projections/dgoj_stream.py: memory flat in
+    the rounds), validated in the file before it is renamed into place, then registered."""
     log = EventLog.open(args.db)
     db = Db.for_store(log.backend)
     try:
         if not args.no_register:
             ensure(db)
-        exported = latest(db) if db.table_exists(REGISTER.name) else {}
-        todo = plan(read_sessions(log, rules), rules, exported, args.since, args.until)
-        xml = render(todo.entries, header, now)
-        if args.xsd:
-            errors = validate(xml, Path(args.xsd))
+        with SessionExport(log, db, rules, fecha(now), header.lote_id, args.since, args.until) as export:
+            xsd = Path(args.xsd) if args.xsd else None
+            try:
+                errors = _write_atomically(Path(args.out), lambda f: write_lote(export.entries(), header, now, f),
+                                           lambda path: validate(path, xsd) if xsd else [])
+            except OSError as exc:
+                return _fail(f"cannot write {args.out}: {exc.strerror or exc}; nothing registered")
             if errors:
                 return _fail(f"the batch is not valid against {args.xsd} ({len(errors)} errors; nothing written): "
                              f"{errors[0]}")
-        try:
-            _write_atomically(Path(args.out), xml)
-        except OSError as exc:
-            return _fail(f"cannot write {args.out}: {exc.strerror or exc}; nothing registered")
-        if not args.no_register:
-            try:
-                record(db, todo.entries, fecha(now), header.lote_id)
-            except Exception as exc:  # the file is out: say so in one line, the next export resends
-                return _fail(f"{args.out} was written but the register could not record it ({exc}); "
-                             "the next export sends these records again")
+            if not args.no_register:
+                try:
+                    record_rows(db, export.register_pages())
+                except Exception as exc:  # the file is out: say so in one line, the next export resends
+                    return _fail(f"{args.out} was written but the register could not record it ({exc}); "
+                                 "the next export sends these records again")
+            info = summary(export.tally, args, header)
     finally:
         db.close()
         log.close()
-    _print_summary(summary(todo, args, header), args.json)
+    _print_summary(info, args.json)
     return 0
 
 
-def validate(xml: bytes, xsd: Path) -> list[str]:
-    """Every way the batch breaks the XSD (xmlschema), one line each; empty when valid."""
+def validate(xml: Path, xsd: Path) -> list[str]:
+    """Every way the batch in the file breaks the XSD (xmlschema, reading it lazily: memory
+    flat in its size), one line each; empty when valid."""
     import xmlschema
 
     schema = xmlschema.XMLSchema(str(xsd))
-    return [f"{e.reason} at {e.path}" for e in schema.iter_errors(io.BytesIO(xml))]
+    resource = xmlschema.XMLResource(str(xml), lazy=True)
+    return [f"{e.reason} at {e.path}" for e in schema.iter_errors(resource)]
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """The whole file or none: written beside the target (mode from the umask, as any
-    new file), then renamed over it."""
+def _write_atomically(path: Path, write: Callable[[BinaryIO], None],
+                      check: Callable[[Path], list[str]]) -> list[str]:
+    """The whole file or none: written beside the target (mode from the umask, as any new
+    file) by `write`, checked by `check` (its errors returned, the file removed), then
+    renamed over the target."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "xb") as f:
-            f.write(data)
+            write(f)
+        errors = check(tmp)
+        if errors:
+            tmp.unlink()
+            return errors
         os.replace(tmp, path)
+        return []
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def _money(sessions: list[Session]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for s in sessions:
-        for currency, (staked, refunded, won) in s.totals().items():
-            t = out.setdefault(currency, {"participacion_minor": 0, "devolucion_minor": 0, "premios_minor": 0})
-            t["participacion_minor"] += staked
-            t["devolucion_minor"] += refunded
-            t["premios_minor"] += won
-    return out
-
-
-def summary(todo: Plan, args: argparse.Namespace, header: Header) -> dict[str, Any]:
-    written = [e.session for e in todo.entries]
+def summary(tally: Tally, args: argparse.Namespace, header: Header) -> dict[str, Any]:
     return {
-        "out": args.out, "lote_id": header.lote_id, "records": len(todo.entries),
-        "new": sum(1 for e in todo.entries if e.rectifies is None),
-        "rectifications": sum(1 for e in todo.entries if e.rectifies is not None),
-        "unchanged": len(todo.unchanged),
-        "pending": {"sessions": len(todo.pending), "rounds_open": sum(1 for s in todo.pending for p in s.plays
-                                                                      if not p.closed)},
-        "omitted": {"rule": f"teen-patti={args.teen_patti}", "sessions": len(todo.omitted),
-                    "rounds": sum(len(s.plays) for s in todo.omitted), "money": _money(todo.omitted)},
-        "totals": _money(written), "validated_against": args.xsd, "registered": not args.no_register,
+        "out": args.out, "lote_id": header.lote_id, "records": tally.records, "new": tally.new,
+        "rectifications": tally.rectifications, "unchanged": tally.unchanged,
+        "pending": {"sessions": tally.pending_sessions, "rounds_open": tally.pending_rounds_open},
+        "omitted": {"rule": f"teen-patti={args.teen_patti}", "sessions": tally.omitted_sessions,
+                    "rounds": tally.omitted_rounds, "money": tally.omitted_money},
+        "totals": tally.totals, "validated_against": args.xsd, "registered": not args.no_register,
+        "through": tally.through,
     }
 
 
@@ -187,7 +182,8 @@ def _print_summary(info: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(info, indent=2))
         return
     print(f"wrote {info['out']}: batch {info['lote_id']}, {info['records']} records ({info['new']} new, "
-          f"{info['rectifications']} rectifications); {info['unchanged']} sessions already sent, unchanged")
+          f"{info['rectifications']} rectifications); {info['unchanged']} sessions already sent, unchanged; "
+          f"the store as of position {info['through']}")
     for currency, t in sorted(info["totals"].items()):
         print(f"  stakes {format_minor(t['participacion_minor'], currency)}, refunds "
               f"{format_minor(t['devolucion_minor'], currency)}, returned {format_minor(t['premios_minor'], currency)}")
