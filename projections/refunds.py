@@ -10,7 +10,7 @@ default); totals by cause and day are summed per asked zone (`refund_totals`).
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, tzinfo
 from typing import Any
 
 from ledger.records import Record, Voided
@@ -27,7 +27,6 @@ from projections.state import (
     gaming_day,
     iso,
     studio_utc_text,
-    utc_text,
 )
 
 REFUNDS = Table(
@@ -94,12 +93,6 @@ def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None
             for (d, c, cur), (n, a) in sorted(totals.items())]
 
 
-def _widened(bound: str | None, days: int) -> str | None:
-    if bound is None:
-        return None
-    return utc_text(datetime.fromisoformat(bound) + timedelta(days=days))
-
-
 def _within(day: str, day_from: str | None, day_to: str | None) -> bool:
     return (day_from is None or day >= day_from) and (day_to is None or day <= day_to)
 
@@ -108,8 +101,7 @@ def _between(day_from: str | None, day_to: str | None, zones: Zones) -> tuple[st
     """The studio-time bounds of the days asked for, a day wider on each side: a round at a
     configured table has its table's zone (every zone is within a day of the fallback's
     day); the exact days are then kept per row by `_within`."""
-    low, high = day_bounds(day_from, day_to, zones.fallback)
-    low, high = _widened(low, -1), _widened(high, 1)
+    low, high = day_bounds(day_from, day_to, zones.fallback, margin_days=1)
     clauses, params = [], []
     if low:
         clauses.append("studio_at >= ?")

@@ -178,13 +178,21 @@ def gaming_day(utc: str, zone: tzinfo) -> str:
     return datetime.fromisoformat(utc).astimezone(zone).date().isoformat()
 
 
-def day_bounds(day_from: str | None, day_to: str | None, zone: tzinfo) -> tuple[str | None, str | None]:
-    """[start of day_from, start of the day after day_to) in `zone`, as utc_text (None: open)."""
-    def start(d: date) -> str:
-        return utc_text(datetime.combine(d, time(), zone))
+def day_bounds(day_from: str | None, day_to: str | None, zone: tzinfo,
+               margin_days: int = 0) -> tuple[str | None, str | None]:
+    """[start of day_from, start of the day after day_to) in `zone`, `margin_days` wider on
+    each side, as utc_text. None: open, and also where a bound falls outside the years
+    1000-9999 (it overflows, or utc_text cannot write it to sort): the caller keeps the
+    exact days itself (a year-1 `--from` once ended in a 500 on /v1/refunds)."""
+    def start(day: str, days: int) -> str | None:
+        try:
+            moment = datetime.combine(date.fromisoformat(day) + timedelta(days=days), time(), zone).astimezone(UTC)
+        except OverflowError:
+            return None
+        return utc_text(moment) if moment.year >= 1000 else None
 
-    return (start(date.fromisoformat(day_from)) if day_from else None,
-            start(date.fromisoformat(day_to) + timedelta(days=1)) if day_to else None)
+    return (start(day_from, -margin_days) if day_from else None,
+            start(day_to, 1 + margin_days) if day_to else None)
 
 
 def iso(timestamp: datetime) -> str:

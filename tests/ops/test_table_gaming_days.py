@@ -117,3 +117,17 @@ def test_each_round_keeps_the_zone_it_was_played_under(moved_store: str, capsys:
     days = {(m.round, m.day) for m in movements if m.table_id == "TP-IN"}
     assert days == {("TP-IN#1", "2024-05-02"), ("TP-IN#2", "2024-05-02"),
                     ("TP-IN#3", "2024-05-01"), ("TP-IN#4", "2024-05-01")}
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago"])
+def test_refunds_over_every_representable_day_are_all_refunds(store: str, zone: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Bounds at the calendar's ends once ended in a 500 on /v1/refunds (a year-1 bound's text
+    could not be parsed back); now they are open bounds and the days asked are still kept."""
+    every = _json(capsys, "refunds", "--db", store, "--json", "--timezone", zone)
+    assert every["refunds"]
+    widest = _json(capsys, "refunds", "--db", store, "--json", "--timezone", zone,
+                   "--from", "0001-01-01", "--to", "9999-12-31")
+    assert (widest["refunds"], widest["totals"]) == (every["refunds"], every["totals"])
+    assert _json(capsys, "refunds", "--db", store, "--json", "--timezone", zone,
+                 "--from", "0001-01-01", "--to", "0999-12-31")["refunds"] == []

@@ -2,14 +2,14 @@
 strftime; the last server timestamp's text remembered): the same text for every instant."""
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.rounds import _studio_text_of, studio_instant, studio_text
-from projections.state import iso, quarter_hour, studio_quarter_hour, studio_utc, studio_utc_text, utc_text
+from projections.state import day_bounds, iso, quarter_hour, studio_quarter_hour, studio_utc, studio_utc_text, utc_text
 
 zones = st.one_of(st.just(UTC), st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m))))
 aware = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=zones)
@@ -65,3 +65,13 @@ def test_rounds_studio_text_is_studio_text_of_the_instant(text: str) -> None:
             _studio_text_of(text)
         return
     assert _studio_text_of(text) == expected
+
+
+@given(st.dates(), st.dates(), zones, st.integers(0, 2))
+def test_day_bounds_are_sortable_texts_or_open(first: date, last: date, zone: timezone, margin_days: int) -> None:
+    low, high = day_bounds(first.isoformat(), last.isoformat(), zone, margin_days)
+    for bound, day in ((low, first - timedelta(days=margin_days)), (high, last + timedelta(days=1 + margin_days))):
+        if bound is not None:  # the start of that day in the zone, as utc_text writes it, years 1000-9999 only
+            assert bound == utc_text(datetime.combine(day, datetime.min.time(), zone)) and bound[4] == "-"
+        elif 1001 <= day.year <= 9998:
+            raise AssertionError(f"{day} in {zone}: open bound for a writable day")
