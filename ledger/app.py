@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, cast, runtime_checkable
@@ -178,6 +178,10 @@ class LedgerApp(Application):
     # are. No deepcopy from the cache: a refused command never changes an aggregate
     # (checks come first), and a batch whose save fails evicts what it touched.
     env = {"AGGREGATE_CACHE_MAXSIZE": "5000", "DEEPCOPY_FROM_AGGREGATE_CACHE": "n"}
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(env)
+        self.shoes_in_use = ShoesInUse(int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0))
 
     def construct_mapper(self) -> Mapper[UUID]:
         """The library's mapper, with its per-event work done once per event class (ledger/eventstore.py)."""
@@ -398,6 +402,7 @@ class UnitOfWork:
     # The current command's aggregates in load order, with their pending-event counts when it began.
     marks: list[tuple[LedgerAggregate, int]] = field(default_factory=list)
     absent: set[UUID] = field(default_factory=set)  # ids known to have no events when the batch began
+    opened_shoes: dict[str, UUID] = field(default_factory=dict)  # table id -> shoe of its last round opened
     debug: bool = True  # bind command ids for log lines only when per-command lines are logged
     # The events' `timestamp`: the batch commits as one, so one reading of the clock serves it.
     recorded_at: datetime = field(default_factory=DomainEvent.create_timestamp)
@@ -499,14 +504,20 @@ class UnitOfWork:
             self.app.save(*touched, ledger_rows=self.rows, recordings=False)  # nothing reads the recordings
         cache = repository.cache
         if cache is not None:
+            opened = self.opened_shoes
             for aggregate in self.aggregates.values():
                 aggregate_id = aggregate.id
                 if isinstance(aggregate, Round) and aggregate.is_closed:
                     # Done with: a late command reads it from the store. Caching only live rounds
-                    # keeps ingest's memory flat however many rounds a feed holds.
+                    # (and each table's current shoe) keeps ingest's memory flat however many
+                    # rounds a feed holds.
                     _evict(cache, aggregate_id)
+                elif type(aggregate) is Shoe and opened.get(aggregate.table_id, aggregate_id) != aggregate_id:
+                    _evict(cache, aggregate_id)  # its table opened a round on another shoe after it
                 elif aggregate.version > 0:  # a new round whose command was refused stays unknown
                     cache.put(aggregate_id, aggregate)
+            for left in self.app.shoes_in_use.moved_on(opened):
+                _evict(cache, left)
 
     def evict(self) -> None:
         cache = self.app.repository.cache
@@ -640,6 +651,7 @@ class UnitOfWork:
             stamp, rules, table_id=cmd.table_id, round_no=cmd.round_no, currency=cmd.currency, shoe_id=cmd.shoe_id,
             dealer_id=cmd.dealer_id, round_in_shoe=round_in_shoe, table=applied,
         )
+        self.opened_shoes[cmd.table_id] = shoe.id
 
     def _configure_table(self, cmd: ConfigureTable, stamp: Stamp) -> None:
         found = self.load(table_id_for(cmd.table_id))
@@ -713,6 +725,30 @@ def settings_of(cmd: ConfigureTable) -> TableSettings:
 def _bad_limit(cmd: ConfigureTable, bet_type: str) -> BetLimit:
     raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
                   f"table {cmd.table_id}: the {bet_type} limit has its minimum above its maximum")
+
+
+class ShoesInUse:
+    """The shoe each table deals from: the shoe of its latest round opened. A shoe its
+    table has moved on from leaves the aggregate cache (a late round on it reads it from
+    the store): Teen Patti opens a shoe a round and a blackjack shoe lasts some 25
+    rounds, so old shoes kept in the cache grew ingest's memory with the rounds (issue 9).
+    At most `tables_max` tables are followed (the longest unseen go first)."""
+
+    def __init__(self, tables_max: int) -> None:
+        self.tables_max = tables_max
+        self.by_table: dict[str, UUID] = {}
+
+    def moved_on(self, opened: Mapping[str, UUID]) -> list[UUID]:
+        """Note a committed batch's latest shoe per table; the shoes left behind."""
+        left, by_table = [], self.by_table
+        for table_id, shoe in opened.items():
+            before = by_table.pop(table_id, None)  # re-inserted: the dict's order is last seen
+            if before is not None and before != shoe:
+                left.append(before)
+            by_table[table_id] = shoe
+        while len(by_table) > self.tables_max:
+            del by_table[next(iter(by_table))]
+        return left
 
 
 def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:

@@ -1,13 +1,14 @@
-"""`python -m ops.bench.memory_bench [--db-kind sqlite|postgres]`: peak memory of
-`ledger ingest`, `ledger ingest --workers 2`, `ledger project`, `ledger audit replay` and
-`ledger export dgoj`
-at a base size and at --scale times as many rounds.
+"""`python -m ops.bench.memory_bench [--scale 10,20,40,80] [--db-kind sqlite|postgres]`: peak
+memory of `ledger ingest`, `ledger ingest --workers 2`, `ledger project`, `ledger audit
+replay` and `ledger export dgoj` at a base size and at each --scale times as many rounds.
 
-Each step runs as its own `ledger` process on a fresh store and its peak resident set
-(ru_maxrss of that process, not of its workers) is read when it exits, so one step's
-memory never counts in another's. Memory should stay flat in the number of rounds: the
-report gives each step's peak at both sizes and their ratio. A benchmark, not a test:
-figures vary with the machine; quote several runs.
+Each step runs as its own `ledger` process on a fresh store and its peak resident set is
+read when it exits, so one step's memory never counts in another's: the process's own
+(ru_maxrss of RUSAGE_SELF, written by the process as it exits) and, for `--workers 2`,
+also the largest of its workers (what wait4 reports: the process and the children it
+waited for). Memory should stay flat in the number of rounds: the report gives each
+step's peak at every size and its ratio to the base. A benchmark, not a test: figures
+vary with the machine; quote several runs.
 """
 from __future__ import annotations
 
@@ -26,17 +27,30 @@ ROOT = Path(__file__).resolve().parents[2]
 PG_BASE_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def peak_kib(args: list[str]) -> int:
-    """Run `ledger ARGS` in a fresh process; its peak resident set in KiB (Linux ru_maxrss)."""
+# Runs the CLI and, however it exits, writes this process's own peak (KiB) to the file named by argv[1].
+_SELF_PEAK = (
+    "import resource, runpy, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "try:\n"
+    "    runpy.run_module('ops.cli', run_name='__main__', alter_sys=True)\n"
+    "finally:\n"
+    "    open(out, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+)
+
+
+def peak_kib(args: list[str]) -> tuple[int, int]:
+    """Run `ledger ARGS` in a fresh process: (its own peak resident set, the largest of it and
+    the children it waited for), in KiB (Linux ru_maxrss)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "ops.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode not in (0, 1):  # 1: refusals or findings, still a full run
-        raise SystemExit(f"ledger {' '.join(args[:2])} failed ({proc.returncode}): {err[-800:]}")
-    return int(usage.ru_maxrss)
+    with tempfile.NamedTemporaryFile("r", suffix=".kib") as own:
+        proc = subprocess.Popen([sys.executable, "-c", _SELF_PEAK, own.name, *args], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.returncode not in (0, 1):  # 1: refusals or findings, still a full run
+            raise SystemExit(f"ledger {' '.join(args[:2])} failed ({proc.returncode}): {err[-800:]}")
+        return int(own.read()), int(usage.ru_maxrss)
 
 
 def steps(feed: Path, url: str) -> dict[str, list[str]]:
@@ -51,7 +65,7 @@ def export_steps(tmp: str, url: str) -> dict[str, int]:
     """`ledger export dgoj` on the ingested store (every session, Teen Patti included; not
     registered, so the store is left as the other steps found it)."""
     return {"export_dgoj": peak_kib(["export", "dgoj", "--db", url, "--operator-id", "OP01", "--store-id", "ALM1",
-                                     "--out", str(Path(tmp) / "lote.xml"), "--teen-patti", "COM", "--no-register"])}
+                                     "--out", str(Path(tmp) / "lote.xml"), "--teen-patti", "COM", "--no-register"])[0]}
 
 
 def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:
@@ -66,11 +80,11 @@ def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:
         figures: dict[str, int] = {}
         with store(tmp, "a") as url:
             for name, args in steps(feed, url).items():
-                figures[name] = peak_kib(args)
+                figures[name] = peak_kib(args)[0]
             figures.update(export_steps(tmp, url))
         with store(tmp, "b") as url:
-            figures["ingest_workers_2_parent"] = peak_kib(["ingest", str(feed), "--db", url, "--workers", "2",
-                                                           "--allow-refusals"])
+            parent, largest = peak_kib(["ingest", str(feed), "--db", url, "--workers", "2", "--allow-refusals"])
+            figures["ingest_workers_2_parent"], figures["ingest_workers_2_largest"] = parent, largest
     return figures
 
 
@@ -112,27 +126,30 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=100, help="rounds per table at the base size (default 100)")
-    parser.add_argument("--scale", type=int, default=10, help="the large size is this many times the rounds")
+    parser.add_argument("--scale", default="10", help="the larger sizes, times the base's rounds: 10 or 10,20,40,80")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--db-kind", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    scales = [1, *(int(x) for x in args.scale.split(","))]
     store = SqliteStore if args.db_kind == "sqlite" else PostgresStore
-    small = measure(args.tables, args.rounds, args.seed, store)
-    large = measure(args.tables, args.rounds * args.scale, args.seed, store)
+    sizes = [measure(args.tables, args.rounds * k, args.seed, store) for k in scales]
     report = {
-        "store": args.db_kind, "tables": args.tables, "rounds": [args.rounds, args.rounds * args.scale],
-        "ru_maxrss_of": "the step's own process (KiB on Linux)", "self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "steps": {name: {"base_kib": small[name], "scaled_kib": large[name], "ratio": round(large[name] / small[name], 2)}
-                  for name in small},
+        "store": args.db_kind, "tables": args.tables, "rounds": [args.rounds * k for k in scales],
+        "ru_maxrss_of": "the step's own process; *_largest: it or a worker (KiB on Linux)",
+        "self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "steps": {name: {"kib": [size[name] for size in sizes],
+                         "ratio": [round(size[name] / sizes[0][name], 2) for size in sizes[1:]]}
+                  for name in sizes[0]},
     }
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"peak resident memory, {args.db_kind}, {args.tables} tables x {args.rounds} rounds vs "
-              f"x {args.rounds * args.scale} rounds:")
+        print(f"peak resident memory, {args.db_kind}, {args.tables} tables x "
+              + " / ".join(str(r) for r in report["rounds"]) + " rounds (MiB; ratio to the first):")
         for name, row in report["steps"].items():
-            print(f"  {name:<24} {row['base_kib'] / 1024:8.1f} MiB  {row['scaled_kib'] / 1024:8.1f} MiB  x{row['ratio']}")
+            mib = " / ".join(f"{k / 1024:.1f}" for k in row["kib"])
+            print(f"  {name:<24} {mib}  x" + " / x".join(str(r) for r in row["ratio"]))
     return 0
 
 
