@@ -287,16 +287,20 @@ class EventLog:
                                            len(ROUND_TOPIC_PREFIX), ROUND_TOPIC_PREFIX, limit))
                 spans: list[RoundSpan] = cursor.fetchall()
                 return spans
+        # The bound as FILTERs, not in the WHERE: there it let the planner read each round's
+        # events by the notification id index, every event up to the mark per round (audit
+        # replay on PostgreSQL fell from 63% to 24% of raw); by the originator id, a round's own.
         pg = SQL("SELECT f.notification_id, f.originator_id::text, s.n, s.last, s.touching "
-                 "FROM {schema}.{table} f CROSS JOIN LATERAL (SELECT count(*), max(e.notification_id), "
+                 "FROM {schema}.{table} f CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE e.notification_id <= %s), "
+                 "max(e.notification_id) FILTER (WHERE e.notification_id <= %s), "
                  "count(*) FILTER (WHERE e.notification_id BETWEEN %s AND %s) "
-                 "FROM {schema}.{table} e WHERE e.originator_id = f.originator_id AND e.notification_id <= %s) "
+                 "FROM {schema}.{table} e WHERE e.originator_id = f.originator_id) "
                  "s(n, last, touching) "
                  "WHERE f.notification_id > %s AND f.notification_id <= %s AND f.originator_version = %s "
                  "AND left(f.topic, %s) = %s ORDER BY f.notification_id LIMIT %s").format(
             schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
         with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
-            curs.execute(pg, (start, high, last, after, last, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX),
+            curs.execute(pg, (last, last, start, high, after, last, ROUND_VERSION_FIRST, len(ROUND_TOPIC_PREFIX),
                               ROUND_TOPIC_PREFIX, limit), prepare=True)
             spans = curs.fetchall()
         return spans
