@@ -309,10 +309,7 @@ class LedgerApp(Application):
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
-        if unit.debug:
-            for result in results:
-                ledger_logging.log_result(result)
-        return results
+        return _logged(unit, results)
 
     def _apply_assuming_new(self, parsed: Sequence[Command | Refusal], raws: Sequence[Raw]) -> list[Result] | None:
         """`run_batch` with no command id known and no aggregate to look for; None when the
@@ -329,10 +326,7 @@ class LedgerApp(Application):
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
-        if unit.debug:
-            for result in results:
-                ledger_logging.log_result(result)
-        return results
+        return _logged(unit, results)
 
     def _wanted(self, parsed: Sequence[Command | Refusal]) -> list[UUID]:
         """Rounds and shoes this batch may touch that are not cached: which of them are
@@ -763,3 +757,11 @@ def _as(kind: type[A], found: object) -> A:
     if not isinstance(found, kind):
         raise InvariantBroken(f"aggregate {found!r} is a {type(found).__name__}, not a {kind.__name__}")
     return found
+
+
+def _logged(unit: UnitOfWork, results: list[Result]) -> list[Result]:
+    """The batch's results, each logged first when debug logging is on."""
+    if unit.debug:
+        for result in results:
+            ledger_logging.log_result(result)
+    return results
