@@ -48,7 +48,7 @@ async def patiently(request: Callable[[], Awaitable[T]], attempts: int = CONTROL
     for _ in range(attempts - 1):
         try:
             return await request()
-        except nats.errors.TimeoutError:
+        except TimeoutError:  # nats' own and the bare one its fetch raises (see Consumer._fetch)
             continue
     return await request()
 
@@ -141,9 +141,8 @@ class Consumer:
             sub = await patiently(lambda: js.pull_subscribe(f"{self.prefix}.feed.>", durable=self.durable,
                                                             stream=self.stream, config=config))
             while not self.stop.is_set():
-                try:
-                    msgs = await sub.fetch(self.batch, timeout=fetch_timeout_s)
-                except nats.errors.TimeoutError:
+                msgs = await self._fetch(sub, fetch_timeout_s)
+                if msgs is None:
                     if idle_exit and await self._drained(sub):
                         break
                     continue
@@ -152,10 +151,20 @@ class Consumer:
             await nc.close()
         return self.stats
 
+    async def _fetch(self, sub: Any, timeout_s: float) -> list[Any] | None:
+        """The next messages, None when none came in time. nats-py raises its own TimeoutError,
+        or a bare asyncio one when its deadline runs out between its two pull requests (seen
+        under load: it ended `ledger consume` with service_timeout); both are builtin TimeoutErrors."""
+        try:
+            msgs: list[Any] = await sub.fetch(self.batch, timeout=timeout_s)
+        except TimeoutError:
+            return None
+        return msgs
+
     async def _drained(self, sub: Any) -> bool:
         try:
             info = await sub.consumer_info()
-        except nats.errors.TimeoutError:  # no answer yet: not known to be drained, fetch again
+        except TimeoutError:  # no answer yet: not known to be drained, fetch again
             return False
         return bool(info.num_pending == 0 and info.num_ack_pending == 0)
 
@@ -174,7 +183,7 @@ class Consumer:
         await msgs[-1].ack()  # AckAll: the whole batch, only now that it is committed
         try:
             await nc.flush()
-        except nats.errors.TimeoutError:  # the ack may be lost: the batch comes again, as duplicates
+        except TimeoutError:  # the ack may be lost: the batch comes again, as duplicates
             pass
         self.stats.batches += 1
         self.stats.commands += len(mine)
