@@ -176,13 +176,17 @@ class SessionExport:
 
     def __enter__(self) -> SessionExport:
         self._dir = tempfile.TemporaryDirectory(prefix="ledger-dgoj-")
-        self._spill = Spill(self._dir.name)
-        self.spill.conn.execute("CREATE TABLE register (sesion_id PRIMARY KEY, registro_id, seq, fecha, content)")
-        self.spill.conn.execute(f"CREATE TABLE written ({', '.join(REGISTER.column_names)})")
-        self._copy_register()
-        self.tally.through = self.log.head()
-        self._spill_plays(self.tally.through)
-        self.spill.group(self.rules.session_gap)
+        try:  # a failed first pass (store error, Ctrl-C) never reaches __exit__: clean up here
+            self._spill = Spill(self._dir.name)
+            self.spill.conn.execute("CREATE TABLE register (sesion_id PRIMARY KEY, registro_id, seq, fecha, content)")
+            self.spill.conn.execute(f"CREATE TABLE written ({', '.join(REGISTER.column_names)})")
+            self._copy_register()
+            self.tally.through = self.log.head()
+            self._spill_plays(self.tally.through)
+            self.spill.group(self.rules.session_gap)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

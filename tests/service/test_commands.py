@@ -67,3 +67,17 @@ def test_a_scoped_key_gets_table_not_allowed_per_command(client, keys, store_url
             assert result["command_id"] == json.loads(line)["command_id"]
     rejected = client.get("/v1/rejections", headers=auth(keys["backoffice"])).json()
     assert rejected == []  # a scope refusal records nothing
+
+
+def test_a_lone_surrogate_in_a_refused_command_is_answered_not_a_500(client, store_url):
+    """A scoped key's refusal echoes the table id; orjson cannot write a lone surrogate, so
+    the answer once became a 500 after the batch's other commands had been committed."""
+    from tests.service.conftest import make_keys
+
+    key = make_keys(store_url, only_t1=["T1"])["only_t1"]
+    body = b'{"table_id": "\\ud800", "command_id": "c\\ud800"}\n' + feed(tables=1, rounds=1, fault_rate=0)[0]
+    r = client.post("/v1/commands", content=body, headers={**auth(key), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    first = r.json()[0]
+    assert (first["status"], first["code"], first["command_id"]) == ("refused", "table_not_allowed", "c\\ud800")
+    assert "\\ud800" in first["message"]
