@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -67,7 +68,8 @@ class Projector:
     """Runs `views` over the store's events (`log`) into tables of the same database."""
 
     def __init__(self, log: EventLog, views: Sequence[View] = ALL_VIEWS, *, db: Db | None = None,
-                 page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool | None = None) -> None:
+                 page_size: int = PAGE_SIZE_DEFAULT, write_behind: bool | None = None,
+                 gc_off_per_run: bool = True) -> None:
         require(1 <= page_size <= PAGE_SIZE_MAX, f"page size {page_size} outside 1..{PAGE_SIZE_MAX}")
         self._freezing = True  # catch_up freezes the long-lived cache unless its caller froze objects
         names = [v.name for v in views]
@@ -86,6 +88,10 @@ class Projector:
         # PostgreSQL, where the write waits on the network; on SQLite the write is mostly
         # Python, and the two threads measured slower than one (they contend for the GIL).
         self.write_behind = self.db.dialect == "postgres" if write_behind is None else write_behind
+        # The cyclic collector off from the first page to the last (`catch_up`). gc.disable is
+        # process-wide: a server's catch-up on a read turns it off per page only, so its other
+        # threads (event loop, writer) are not left without collection for a long backlog.
+        self.gc_off_per_run = gc_off_per_run
         self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
         self._dispatch: dict[RecordType, list[View]] = {}  # record type -> views folded event by event
         for view in self.views:
@@ -166,7 +172,7 @@ class Projector:
                 # rows hold no cycles (refcounting frees them), and each collection re-walked
                 # every row of the page in flight (~1 ms, several a page); what survives a page
                 # is frozen after it (`_finish`).
-                with no_cyclic_gc():
+                with no_cyclic_gc() if self.gc_off_per_run else nullcontext():
                     self._catch_up(result, head, progress, max_pages, after_commit)
             except Unfoldable as damage:
                 result.finding = str(damage)

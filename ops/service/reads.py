@@ -50,7 +50,7 @@ def views(request: Request) -> Iterator[Any]:
     from projections.runner import Projector
 
     with request.app.state.views_lock:
-        projector = Projector(request.app.state.reader)
+        projector = Projector(request.app.state.reader, gc_off_per_run=False)  # the collector is the process's
         try:
             projector.catch_up()
             yield projector.db

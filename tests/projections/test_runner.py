@@ -311,3 +311,20 @@ def test_no_cyclic_collection_runs_while_pages_are_folded_and_written(app, write
     finally:
         gc.enable()
         p.close()
+
+
+@pytest.mark.parametrize("gc_off_per_run", [True, False])
+def test_a_service_catch_up_leaves_the_collector_on_between_pages(app, gc_off_per_run: bool) -> None:
+    """gc.disable is process-wide: `ledger serve`'s reads (gc_off_per_run=False) keep the
+    collector on between pages for the event loop and the writer; a batch catch-up keeps it off."""
+    import gc
+
+    events = random_history(seed=31, rounds=40)
+    store(app, events)
+    p = Projector(EventLog(app), page_size=50, gc_off_per_run=gc_off_per_run)
+    seen: list[bool] = []
+    p.catch_up(after_commit=lambda _: seen.append(gc.isenabled()))
+    assert len(seen) > 5 and set(seen) == {not gc_off_per_run}
+    assert gc.isenabled()
+    assert as_dicts(p) == memory_snapshot(events)
+    p.close()
