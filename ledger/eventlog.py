@@ -226,16 +226,9 @@ class EventLog:
         require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
         return self._select_rows(start, limit)
 
-    def row_keys(self, start: int, limit: int) -> list[tuple[int, Any, str]]:
-        """(position, originator id, topic) of the stored rows from `start`, at most `limit`, as
-        `rows` gives them, without the states: what grouping events by aggregate needs."""
-        require(start >= 1, f"positions start at 1, got {start}")
-        require(1 <= limit <= PAGE_SIZE_MAX, f"page size {limit} outside 1..{PAGE_SIZE_MAX}")
-        return self._select_rows(start, limit, keys_only=True)  # type: ignore[return-value]
-
-    def _sqlite_rows(self, start: int, limit: int, keys_only: bool = False) -> list[Row]:
+    def _sqlite_rows(self, start: int, limit: int) -> list[Row]:
         recorder = self._recorder
-        columns = "rowid, originator_id, topic" if keys_only else "rowid, originator_id, originator_version, topic, state"
+        columns = "rowid, originator_id, originator_version, topic, state"
         statement = f"SELECT {columns} FROM {recorder.events_table_name} WHERE rowid>=? ORDER BY rowid LIMIT ?"
         with recorder.datastore.transaction(commit=False) as c:
             cursor = c.sqlite_cursor  # the library's wrapper's sqlite3 cursor
@@ -244,17 +237,16 @@ class EventLog:
             rows: list[Row] = cursor.fetchall()
             return rows
 
-    def _postgres_rows(self, start: int, limit: int, keys_only: bool = False) -> list[Row]:
+    def _postgres_rows(self, start: int, limit: int) -> list[Row]:
         recorder = self._recorder
-        columns = "notification_id, originator_id::text, topic" if keys_only else \
-            "notification_id, originator_id::text, originator_version, topic, state"
+        columns = "notification_id, originator_id::text, originator_version, topic, state"
         statement = SQL("SELECT " + columns + " "
                         "FROM {schema}.{table} WHERE notification_id>=%s ORDER BY notification_id LIMIT %s").format(
             schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
         with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
             curs.execute(statement, (start, limit), prepare=True)
             rows: list[Row] = curs.fetchall()
-        if rows and not keys_only and type(rows[0][4]) is not bytes:  # a bytea loader may give memoryviews
+        if rows and type(rows[0][4]) is not bytes:  # a bytea loader may give memoryviews
             rows = [(p, i, v, t, bytes(state)) for p, i, v, t, state in rows]
         return rows
 

@@ -263,8 +263,6 @@ _COMMAND_ARRAYS = [TextArray] * len(COMMAND_COLUMNS)
 
 def _columns(rows: Sequence[Sequence[Any]], kinds: Sequence[type[EncodedArray]]) -> list[EncodedArray]:
     """Rows as one binary array per column (unnest's arguments)."""
-    if not rows:
-        return [_EMPTY_ARRAYS[kind] for kind in kinds]
     return [encode_array(kind, [row[i] for row in rows]) for i, kind in enumerate(kinds)]
 
 
@@ -400,8 +398,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                   encode_array(Int8Array, [e.originator_version for e in stored_events]),
                   encode_array(TextArray, [e.topic for e in stored_events]),
                   encode_array(ByteaArray, [e.state for e in stored_events]),
-                  encode_array(TextArray, [_bytes(s).decode() for s in (*self.lock_table_statements,
-                                                                         self.notify_statement)])]
+                  self._before_events()]
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             try:
                 self._run_write(curs, params)
@@ -412,6 +409,17 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             if not stored_events:
                 return None
             return sorted(row["notification_id"] for row in curs.fetchall())
+
+    def _before_events(self) -> EncodedArray:
+        """The library's lock statements and NOTIFY as the write function's text array: the same
+        for the recorder's life, encoded on first use (a test's recorder empties the lock after
+        __init__)."""
+        if self._before_events_array is None:
+            self._before_events_array = encode_array(
+                TextArray, [_bytes(s).decode() for s in (*self.lock_table_statements, self.notify_statement)])
+        return self._before_events_array
+
+    _before_events_array: EncodedArray | None = None
 
     def _run_write(self, curs: Cursor[DictRow], params: list[EncodedArray]) -> None:
         """Call the write function (the tests wrap this in a transaction to hold it open)."""

@@ -48,10 +48,6 @@ CLOSE_EVENTS: frozenset[type] = frozenset({Settled, Voided})
 PLAYER_PREFIX = "player:"
 
 
-def account_row(rows: Rows, account: str, currency: str) -> dict[str, Any] | None:
-    return rows.get(BALANCES.name, (account, currency))
-
-
 def fold(rows: Rows, ev: Record) -> list[Change]:
     postings = postings_of(ev)
     event_type = type(ev)

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from domain.errors import require
 from projections.dgoj import ExportRules, Session
 from projections.sql import Db, Table
 
@@ -112,13 +111,6 @@ def place(s: Session, rules: ExportRules, before: dict[str, object] | None,
     seq = int(str(before["seq"])) + 1
     rectifies = (str(before["registro_id"]), str(before["fecha"]))
     return "entries", Entry(s, game_type, registro_id(s.session_id, seq), seq, rectifies)
-
-
-def record(db: Db, entries: list[Entry], fecha: str, lote_id: str) -> None:
-    """Note the written records, all or none; a RegistroId already there is refused
-    (a plain INSERT: the register is never rewritten)."""
-    require(len(fecha) == 14 and fecha.isdigit(), f"bad Fecha {fecha!r}")
-    record_rows(db, [[register_row(e, fecha, lote_id) for e in entries]])
 
 
 def register_row(e: Entry, fecha: str, lote_id: str) -> tuple[object, ...]:

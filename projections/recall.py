@@ -169,11 +169,8 @@ def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str
     player's account are taken out of the balance, which already includes them)."""
     account = PLAYER_PREFIX + player_id
     currency = info["currency"]
-    balance_row = rows.get(_BALANCES, (account, currency))
-    balance = balance_row["balance_minor"] if balance_row else 0
-    for leg_account, amount_minor in postings:  # their sum is checked by the balances view
-        if leg_account == account:
-            balance -= amount_minor
+    # their sum is checked by the balances view
+    balance = _balance(rows, player_id, currency) - sum(a for leg, a in postings if leg == account)
     return {
         "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
@@ -190,19 +187,10 @@ def _balance(rows: Rows, player_id: str, currency: str) -> int:
     return row["balance_minor"] if row else 0
 
 
-def _players_touched(ev: Record) -> list[str]:
-    match ev:
-        case BetPlaced():
-            return [ev.player_id]
-        case DecisionTaken() | FollowDecided():
-            return [m.player_id for m in ev.stake_moves]
-        case Settled():
-            return [r.player_id for r in ev.results]
-        case Voided():
-            return [r.player_id for r in ev.refunds]
-        case SettlementReversed():
-            return [p.account[len(PLAYER_PREFIX):] for p in ev.postings if p.account.startswith(PLAYER_PREFIX)]
-    return []
+def _reversed_players(ev: SettlementReversed) -> list[str]:
+    """The players a reversal touches, unique, in first-seen order (its postings name them)."""
+    return list(dict.fromkeys(p.account[len(PLAYER_PREFIX):] for p in ev.postings
+                              if p.account.startswith(PLAYER_PREFIX)))
 
 
 def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
@@ -255,7 +243,7 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
     changes: list[Change] = []
     by_player = _lines_by_player(ev)
     # Unique, in first-seen order: the players with lines (a reversal has none: its postings name them).
-    players = list(by_player) if type(ev) is not SettlementReversed else list(dict.fromkeys(_players_touched(ev)))
+    players = list(by_player) if type(ev) is not SettlementReversed else _reversed_players(ev)
     if not players:
         return changes
     for player_id in players:

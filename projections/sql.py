@@ -53,7 +53,6 @@ class Table:
     def json_columns(self) -> tuple[str, ...]:
         return tuple(c for c, t in self.columns if t == "json")
 
-
 _SQL_TYPES = {"int": "BIGINT", "text": "TEXT", "json": "TEXT"}
 _PG_ARRAY_TYPES = {"int": "bigint[]", "text": "text[]", "json": "text[]"}  # binary arrays for unnest upserts
 _PG_ARRAY_KINDS: dict[str, type[EncodedArray]] = {"int": Int8Array, "text": TextArray, "json": TextArray}
@@ -67,7 +66,8 @@ class Db:
         self.conn = conn
         self.dialect = dialect
         self.schema = schema
-        self._upserts: dict[tuple[str, int], str] = {}  # (table name, rows) -> upsert statement for this dialect
+        self._upserts: dict[tuple[str, int], str] = {}  # SQLite: (table name, rows) -> multi-row upsert
+        self._unnests: dict[str, tuple[str, tuple[type[EncodedArray], ...]]] = {}  # PostgreSQL: the upsert, its arrays
 
     # ------------------------------------------------------------- opening
     @classmethod
@@ -126,12 +126,13 @@ class Db:
         if self.dialect == "sqlite":
             self._sqlite_upsert(table, rows)
             return
-        text = self._upserts.get((table.name, 0))
-        if text is None:
-            text = self._upserts[table.name, 0] = upsert_unnest_sql(table)
+        unnest = self._unnests.get(table.name)
+        if unnest is None:
+            kinds = tuple(_PG_ARRAY_KINDS[t] for _, t in table.columns)
+            unnest = self._unnests[table.name] = (upsert_unnest_sql(table), kinds)
         # The arrays encoded by the live writer's encoder (ledger/persistence.py): psycopg's
         # own list dumper, in Python, took about a quarter of a PostgreSQL catch-up's CPU.
-        kinds = [_PG_ARRAY_KINDS[t] for _, t in table.columns]
+        text, kinds = unnest
         self.conn.execute(text, [encode_array(kind, column) for kind, column in zip(kinds, zip(*rows))])
 
     def _sqlite_upsert(self, table: Table, rows: Sequence[Sequence[Any]]) -> None:
