@@ -57,14 +57,9 @@ def role(*allowed: str) -> Callable[..., Awaitable[ApiKey]]:
 
     async def check(request: Request,
                     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
-        return await key_of(request, creds, allowed)
+        return await checked_key(request.app.state.keys, creds.credentials if creds is not None else None, allowed)
 
     return check
-
-
-async def key_of(request: Request, creds: HTTPAuthorizationCredentials | None, allowed: tuple[str, ...]) -> ApiKey:
-    """The caller's key, which must have one of `allowed` roles (401 without a valid key, 403 else)."""
-    return await checked_key(request.app.state.keys, creds.credentials if creds is not None else None, allowed)
 
 
 async def checked_key(keys: Keys, credentials: str | None, allowed: tuple[str, ...]) -> ApiKey:
@@ -92,13 +87,6 @@ def bearer_credentials(authorization: str | None) -> str | None:
     scheme, _, credentials = authorization.partition(" ")
     credentials = credentials.strip()
     return credentials if scheme and credentials and scheme.lower() == "bearer" else None
-
-
-async def writer_key(request: Request) -> ApiKey:
-    """What the `Writer` dependency gives, called directly: the hot route (POST /v1/commands)
-    skips FastAPI's dependency solving, a quarter of its CPU per request."""
-    return await checked_key(request.app.state.keys, bearer_credentials(request.headers.get("authorization")),
-                             ROLE_WRITE)
 
 
 Writer = Annotated[ApiKey, Depends(role(*ROLE_WRITE))]
