@@ -281,11 +281,8 @@ class LedgerApp(Application):
         fails that write whole; the batch is then run again the usual way. Same results."""
         parsed = [self._parse(raw) for raw in raws]
         wanted = self._wanted(parsed)
-        if assume_new and not wanted:
-            results = self._apply_assuming_new(parsed, raws)
-            if results is not None:
-                return results
-        ids = [p.command_id for p in parsed if not isinstance(p, Refusal)]
+        fast = assume_new and not wanted  # no lookup; a failed write runs the batch again the usual way
+        ids = [] if fast else [p.command_id for p in parsed if not isinstance(p, Refusal)]
         # The batch's two reads (command ids seen before; which new aggregates exist) in one round trip.
         known, existing = self.ledger_recorder().lookup(ids, wanted) if ids or wanted else ({}, set())
         unit = UnitOfWork(self, known)
@@ -296,33 +293,20 @@ class LedgerApp(Application):
             unit.save()
         except RecordConflictError:
             unit.evict()
+            if fast:  # a command id already stored (a retry), or another writer
+                return self.run_batch(raws)
             if len(raws) == 1:
                 return [self._conflict(parsed[0])]
             # Someone else wrote in between: rerun one command at a time on fresh state.
             return [r for raw in raws for r in self.run_batch([raw])]
         except UNSTORABLE as err:
             unit.evict()
+            if fast:
+                return self.run_batch(raws)
             if len(raws) == 1:
                 return [self._unstorable(raws[0], err)]
             # One command the store cannot hold must not cost the batch: find it alone.
             return [r for raw in raws for r in self.run_batch([raw])]
-        except BaseException:
-            unit.evict()  # never leave half-applied aggregates in the cache
-            raise
-        return _logged(unit, results)
-
-    def _apply_assuming_new(self, parsed: Sequence[Command | Refusal], raws: Sequence[Raw]) -> list[Result] | None:
-        """`run_batch` with no command id known and no aggregate to look for; None when the
-        write failed (an id already stored, another writer, a value the store cannot hold):
-        nothing was recorded and the touched aggregates are evicted."""
-        unit = UnitOfWork(self, {})
-        try:
-            unit.debug = ledger_logging.debug_enabled()
-            results = [unit.apply(p, raw) for p, raw in zip(parsed, raws)]
-            unit.save()
-        except (RecordConflictError, *UNSTORABLE):
-            unit.evict()
-            return None
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
