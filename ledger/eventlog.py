@@ -128,6 +128,7 @@ class EventLog:
         datastore = getattr(app.recorder, "datastore", None)
         self._uuid_ids = getattr(datastore, "originator_id_type", "uuid") == "uuid"
         self._select_rows = self._sqlite_rows if self.backend.kind == SQLITE else self._postgres_rows
+        self.events_table: str = self._recorder.events_table_name  # for tools that write the same rows raw
 
     @classmethod
     def open(cls, url: str | None = None, *, ledger_required: bool = True) -> EventLog:

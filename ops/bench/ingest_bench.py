@@ -46,6 +46,7 @@ from typing import Any
 from uuid import UUID
 
 from ledger.app import BATCH_SIZE_DEFAULT, Result
+from ledger.eventlog import EventLog
 from ledger.persistence import COMMAND_COLUMNS, COMMANDS_TABLE, REJECTION_COLUMNS, REJECTION_TYPES, REJECTIONS_TABLE
 from ledger.shards import default_workers
 from ledger.store import env_for, open_app
@@ -147,7 +148,7 @@ class Tables:
 def _tables(url: str) -> Tables:
     """The ledger's tables in this store, created (when new) by the ledger's own recorder."""
     app = open_app(url)
-    name: str = app.recorder.events_table_name  # type: ignore[attr-defined]
+    name = EventLog(app).events_table
     app.close()
     env = env_for(url)
     if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
@@ -180,7 +181,8 @@ def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int,
 def _stored_rows(app: Any) -> list[Row]:
     rows: list[Row] = []
     start = 1
-    while notes := app.recorder.select_notifications(start, 5000):
+    log = EventLog(app)
+    while notes := log.notifications(start, 5000):
         rows.extend((n.originator_id, n.originator_version, n.topic, n.state) for n in notes)
         start = notes[-1].id + 1
     return rows
