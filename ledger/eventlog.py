@@ -25,7 +25,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
@@ -128,7 +128,8 @@ class EventLog:
         datastore = getattr(app.recorder, "datastore", None)
         self._uuid_ids = getattr(datastore, "originator_id_type", "uuid") == "uuid"
         self._select_rows = self._sqlite_rows if self.backend.kind == SQLITE else self._postgres_rows
-        self.events_table: str = self._recorder.events_table_name  # for tools that write the same rows raw
+        # The events table's name, for tools that write the same rows raw (benchmarks).
+        self.events_table: str = cast(Any, app.recorder).events_table_name
 
     @classmethod
     def open(cls, url: str | None = None, *, ledger_required: bool = True) -> EventLog:
