@@ -183,18 +183,18 @@ def is_natural(two_card_total: int) -> bool:
 def player_draws(total: int, rules: BaccaratRules = LIVE_8D_V1) -> bool:
     """Player (two-card total, no natural on either side) draws on 0-5, stands on 6-7."""
     if not (0 <= total <= 9):  # the message is built only when broken
-        require(False, f"bad total {total}")
+        raise InvariantBroken(f"bad total {total}")
     return total <= rules.player_draws_max_total
 
 
 def banker_draws(banker_total: int, player_third_value: int | None, rules: BaccaratRules = LIVE_8D_V1) -> bool:
     """Banker's third card: by its own total if the Player stood, else by the table."""
     if not (0 <= banker_total <= 9):  # the message is built only when broken
-        require(False, f"bad total {banker_total}")
+        raise InvariantBroken(f"bad total {banker_total}")
     if player_third_value is None:
         return banker_total <= rules.banker_draws_max_total_if_player_stood
     if not (0 <= player_third_value <= 9):  # the message is built only when broken
-        require(False, f"bad third card value {player_third_value}")
+        raise InvariantBroken(f"bad third card value {player_third_value}")
     return player_third_value in dict(rules.banker_draws_on).get(banker_total, ())
 
 
@@ -343,7 +343,7 @@ def _lucky(bet_type: str, coup: Coup, rules: BaccaratRules) -> Resolution:
 def resolve_bet(rules: BaccaratRules, bet_type: str, mode: str | None, coup: Coup) -> Resolution:
     """The outcome of one bet type in `coup` (pure; shared by settlement and ops/rtp.py)."""
     if bet_type not in BET_TYPES:  # the message is built only when broken
-        require(False, f"unknown bet type {bet_type!r}")
+        raise InvariantBroken(f"unknown bet type {bet_type!r}")
     if bet_type in MAIN_BETS:
         return _main(bet_type, mode, coup, rules)
     if bet_type == "tie":
@@ -426,7 +426,7 @@ class BaccaratRound(NoPlayerChoices):
 
     def place_bet(self, bet: Bet) -> None:
         if not isinstance(bet, Bet):  # the message is built only when broken
-            require(False, f"not a Bet: {type(bet).__name__}")
+            raise InvariantBroken(f"not a Bet: {type(bet).__name__}")
         resolved = self._check_bet(bet)
         self.bets.append(resolved)
 
@@ -508,7 +508,7 @@ class BaccaratRound(NoPlayerChoices):
 
     def deal(self, card: Card, target: str) -> None:
         if not isinstance(card, Card):  # the message is built only when broken
-            require(False, f"not a Card: {type(card).__name__}")
+            raise InvariantBroken(f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "the coup is complete"

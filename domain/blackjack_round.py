@@ -90,7 +90,7 @@ class BlackjackRound:
 
     def deal(self, card: Card, target: str) -> None:
         if not isinstance(card, Card):  # the message is built only when broken
-            require(False, f"deal needs a Card, got {type(card).__name__}")
+            raise InvariantBroken(f"deal needs a Card, got {type(card).__name__}")
         s = self._s
         if s.phase == "betting":
             raise Refusal(RefusalCode.BETTING_OPEN, f"card {card} to {target}: betting is still open; close betting first")
@@ -119,7 +119,7 @@ class BlackjackRound:
         else:
             h = _hand(s, target)
             if len(h.cards) >= CARDS_PER_HAND_MAX:  # the message is built only when broken
-                require(False, f"{h.name}: too many cards")
+                raise InvariantBroken(f"{h.name}: too many cards")
             h.cards.append(card)
             h.want_card = False
         _advance(self.rules, s)
@@ -253,8 +253,7 @@ def _hand(s: State, name: str) -> Hand:
     for h in s.hands:
         if h.name == name:
             return h
-    require(False, f"no hand {name}")
-    raise AssertionError  # unreachable
+    raise InvariantBroken(f"no hand {name}")
 
 
 def current_hand(s: State) -> Hand | None:

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
 from domain.blackjack_state import EXTRA_REASONS, Hand, State, holder_bet
-from domain.errors import require
+from domain.errors import InvariantBroken
 from domain.model import Bet, BetResult
 from domain.money import ZERO, Odds, format_minor, win
 
@@ -88,7 +88,7 @@ def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> 
             suffix = "" if k.reason == "main" else f" [{k.reason}]"
             parts.append(f"{what}: {text}{suffix}")
     if staked <= 0:  # the message is built only when broken
-        require(False, f"bet {bet_id} has no stake on any hand")
+        raise InvariantBroken(f"bet {bet_id} has no stake on any hand")
     outcome = outcomes[0] if len(set(outcomes)) == 1 else "mixed"
     return _line(bet_id, player_id, "main", outcome, staked, returned, remainder, "; ".join(parts))
 
@@ -97,7 +97,7 @@ def _line(bet_id: str, player_id: str, bet_type: str, outcome: str, staked: int,
           remainder: Fraction, text: str) -> BetResult:
     # 0 <= n/d < 1 in integers (a Fraction's denominator is positive): two Fraction comparisons less
     if not (0 <= remainder.numerator < remainder.denominator or bet_type == "main"):  # message only when broken
-        require(False, f"{bet_id}: remainder out of range")
+        raise InvariantBroken(f"{bet_id}: remainder out of range")
     return BetResult(bet_id, player_id, bet_type, outcome, staked, returned,
                      remainder.numerator, remainder.denominator, text)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from domain.refusals import RefusalCode
 
 # Below PostgreSQL BIGINT (2**63 - 1) with room for sums of many stakes and
@@ -86,7 +86,7 @@ def win(stake_minor: int, odds: Odds) -> Payout:
     same winnings and remainder as `stake_minor * odds.ratio` taken apart in Fractions
     (tests/domain/test_money_integer.py), without three Fraction operations per bet."""
     if type(stake_minor) is not int or stake_minor < 0:  # checked per bet: the message only when broken
-        require(False, f"bad stake {stake_minor!r}")
+        raise InvariantBroken(f"bad stake {stake_minor!r}")
     ratio = odds.ratio
     denominator = ratio.denominator  # > 0 (Fraction): divmod's remainder is in [0, denominator)
     winnings, cut = divmod(stake_minor * ratio.numerator, denominator)
@@ -119,7 +119,7 @@ class Leg(NamedTuple):  # two per transfer: a tuple, several times cheaper to ma
 def transfer(from_account: str, to_account: str, amount_minor: int) -> tuple[Leg, Leg]:
     """Move money between two accounts: two legs that sum to zero."""
     if type(amount_minor) is not int or amount_minor < 0:  # checked per leg: the message only when broken
-        require(False, f"bad transfer amount {amount_minor!r}")
+        raise InvariantBroken(f"bad transfer amount {amount_minor!r}")
     return Leg(from_account, -amount_minor), Leg(to_account, amount_minor)
 
 
@@ -127,7 +127,7 @@ def check_balanced(legs: list[Leg] | tuple[Leg, ...]) -> None:
     """Invariant: the legs of one event sum to zero."""
     total = sum(leg.amount_minor for leg in legs)
     if total != 0:  # the message reprs every leg: build it only when it is raised
-        require(False, f"postings do not sum to zero (sum {total}): {legs}")
+        raise InvariantBroken(f"postings do not sum to zero (sum {total}): {legs}")
 
 
 def player_account(player_id: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from domain.cards import RANK_NAMES, Card, CardCounter
 from domain.errorpolicy import policy
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_stake_minor, format_minor, win
 from domain.outcome import HandOutcome, RoundOutcome
@@ -139,7 +139,7 @@ def sequence_strength(values: list[int]) -> int | None:
 def rank_hand(cards: list[Card] | tuple[Card, ...]) -> tuple[int, tuple[int, ...]]:
     """Comparable key of a three-card hand: (category index, tie-break values)."""
     if len(cards) != CARDS_PER_HAND:  # the message is built only when broken
-        require(False, f"a Teen Patti hand has 3 cards, got {len(cards)}")
+        raise InvariantBroken(f"a Teen Patti hand has 3 cards, got {len(cards)}")
     values = _values(cards)
     flush = len({c.suit for c in cards}) == 1
     counts = Counter(values)
@@ -253,7 +253,7 @@ def five_card_category(cards: tuple[Card, ...], rules: TeenPattiRules) -> str:
 def six_card_category(cards: list[Card] | tuple[Card, ...], rules: TeenPattiRules) -> str:
     """Best five-card poker category among all six cards (both hands)."""
     if len(cards) != 6:  # the message is built only when broken
-        require(False, f"the 6 Card Bonus needs 6 cards, got {len(cards)}")
+        raise InvariantBroken(f"the 6 Card Bonus needs 6 cards, got {len(cards)}")
     found = [five_card_category(five, rules) for five in combinations(tuple(cards), 5)]
     return min(found, key=SIX_CARD_CATEGORIES.index)
 
@@ -271,7 +271,7 @@ class Resolution:
 def resolve_bet(rules: TeenPattiRules, bet_type: str, a: tuple[Card, ...], b: tuple[Card, ...]) -> Resolution:
     """How a bet type fares given both finished hands (pure; shared with ops/rtp.py)."""
     if bet_type not in BET_TYPES:  # the message is built only when broken
-        require(False, f"unknown bet type {bet_type!r}")
+        raise InvariantBroken(f"unknown bet type {bet_type!r}")
     if bet_type in ("player_a", "player_b", "tie"):
         return _main(rules, bet_type, compare_hands(a, b, rules))
     if bet_type in ("pair_plus_a", "pair_plus_b"):
@@ -358,7 +358,7 @@ class TeenPattiRound(NoPlayerChoices):
 
     def place_bet(self, bet: Bet) -> None:
         if not isinstance(bet, Bet):  # the message is built only when broken
-            require(False, f"not a Bet: {type(bet).__name__}")
+            raise InvariantBroken(f"not a Bet: {type(bet).__name__}")
         self._check_bet(bet)
         self.bets.append(bet)
 
@@ -393,7 +393,7 @@ class TeenPattiRound(NoPlayerChoices):
 
     def deal(self, card: Card, target: str) -> None:
         if not isinstance(card, Card):  # the message is built only when broken
-            require(False, f"not a Card: {type(card).__name__}")
+            raise InvariantBroken(f"not a Card: {type(card).__name__}")
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "both hands are complete"

@@ -83,7 +83,7 @@ def add_transfer(postings: list[Posting], from_account: str, to_account: str, am
     two stored postings (the same dicts, in the same order), none for a zero amount. They
     sum to zero by construction, so a list of them is balanced (check_balanced would pass)."""
     if type(amount_minor) is not int or amount_minor < 0:  # transfer()'s check: the message only when broken
-        require(False, f"bad transfer amount {amount_minor!r}")
+        raise InvariantBroken(f"bad transfer amount {amount_minor!r}")
     if amount_minor:
         postings.append({"account": from_account, "amount_minor": -amount_minor})
         postings.append({"account": to_account, "amount_minor": amount_minor})
@@ -667,7 +667,7 @@ class Round(LedgerAggregate):
         results = self._game().settle()
         staked = sum(r.staked_minor for r in results)
         if staked != self.balance_minor:
-            require(False, f"settlement covers {staked} but the round holds {self.balance_minor}")
+            raise InvariantBroken(f"settlement covers {staked} but the round holds {self.balance_minor}")
         postings = self._settlement_legs(results)
         self._require_emptied(postings, "settled")
         rules = self._rules()
@@ -694,7 +694,7 @@ class Round(LedgerAggregate):
         """Invariant, checked before recording: a closed round's account ends at zero."""
         left = self.balance_minor + sum(p["amount_minor"] for p in postings if p["account"] == self.account)
         if left != 0:  # the message names the round (a UUID to text): built only when broken
-            require(False, f"{how} round {self.id} would keep {left} in its account")
+            raise InvariantBroken(f"{how} round {self.id} would keep {left} in its account")
 
     def closing_cards(self) -> list[str]:
         return self.card_texts[:]

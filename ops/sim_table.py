@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass
 from fractions import Fraction
 
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet
 from domain.registry import new_round
 from domain.ruleset import RuleSet
@@ -208,7 +208,7 @@ class TableSim:
             require(bool(decisions), f"{self.table_id} round {ctx.round_no}: stuck, no card and no decision: "
                     f"{model.view()}")
             self._decide(ctx, decisions)
-        require(False, f"{self.table_id} round {ctx.round_no}: more than {STEPS_MAX} steps")
+        raise InvariantBroken(f"{self.table_id} round {ctx.round_no}: more than {STEPS_MAX} steps")
 
     def _deal_biased(self, ctx: RoundCtx) -> None:
         """Deal; while the players come out ahead, take the deal back and deal
