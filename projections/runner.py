@@ -265,27 +265,24 @@ class Projector:
         return read, last
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
-        """Fold `page` (the decoded records from position `first` on) into the cache."""
+        """Fold `page` (the decoded records from position `first` on) into the page's rows."""
         rows = self.rows
-        apply = rows.apply
         fresh = max(folded.values()) < first  # the usual case: every view needs every event
         if fresh:
             folds = self._folds
             for ev in page:
                 for fold in folds.get(type(ev), ()):
-                    changes = fold(rows, ev)
-                    if changes:  # a third of the folds change nothing (hit, stand, a bet without mode)
-                        apply(changes)
+                    fold(rows, ev)
         else:
             for ev in page:
                 for view in self._dispatch.get(type(ev), ()):
                     if ev.position > folded[view.name]:
-                        apply(view.fold(rows, ev))
+                        view.fold(rows, ev)
         for view in self._paged:
             handles, seen = view.handles, folded[view.name]
             mine = [ev for ev in page if type(ev) in handles and (fresh or ev.position > seen)]
             if mine and view.fold_page is not None:
-                apply(view.fold_page(rows, mine))
+                view.fold_page(rows, mine)
 
     def _write(self, last: int, expected: dict[str, int]) -> int:
         """ONE transaction: the sealed rows of every view and each view's

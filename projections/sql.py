@@ -234,10 +234,6 @@ def upsert_unnest_sql(table: Table) -> str:
             f"ON CONFLICT ({', '.join(table.key)}) {conflict}")
 
 
-def delete_sql(table: Table) -> str:
-    return f"DELETE FROM {table.name} WHERE " + " AND ".join(f"{k}=?" for k in table.key)
-
-
 def select_sql(table: Table) -> str:
     return f"SELECT {', '.join(table.column_names)} FROM {table.name} WHERE " + " AND ".join(f"{k}=?" for k in table.key)
 

@@ -20,7 +20,7 @@ def fold_all(events, views=ALL_VIEWS) -> MemoryRows:
     for ev in events:
         for view in views:
             if type(ev) in view.handles:
-                rows.apply(view.fold(rows, ev))
+                view.fold(rows, ev)
     return rows
 
 
