@@ -287,17 +287,22 @@ class Projector:
     def _write(self, last: int, expected: dict[str, int]) -> int:
         """ONE transaction: the sealed rows of every view and each view's
         position, moved from `expected` (what this runner last committed) to
-        `last`. A guard that matches no row means another runner got there first."""
-        with self.db.transaction():
+        `last`. A guard that matches fewer rows than views means another runner got
+        there first. On PostgreSQL the page's statements go in one pipeline."""
+        starts: dict[int, list[str]] = {}  # views by the position they move from (one group, usually)
+        for view in self.views:
+            if last > expected[view.name]:
+                starts.setdefault(expected[view.name], []).append(view.name)
+        with self.db.pipeline() as sync, self.db.transaction():
             written = self.rows.flush()
             now = _now()
-            for view in self.views:
-                if last > expected[view.name]:
-                    moved = self.db.execute(
-                        "UPDATE proj_tracking SET position=?, updated_at=? WHERE view=? AND position=?",
-                        (last, now, view.name, expected[view.name]))
-                    if moved != 1:
-                        raise ConcurrentRunner(view.name)
+            guards = [(names, self.db.execute_cursor(
+                f"UPDATE proj_tracking SET position=?, updated_at=? WHERE position=? AND view IN ({_marks(names)})",
+                (last, now, start, *names))) for start, names in starts.items()]
+            sync()  # the guards' row counts
+            for names, moved in guards:
+                if moved.rowcount != len(names):
+                    raise ConcurrentRunner(", ".join(names))
         return written
 
     def _finish(self, done: _Pending, result: CatchUp, head: int, progress: ProgressFn | None,
@@ -338,6 +343,10 @@ def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
     except BaseException as exc:
         job.set_exception(exc)
     return job
+
+
+def _marks(names: list[str]) -> str:
+    return ", ".join("?" * len(names))
 
 
 def _now() -> str:
