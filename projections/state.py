@@ -74,7 +74,7 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 
 def own_copier(table: Table) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """row -> a copy a fold may change in place: the dict, and its JSON values (lists and
-    dicts, which folds extend or update; what they hold is never changed, only added to)."""
+    dicts, which folds extend or update; the values inside them are never changed in place)."""
     json_columns = table.json_columns
     if not json_columns:
         return dict.copy
@@ -542,7 +542,7 @@ def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 # -------------------------------------------------------------------- views
 @dataclass(frozen=True)
 class View:
-    """A projection: its tables, the events it folds, and its pure fold.
+    """A projection: its tables, the events it folds, and its fold (it writes only through `rows`).
     `reads` names views whose tables the fold reads (they fold each event first)."""
 
     name: str

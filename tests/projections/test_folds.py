@@ -1,4 +1,4 @@
-"""Each view's pure fold over synthetic events (docs/events.md shapes), no database."""
+"""Each view's fold over synthetic events (docs/events.md shapes), no database."""
 from __future__ import annotations
 
 from datetime import datetime
