@@ -26,7 +26,7 @@ from ledger.records import (
 )
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, postings_delta
+from projections.state import Rows, View, postings_delta
 
 BALANCES = Table(
     "proj_balances",
@@ -48,22 +48,24 @@ CLOSE_EVENTS: frozenset[type] = frozenset({Settled, Voided})
 PLAYER_PREFIX = "player:"
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def fold(rows: Rows, ev: Record) -> None:
     postings = postings_of(ev)
     event_type = type(ev)
     stake = event_type in STAKE_EVENTS
     if not postings and stake:  # hit / stand / a declined follow: no money moved
-        return []
+        return
     delta = postings_delta(postings)
     round_id = ev.aggregate_id
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["currency"] is None:
         require(not postings, f"postings for a round never opened: {round_id} at {ev.position}")
-        return []
+        return
     currency = info["currency"]
-    holds_row = rows.get(_HOLDS, (round_id,))
-    holds: dict[str, int] = holds_row["holds"].copy() if holds_row else {}
-    is_open = holds_row["is_open"] if holds_row else 1
+    holds_row = rows.edit(_HOLDS, (round_id,))
+    if holds_row is None:
+        holds_row = {"round_id": round_id, "currency": currency, "holds": {}, "is_open": 1}
+        rows.put(_HOLDS, holds_row)
+    holds: dict[str, int] = holds_row["holds"]
     on_game: dict[str, int] = {}  # player account -> change of funds on game
 
     if stake:
@@ -71,35 +73,30 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
             if amount < 0 and player.startswith(PLAYER_PREFIX):
                 holds[player] = holds.get(player, 0) - amount
                 on_game[player] = on_game.get(player, 0) - amount
-    elif event_type in CLOSE_EVENTS and is_open:
-        is_open = 0
+    elif event_type in CLOSE_EVENTS and holds_row["is_open"]:
+        holds_row["is_open"] = 0
         for player, held in holds.items():
             on_game[player] = -held
-    elif event_type is SettlementReversed and not is_open:
-        is_open = 1  # the stakes are in the round again until the void or resettlement
+    elif event_type is SettlementReversed and not holds_row["is_open"]:
+        holds_row["is_open"] = 1  # the stakes are in the round again until the void or resettlement
         on_game = holds.copy()
 
-    changes: list[Change] = []
     position = ev.position
     # Stake events: players on game are among the accounts with legs (no sort needed: one row per key).
     accounts = delta.keys() if stake else sorted(delta.keys() | on_game.keys())
     for account in accounts:
-        old = rows.get(_BALANCES, (account, currency))
         moved = delta.get(account, 0)
         held = on_game.get(account, 0) if on_game else 0
-        if old is None:
+        row = rows.edit(_BALANCES, (account, currency))
+        if row is None:
             kind, _, owner = account.partition(":")
-            row = {"account": account, "currency": currency, "kind": kind, "owner": owner,
-                   "balance_minor": moved, "funds_on_game_minor": held, "last_position": position}
+            rows.put(_BALANCES, {"account": account, "currency": currency, "kind": kind, "owner": owner,
+                                 "balance_minor": moved, "funds_on_game_minor": held, "last_position": position})
         else:
-            row = old.copy()
             row["balance_minor"] += moved
             if held:
                 row["funds_on_game_minor"] += held
             row["last_position"] = position
-        changes.append(Put(_BALANCES, row))
-    changes.append(Put(_HOLDS, {"round_id": round_id, "currency": currency, "holds": holds, "is_open": is_open}))
-    return changes
 
 
 def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool) -> list[dict[str, Any]]:

@@ -28,8 +28,6 @@ from ledger.records import Record, Settled, SettlementReversed, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import (
-    Change,
-    Put,
     Rows,
     View,
     Zones,
@@ -63,58 +61,58 @@ SETTLEMENTS = Table(
 
 
 def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: int, paid: int,
-         refunded: int, kept: Fraction) -> Put:
+         refunded: int, kept: Fraction) -> None:
     key = (info["table_id"], info["game"], period, info["currency"], info["timezone"] or "")
-    old = rows.get(GGR.name, key) or {"rounds_closed": 0, "staked_minor": 0, "paid_minor": 0,
-                                      "refunded_minor": 0, "ggr_minor": 0, "rounding_kept": "0/1"}
-    return Put(GGR.name, {
-        "table_id": key[0], "game": key[1], "period": period, "currency": key[3], "timezone": key[4],
-        "rounds_closed": old["rounds_closed"] + rounds,
-        "staked_minor": old["staked_minor"] + staked,
-        "paid_minor": old["paid_minor"] + paid,
-        "refunded_minor": old["refunded_minor"] + refunded,
-        "ggr_minor": old["ggr_minor"] + staked - paid - refunded,
-        "rounding_kept": plus_fraction_text(old["rounding_kept"], kept) if kept else old["rounding_kept"],
-    })
+    row = rows.edit(GGR.name, key)
+    if row is None:
+        row = {"table_id": key[0], "game": key[1], "period": period, "currency": key[3], "timezone": key[4],
+               "rounds_closed": 0, "staked_minor": 0, "paid_minor": 0, "refunded_minor": 0, "ggr_minor": 0,
+               "rounding_kept": "0/1"}
+        rows.put(GGR.name, row)
+    row["rounds_closed"] += rounds
+    row["staked_minor"] += staked
+    row["paid_minor"] += paid
+    row["refunded_minor"] += refunded
+    row["ggr_minor"] += staked - paid - refunded
+    if kept:
+        row["rounding_kept"] = plus_fraction_text(row["rounding_kept"], kept)
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def fold(rows: Rows, ev: Record) -> None:
     info = round_row(rows, ev.aggregate_id)
     if info is None or info["table_id"] is None:  # tombstone void: no money, no table
-        return []
+        return
     period = studio_quarter_hour(ev.studio_time, ev.server_time)  # summed into days when asked
     match ev:
         case Settled():
-            return _settled(rows, info, period, ev)
+            _settled(rows, info, period, ev)
         case SettlementReversed():
-            return _reversed(rows, info, period, ev)
+            _reversed(rows, info, period, ev)
         case Voided():
             refunded = sum(r.amount_minor for r in ev.refunds)
-            return [_add(rows, info, period, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))]
-    return []
+            _add(rows, info, period, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))
 
 
-def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> list[Change]:
+def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None:
     results = ev.results
     staked = sum(r.staked_minor for r in results)
     paid = sum(r.returned_minor for r in results)
     kept = kept_sum(results)
-    settlement = {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
-                  "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
-                  "period": period, "staked_minor": staked, "paid_minor": paid,
-                  "rounding_kept": fraction_text(kept), "reversed_period": None}
-    return [Put(SETTLEMENTS.name, settlement),
-            _add(rows, info, period, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)]
+    rows.put(SETTLEMENTS.name, {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
+                                "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
+                                "period": period, "staked_minor": staked, "paid_minor": paid,
+                                "rounding_kept": fraction_text(kept), "reversed_period": None})
+    _add(rows, info, period, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)
 
 
-def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementReversed) -> list[Change]:
-    old = rows.get(SETTLEMENTS.name, (ev.aggregate_id, ev.settlement_no))
+def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementReversed) -> None:
+    old = rows.edit(SETTLEMENTS.name, (ev.aggregate_id, ev.settlement_no))
     if old is None or old["reversed_period"] is not None:
         raise InvariantBroken(f"reversal of unknown or already reversed settlement {ev.settlement_no} "
                               f"of {ev.aggregate_id}")
-    return [Put(SETTLEMENTS.name, dict(old, reversed_period=period)),
-            _add(rows, info, period, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
-                 refunded=0, kept=-parse_fraction(old["rounding_kept"]))]
+    old["reversed_period"] = period
+    _add(rows, info, period, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
+         refunded=0, kept=-parse_fraction(old["rounding_kept"]))
 
 
 SUMMED = ("rounds_closed", "staked_minor", "paid_minor", "refunded_minor", "ggr_minor")

@@ -31,7 +31,7 @@ from ledger.records import BetPlaced, Opened, Paused, Record, Settled, Settlemen
 from projections.monitor_math import bet_math_texts, ratio_text
 from projections.rounds import round_row
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, day_of, fraction_text, parse_fraction, plus_fraction_text
+from projections.state import Rows, View, day_of, fraction_text, parse_fraction, plus_fraction_text
 
 HUMAN_ERROR = "human_error"
 
@@ -109,104 +109,116 @@ _ZERO = Fraction(0)
 
 
 def _round_state(rows: Rows, round_id: str) -> dict[str, Any]:
-    return rows.get(ROUNDS.name, (round_id,)) or {"round_id": round_id, "modes": None, "settled": None,
-                                                  "day": None, "human_error": 0}
+    return rows.get(ROUNDS.name, (round_id,)) or _NO_STATE
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def _edit_round_state(rows: Rows, round_id: str) -> dict[str, Any]:
+    """The page's own copy of the round's state (a new one if none)."""
+    state = rows.edit(ROUNDS.name, (round_id,))
+    if state is None:
+        state = {"round_id": round_id, "modes": None, "settled": None, "day": None, "human_error": 0}
+        rows.put(ROUNDS.name, state)
+    return state
+
+
+_NO_STATE: dict[str, Any] = {"modes": None, "settled": None, "day": None, "human_error": 0}
+
+
+def fold(rows: Rows, ev: Record) -> None:
     match ev:
         case BetPlaced(mode=str(mode)):
-            state = _round_state(rows, ev.aggregate_id)
-            return [Put(ROUNDS.name, dict(state, modes=(state["modes"] or {}) | {ev.bet_id: mode}))]
+            state = _edit_round_state(rows, ev.aggregate_id)
+            if state["modes"] is None:
+                state["modes"] = {}
+            state["modes"][ev.bet_id] = mode
         case BetPlaced():  # no mode (all but Banker bets): nothing to keep; the most frequent event here
-            return []
+            return
         case Opened():
-            return [_ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)]
+            _ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)
         case Settled():
-            return _settled(rows, ev)
+            _settled(rows, ev)
         case SettlementReversed():
-            return _reversed(rows, ev)
+            _reversed(rows, ev)
         case Voided() | Paused():
-            return _incident(rows, ev)
-    return []
+            _incident(rows, ev)
 
 
 def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0, voided: int = 0,
-         human_errors: int = 0) -> Put:
-    old = rows.get(OPS.name, (table_id, dealer_id, day)) or {"rounds": 0, "voided": 0, "human_errors": 0}
-    return Put(OPS.name, {"table_id": table_id, "dealer_id": dealer_id, "day": day,
-                          "rounds": old["rounds"] + rounds, "voided": old["voided"] + voided,
-                          "human_errors": old["human_errors"] + human_errors})
+         human_errors: int = 0) -> None:
+    row = rows.edit(OPS.name, (table_id, dealer_id, day))
+    if row is None:
+        row = {"table_id": table_id, "dealer_id": dealer_id, "day": day, "rounds": 0, "voided": 0, "human_errors": 0}
+        rows.put(OPS.name, row)
+    row["rounds"] += rounds
+    row["voided"] += voided
+    row["human_errors"] += human_errors
 
 
-def _incident(rows: Rows, ev: Voided | Paused) -> list[Change]:
+def _incident(rows: Rows, ev: Voided | Paused) -> None:
     info = round_row(rows, ev.aggregate_id)
     if info is None or info["table_id"] is None:  # tombstone void: no table, no dealer
-        return []
+        return
     voided = isinstance(ev, Voided)
-    state = _round_state(rows, ev.aggregate_id)
-    human = ev.cause == HUMAN_ERROR and not state["human_error"]
+    human = ev.cause == HUMAN_ERROR and not _round_state(rows, ev.aggregate_id)["human_error"]
     if not (voided or human):
-        return []
-    changes: list[Change] = [_ops(rows, info["table_id"], info["dealer_id"], info["opened_at"][:10],
-                                  voided=int(voided), human_errors=int(human))]
+        return
+    _ops(rows, info["table_id"], info["dealer_id"], info["opened_at"][:10], voided=int(voided), human_errors=int(human))
     if human:
-        changes.append(Put(ROUNDS.name, dict(state, human_error=1)))
-    return changes
+        _edit_round_state(rows, ev.aggregate_id)["human_error"] = 1
 
 
-def _settled(rows: Rows, ev: Settled) -> list[Change]:
+def _settled(rows: Rows, ev: Settled) -> None:
     info = round_row(rows, ev.aggregate_id)
     if info is None:
-        return []
-    state = _round_state(rows, ev.aggregate_id)
+        return
+    state = _edit_round_state(rows, ev.aggregate_id)
     sums = settlement_sums(ev.results, state["modes"] or {})
     day = day_of(ev.server_time)
-    changes: list[Change] = [_add(rows, info, ev.ruleset_id, ev.ruleset_version, key, day, s, 1)
-                             for key, s in sums.items()]
-    settled = {"ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
-               "sums": {k: [*s[:3], fraction_text(s.kept), *s[4:]] for k, s in sums.items()}}
-    changes.append(Put(ROUNDS.name, dict(state, settled=settled, day=day)))
-    return changes
+    for key, s in sums.items():
+        _add(rows, info, ev.ruleset_id, ev.ruleset_version, key, day, s, 1)
+    state["settled"] = {"ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
+                        "sums": {k: [*s[:3], fraction_text(s.kept), *s[4:]] for k, s in sums.items()}}
+    state["day"] = day
 
 
-def _reversed(rows: Rows, ev: SettlementReversed) -> list[Change]:
+def _reversed(rows: Rows, ev: SettlementReversed) -> None:
     info = round_row(rows, ev.aggregate_id)
-    state = rows.get(ROUNDS.name, (ev.aggregate_id,))
-    if info is None or state is None or state["settled"] is None:
-        return []
+    state = _round_state(rows, ev.aggregate_id)
     settled, day = state["settled"], state["day"]
-    changes: list[Change] = []
+    if info is None or settled is None:
+        return
     for key, (lines, staked, returned, kept, sq, top) in settled["sums"].items():
         back = Sums(-lines, -staked, -returned, -parse_fraction(kept), -sq, top)
-        changes.append(_add(rows, info, settled["ruleset_id"], settled["ruleset_version"], key, day, back, -1))
-    changes.append(Put(ROUNDS.name, dict(state, settled=None, day=None)))
-    return changes
+        _add(rows, info, settled["ruleset_id"], settled["ruleset_version"], key, day, back, -1)
+    state = _edit_round_state(rows, ev.aggregate_id)
+    state["settled"] = None
+    state["day"] = None
 
 
 def _add(rows: Rows, info: dict[str, Any], ruleset_id: str, version: int, bet_type: str, day: str, s: Sums,
-         rounds: int) -> Put:
+         rounds: int) -> None:
     key = (info["table_id"], info["dealer_id"], ruleset_id, version, bet_type, day)
-    old = rows.get(MONITOR.name, key)
-    if old is None:
-        old = _NO_LINES
+    row = rows.edit(MONITOR.name, key)
+    if row is None:
+        row = {"table_id": key[0], "dealer_id": key[1], "ruleset_id": ruleset_id, "ruleset_version": version,
+               "bet_type": bet_type, "day": day, **_NO_LINES}
+        rows.put(MONITOR.name, row)
     # The kept remainders: the stored text is a reduced fraction (fraction_text), read
     # without a Fraction unless this settlement adds to it.
-    kept_text = plus_fraction_text(old["rounding_kept"], s.kept) if s.kept else old["rounding_kept"]
+    kept_text = plus_fraction_text(row["rounding_kept"], s.kept) if s.kept else row["rounding_kept"]
     num, _, den = kept_text.partition("/")
     kept_num, kept_den = int(num), int(den or 1)
-    staked, returned = old["staked_minor"] + s.staked, old["returned_minor"] + s.returned
-    theoretical, sd = bet_math_texts(ruleset_id, version, bet_type)
-    return Put(MONITOR.name, {
-        "table_id": key[0], "dealer_id": key[1], "ruleset_id": ruleset_id, "ruleset_version": version,
-        "bet_type": bet_type, "day": day, "currency": info["currency"], "lines": old["lines"] + s.lines,
-        "rounds": old["rounds"] + rounds, "staked_minor": staked, "returned_minor": returned,
-        "rounding_kept": kept_text, "stake_sq_sum": old["stake_sq_sum"] + s.stake_sq,
-        "stake_max": max(old["stake_max"], s.stake_max),
-        # (returned + kept) / staked, exactly, in integers
-        "observed_rtp": ratio_text(returned * kept_den + kept_num, staked * kept_den) if staked else None,
-        "theoretical_rtp": theoretical, "sd_per_unit": sd,
-    })
+    staked = row["staked_minor"] = row["staked_minor"] + s.staked
+    returned = row["returned_minor"] = row["returned_minor"] + s.returned
+    row["currency"] = info["currency"]
+    row["lines"] += s.lines
+    row["rounds"] += rounds
+    row["rounding_kept"] = kept_text
+    row["stake_sq_sum"] += s.stake_sq
+    row["stake_max"] = max(row["stake_max"], s.stake_max)
+    # (returned + kept) / staked, exactly, in integers
+    row["observed_rtp"] = ratio_text(returned * kept_den + kept_num, staked * kept_den) if staked else None
+    row["theoretical_rtp"], row["sd_per_unit"] = bet_math_texts(ruleset_id, version, bet_type)
 
 
 _NO_LINES: dict[str, Any] = {"lines": 0, "rounds": 0, "staked_minor": 0, "returned_minor": 0, "rounding_kept": "0/1",

@@ -50,8 +50,6 @@ from projections.balances import BALANCES, PLAYER_PREFIX
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
 from projections.state import (
-    Change,
-    Put,
     Rows,
     View,
     Zones,
@@ -193,28 +191,26 @@ def _reversed_players(ev: SettlementReversed) -> list[str]:
                               if p.account.startswith(PLAYER_PREFIX)))
 
 
-def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
+def fold_timelines(rows: Rows, events: list[Record]) -> None:
     """View `timeline`, a page at a time: each round's compact facts, one
-    appended per event, and one row written per round touched.
+    appended per event to the page's own copy of the round's row.
 
     A round's row exists from its Opened event on; without it the round
     never opened (a tombstone void): nothing to show."""
-    touched: dict[str, dict[str, Any]] = {}  # round id -> its new row (lists are ours to extend)
+    mine: dict[str, dict[str, Any] | None] = {}  # round id -> the page's row (None: never opened)
     values_of, short = _TIMELINE_VALUES, SHORT_NAMES
     # The events of one ledger batch share one timestamp object: its text is made once per run.
     at, at_text = None, ""
     for ev in events:
         round_id, kind = ev.aggregate_id, type(ev)
-        row = touched.get(round_id)
+        row = mine.get(round_id, _UNSEEN)
+        if row is _UNSEEN:
+            row = mine[round_id] = rows.edit(_RECALL_ROUNDS, (round_id,))
         if row is None:
-            old = rows.get(_RECALL_ROUNDS, (round_id,))
-            if old is not None:
-                row = {"round_id": round_id, "status": old["status"], "timeline": list(old["timeline"])}
-            elif kind is Opened:
-                row = {"round_id": round_id, "status": "open", "timeline": []}
-            else:
+            if kind is not Opened:
                 continue
-            touched[round_id] = row
+            row = mine[round_id] = {"round_id": round_id, "status": "open", "timeline": []}
+            rows.put(_RECALL_ROUNDS, row)
         if ev.server_time is not at:
             at = ev.server_time
             at_text = iso(at)
@@ -222,65 +218,59 @@ def fold_timelines(rows: Rows, events: list[Record]) -> list[Change]:
         status = _STATUS.get(kind)
         if status is not None:
             row["status"] = status
-    return [Put(_RECALL_ROUNDS, row) for row in touched.values()]
 
 
-def fold_timeline(rows: Rows, ev: Record) -> list[Change]:
-    return fold_timelines(rows, [ev])
+_UNSEEN: dict[str, Any] = {}  # a round not looked up yet in this page (`fold_timelines`)
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def fold_timeline(rows: Rows, ev: Record) -> None:
+    fold_timelines(rows, [ev])
+
+
+def fold(rows: Rows, ev: Record) -> None:
     """View `recall`: the player rows of the events that touch players."""
     round_id = ev.aggregate_id
     if isinstance(ev, (DecisionTaken, FollowDecided)) and not ev.stake_moves:  # hit, stand, a declined follow
-        return []
+        return
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["table_id"] is None:  # tombstone void
-        return []
+        return
     if isinstance(ev, BetPlaced):
-        return [Put(_RECALL, _bet_placed(rows, ev, info))]
+        _bet_placed(rows, ev, info)
+        return
     status = _STATUS.get(type(ev))
-    changes: list[Change] = []
     by_player = _lines_by_player(ev)
     # Unique, in first-seen order: the players with lines (a reversal has none: its postings name them).
     players = list(by_player) if type(ev) is not SettlementReversed else _reversed_players(ev)
-    if not players:
-        return changes
     for player_id in players:
-        row = rows.get(_RECALL, (player_id, round_id))
+        row = rows.edit(_RECALL, (player_id, round_id))
         if row is None:
             row = _new_player_row(rows, ev, info, player_id, postings_of(ev))
-        else:
-            row = dict(row)
+            rows.put(_RECALL, row)
         _apply(row, ev, by_player.get(player_id, []))
         if status is not None:
             row["status"] = status
             row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
-        changes.append(Put(_RECALL, row))
-    return changes
 
 
-def _bet_placed(rows: Rows, ev: BetPlaced, info: dict[str, Any]) -> dict[str, Any]:
+def _bet_placed(rows: Rows, ev: BetPlaced, info: dict[str, Any]) -> None:
     """The player's row after a bet (the most frequent player event)."""
     bet = {"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot, "stake_minor": ev.stake_minor}
-    row = rows.get(_RECALL, (ev.player_id, ev.aggregate_id))
+    row = rows.edit(_RECALL, (ev.player_id, ev.aggregate_id))
     if row is None:
         row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
-        row["bets"] = [bet]
-    else:
-        row = row.copy()
-        row["bets"] = row["bets"] + [bet]
+        rows.put(_RECALL, row)
+    row["bets"].append(bet)
     row["staked_minor"] += ev.stake_minor
-    return row
 
 
 def _apply(row: dict[str, Any], ev: Record, mine: list[Any]) -> None:
-    """Update a fresh copy of the player's row with the event's lines for this
-    player (lists are rebuilt, never mutated). Bets: `_bet_placed`."""
+    """Update the page's own copy of the player's row with the event's lines for this
+    player. Bets: `_bet_placed`."""
     match ev:
         case DecisionTaken() | FollowDecided():
             moves = [{"bet_id": m.bet_id, "amount_minor": m.amount_minor, "reason": m.reason} for m in mine]
-            row["stake_moves"] = row["stake_moves"] + moves
+            row["stake_moves"] += moves
             row["staked_minor"] += sum(m["amount_minor"] for m in moves)
         case Settled():
             row["results"] = [_result_dict(r) for r in mine]  # a resettlement replaces reversed lines
@@ -290,7 +280,7 @@ def _apply(row: dict[str, Any], ev: Record, mine: list[Any]) -> None:
             row["returned_minor"] = 0
         case Voided():
             refunds = [{"bet_id": r.bet_id, "amount_minor": r.amount_minor} for r in mine]
-            row["refunds"] = row["refunds"] + refunds
+            row["refunds"] += refunds
             row["refunded_minor"] += sum(r["amount_minor"] for r in refunds)
 
 

@@ -17,8 +17,6 @@ from ledger.records import Record, Voided
 from projections.rounds import round_row
 from projections.sql import Db, Table
 from projections.state import (
-    Change,
-    Put,
     Rows,
     View,
     Zones,
@@ -42,9 +40,9 @@ REFUNDS = Table(
 )
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def fold(rows: Rows, ev: Record) -> None:
     if not isinstance(ev, Voided):
-        return []
+        return
     info = round_row(rows, ev.aggregate_id) or {}
     common = {
         "position": ev.position, "round_id": ev.aggregate_id, "table_id": info.get("table_id"),
@@ -53,11 +51,9 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
         "voided_at": iso(ev.server_time), "studio_at": studio_utc_text(ev.studio_time, ev.server_time),
         "timezone": info.get("timezone"),
     }
-    return [
-        Put(REFUNDS.name, common | {"line_no": i, "bet_id": r.bet_id, "player_id": r.player_id,
-                                    "amount_minor": r.amount_minor})
-        for i, r in enumerate(ev.refunds)
-    ]
+    for i, r in enumerate(ev.refunds):
+        rows.put(REFUNDS.name, common | {"line_no": i, "bet_id": r.bet_id, "player_id": r.player_id,
+                                         "amount_minor": r.amount_minor})
 
 
 def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,

@@ -20,7 +20,7 @@ from typing import Any
 from domain.errors import require
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View, iso, utc_form
+from projections.state import Rows, View, iso, utc_form
 from projections.tables import config_row
 
 ROUNDS = Table(
@@ -68,22 +68,25 @@ def round_row(rows: Rows, round_id: str) -> dict[str, Any] | None:
     return rows.get(ROUNDS.name, (round_id,))
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
+def fold(rows: Rows, ev: Record) -> None:
     if isinstance(ev, Opened):
-        return [Put(ROUNDS.name, {
+        rows.put(ROUNDS.name, {
             "round_id": ev.aggregate_id, "table_id": ev.table_id, "round_no": ev.round_no,
             "game": ev.game, "ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
             "opened_position": ev.position, "studio_time": _studio_text_of(ev.studio_time),
             "timezone": None,
-        })]
-    row = round_row(rows, ev.aggregate_id)
+        })
+        return
     if isinstance(ev, TableApplied):
-        return _table_applied(rows, row, ev)
+        _table_applied(rows, ev)
+        return
+    row = rows.edit(ROUNDS.name, (ev.aggregate_id,))
     if row is None:  # tombstone void: the round never opened
         row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.aggregate_id, "settlement_no": 0}
-    row = dict(row, status=_STATUS_BY_EVENT[type(ev)])
+        rows.put(ROUNDS.name, row)
+    row["status"] = _STATUS_BY_EVENT[type(ev)]
     match ev:
         case Voided():
             row["closed_at"] = iso(ev.server_time)
@@ -92,16 +95,18 @@ def fold(rows: Rows, ev: Record) -> list[Change]:
             row["settlement_no"] = ev.settlement_no
         case SettlementReversed():
             row["closed_at"] = None
-    return [Put(ROUNDS.name, row)]
 
 
-def _table_applied(rows: Rows, row: dict[str, Any] | None, ev: TableApplied) -> list[Change]:
+def _table_applied(rows: Rows, ev: TableApplied) -> None:
     """The time zone of the configuration the round opened under: its gaming days are
     that zone's days, whatever the table is configured with later."""
+    row = round_row(rows, ev.aggregate_id)
     if row is None or row["table_id"] is None:
-        return []  # misplaced settings: replay reports them (docs/audit.md)
+        return  # misplaced settings: replay reports them (docs/audit.md)
     config = config_row(rows, row["table_id"], ev.config_version)
-    return [Put(ROUNDS.name, dict(row, timezone=config and config["timezone"]))]
+    mine = rows.edit(ROUNDS.name, (ev.aggregate_id,))  # the same row (read above), to change
+    if mine is not None:
+        mine["timezone"] = config and config["timezone"]
 
 
 def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None = None,

@@ -265,42 +265,44 @@ class Projector:
         return read, last
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
-        """Fold `page` (the decoded records from position `first` on) into the cache."""
+        """Fold `page` (the decoded records from position `first` on) into the page's rows."""
         rows = self.rows
-        apply = rows.apply
         fresh = max(folded.values()) < first  # the usual case: every view needs every event
         if fresh:
             folds = self._folds
             for ev in page:
                 for fold in folds.get(type(ev), ()):
-                    changes = fold(rows, ev)
-                    if changes:  # a third of the folds change nothing (hit, stand, a bet without mode)
-                        apply(changes)
+                    fold(rows, ev)
         else:
             for ev in page:
                 for view in self._dispatch.get(type(ev), ()):
                     if ev.position > folded[view.name]:
-                        apply(view.fold(rows, ev))
+                        view.fold(rows, ev)
         for view in self._paged:
             handles, seen = view.handles, folded[view.name]
             mine = [ev for ev in page if type(ev) in handles and (fresh or ev.position > seen)]
             if mine and view.fold_page is not None:
-                apply(view.fold_page(rows, mine))
+                view.fold_page(rows, mine)
 
     def _write(self, last: int, expected: dict[str, int]) -> int:
         """ONE transaction: the sealed rows of every view and each view's
         position, moved from `expected` (what this runner last committed) to
-        `last`. A guard that matches no row means another runner got there first."""
-        with self.db.transaction():
+        `last`. A guard that matches fewer rows than views means another runner got
+        there first. On PostgreSQL the page's statements go in one pipeline."""
+        starts: dict[int, list[str]] = {}  # views by the position they move from (one group, usually)
+        for view in self.views:
+            if last > expected[view.name]:
+                starts.setdefault(expected[view.name], []).append(view.name)
+        with self.db.pipeline() as sync, self.db.transaction():
             written = self.rows.flush()
             now = _now()
-            for view in self.views:
-                if last > expected[view.name]:
-                    moved = self.db.execute(
-                        "UPDATE proj_tracking SET position=?, updated_at=? WHERE view=? AND position=?",
-                        (last, now, view.name, expected[view.name]))
-                    if moved != 1:
-                        raise ConcurrentRunner(view.name)
+            guards = [(names, self.db.execute_cursor(
+                f"UPDATE proj_tracking SET position=?, updated_at=? WHERE position=? AND view IN ({_marks(names)})",
+                (last, now, start, *names))) for start, names in starts.items()]
+            sync()  # the guards' row counts
+            for names, moved in guards:
+                if moved.rowcount != len(names):
+                    raise ConcurrentRunner(", ".join(names))
         return written
 
     def _finish(self, done: _Pending, result: CatchUp, head: int, progress: ProgressFn | None,
@@ -341,6 +343,10 @@ def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
     except BaseException as exc:
         job.set_exception(exc)
     return job
+
+
+def _marks(names: list[str]) -> str:
+    return ", ".join("?" * len(names))
 
 
 def _now() -> str:

@@ -1,13 +1,16 @@
-"""Rows a fold reads, the changes it returns, and where they are kept.
+"""Rows a fold reads and writes, and where they are kept.
 
-A view's fold is pure: `fold(rows, event) -> list[Change]`. It reads rows
-through `rows.get(table, key)` and answers with `Put(table, row)` /
-`Delete(table, key)`. `MemoryRows` keeps rows in dicts (unit tests, no
-database); `CachedRows` is the runner's: reads fall through a page overlay
-and a cache to the database; a folded page is sealed (its changes become the
-rows to write, and the cache), written in one transaction, and any failure
-drops the whole cache (`forget`), which is then refilled from the database.
-Folds must never mutate a row they got: they build a new dict.
+A view's fold is `fold(rows, event)`: it reads rows through
+`rows.get(table, key)` (never to be changed), and writes through the page's own
+rows: `rows.edit(table, key)` gives this page's copy of a row (its JSON lists
+and dicts copied too), which the fold changes in place; `rows.put(table, row)`
+adds a new row. So a row touched by many events of a page is copied once per
+page, not once per event, and nothing else is built per change. `MemoryRows`
+keeps rows in dicts (unit tests, no database); `CachedRows` is the runner's:
+reads fall through a page overlay and a cache to the database; a folded page is
+sealed (its rows become the rows to write, and the cache), written in one
+transaction, and any failure drops the whole cache (`forget`), which is then
+refilled from the database.
 """
 from __future__ import annotations
 
@@ -18,14 +21,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import orjson
 
 from domain.errors import require
 from ledger.records import Postings, Record, RecordType, SettlementLine
-from projections.sql import Db, Table, delete_sql, select_sql
+from projections.sql import Db, Table, select_sql
 
 # The cache keeps the rows folds touched lately, in two generations: when the young one
 # holds more than CACHE_ROWS_YOUNG rows (checked as rows are read, and once a sealed page
@@ -44,21 +47,15 @@ EVICTED_BITS = 1 << 23  # 1 MiB; a power of two (bits are picked by mask)
 _MISSING = object()
 
 
-class Put(NamedTuple):
-    table: str
-    row: dict[str, Any]
-
-
-class Delete(NamedTuple):
-    table: str
-    key: tuple[Any, ...]
-
-
-Change = Put | Delete
-
-
 class Rows(Protocol):
-    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None: ...
+    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The row, to read only (it may be the cache's, or this page's)."""
+
+    def edit(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The row as this page's own copy, to change in place (None: no such row)."""
+
+    def put(self, table: str, row: dict[str, Any]) -> None:
+        """A new row (or a whole new version of one), now this page's own."""
 
 
 def key_of(table: Table, row: dict[str, Any]) -> tuple[Any, ...]:
@@ -75,13 +72,22 @@ def key_getter(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     return operator.itemgetter(*table.key)
 
 
-def values_key_getter(table: Table) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """`key_of` for a row given as its values in column order."""
-    at = [table.column_names.index(k) for k in table.key]
-    if len(at) == 1:
-        i = at[0]
-        return lambda values: (values[i],)
-    return operator.itemgetter(*at)
+def own_copier(table: Table) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """row -> a copy a fold may change in place: the dict, and its JSON values (lists and
+    dicts, which folds extend or update; the values inside them are never changed in place)."""
+    json_columns = table.json_columns
+    if not json_columns:
+        return dict.copy
+
+    def own(row: dict[str, Any]) -> dict[str, Any]:
+        mine = row.copy()
+        for column in json_columns:
+            value = mine[column]
+            if value is not None:
+                mine[column] = value.copy()
+        return mine
+
+    return own
 
 
 # ------------------------------------------------------------------ helpers
@@ -267,21 +273,32 @@ def postings_delta(postings: Postings) -> dict[str, int]:
 
 # ------------------------------------------------------------------ stores
 class MemoryRows:
-    """All rows in dicts: for unit tests of folds and for in-process checks."""
+    """All rows in dicts, one page until `seal`: for unit tests of folds and for in-process checks."""
 
     def __init__(self, tables: Iterable[Table]) -> None:
         self.tables = {t.name: t for t in tables}
         self.data: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {name: {} for name in self.tables}
+        self._own = {name: own_copier(t) for name, t in self.tables.items()}
+        self._owned: set[tuple[str, tuple[Any, ...]]] = set()  # rows edited or put: ours to change
 
     def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         return self.data[table].get(key)
 
-    def apply(self, changes: Iterable[Change]) -> None:
-        for change in changes:
-            if isinstance(change, Put):
-                self.data[change.table][key_of(self.tables[change.table], change.row)] = change.row
-            else:
-                self.data[change.table].pop(change.key, None)
+    def edit(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        row = self.data[table].get(key)
+        if row is not None and (table, key) not in self._owned:
+            row = self.data[table][key] = self._own[table](row)
+            self._owned.add((table, key))
+        return row
+
+    def put(self, table: str, row: dict[str, Any]) -> None:
+        key = key_of(self.tables[table], row)
+        self.data[table][key] = row
+        self._owned.add((table, key))
+
+    def seal(self) -> None:
+        """A page ends (as `CachedRows.seal`): its rows are no longer its own, a later edit copies them."""
+        self._owned.clear()
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         return [self.data[table][k] for k in sorted(self.data[table], key=_sort_key)]
@@ -312,11 +329,10 @@ class CachedRows:
         self._values = {n: _values_of(t) for n, t in self.tables.items()}
         self._key = {n: key_getter(t) for n, t in self.tables.items()}
         self._single_key = {n: t.key[0] if len(t.key) == 1 else "" for n, t in self.tables.items()}
-        self._values_key = {n: values_key_getter(t) for n, t in self.tables.items()}
-        self._delete = {n: delete_sql(t) for n, t in self.tables.items()}
+        self._own = {n: own_copier(t) for n, t in self.tables.items()}
         # Per-table hash salt of the evicted set (the same key in two tables sets other bits).
         self._salt = {n: hash(n) for n in self.tables}
-        self.sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
+        self.sealed: list[tuple[Table, list[tuple[Any, ...]]]] = []
         self.selects = 0
 
     def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -387,39 +403,40 @@ class CachedRows:
             row[col] = json.loads(row[col]) if row[col] is not None else None
         return row
 
-    def apply(self, changes: Iterable[Change]) -> None:
-        overlay, keys, single = self.overlay, self._key, self._single_key
-        value: Any  # a Put's row or a Delete's key
-        for change in changes:
-            table, value = change
-            if type(change) is Put:
-                column = single[table]  # most tables have a one-column key: no call to build it
-                overlay[table][(value[column],) if column else keys[table](value)] = value
-            else:
-                overlay[table][value] = None
+    def edit(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        # Most edits find the row this page has already copied: one lookup, no copy.
+        mine = self.overlay[table]
+        row = mine.get(key)
+        if row is None:
+            row = self.committed[table].get(key, _MISSING)
+            if row is _MISSING:
+                row = self._miss(table, key)
+            if row is None:
+                return None
+            row = mine[key] = self._own[table](row)  # the cache's row stays as it was written
+        return row
+
+    def put(self, table: str, row: dict[str, Any]) -> None:
+        column = self._single_key[table]  # most tables have a one-column key: no call to build it
+        self.overlay[table][(row[column],) if column else self._key[table](row)] = row
 
     def seal(self) -> int:
-        """The page is folded: turn its changes into the rows to write (values
+        """The page is folded: turn its rows into the rows to write (values
         in column order, JSON as text) and make them the cache, so the next
         page can be folded while this one is written. Returns the rows to write.
 
         The cache then runs ahead of the database: whoever writes the sealed
         page must `forget()` if that fails (the runner does, on any failure)."""
-        sealed: list[tuple[Table, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = []
-        put_keys: list[list[tuple[Any, ...]] | None] = []  # per sealed table: the keys of its puts, in order
+        sealed: list[tuple[Table, list[tuple[Any, ...]]]] = []
+        put_keys: list[list[tuple[Any, ...]]] = []  # per sealed table: the keys of its rows, in order
         count = 0
         for name, changed in self.overlay.items():
             if changed:
                 values = self._values[name]
-                puts = [values(row) for row in changed.values() if row is not None]
-                if len(puts) < len(changed):
-                    deletes = [key for key, row in changed.items() if row is None]
-                    put_keys.append(None)
-                else:
-                    deletes = []
-                    put_keys.append(list(changed))
-                sealed.append((self.tables[name], puts, deletes))
-                count += len(puts) + len(deletes)
+                puts = [values(row) for row in changed.values()]
+                put_keys.append(list(changed))
+                sealed.append((self.tables[name], puts))
+                count += len(puts)
                 young, older = self.committed[name], self.older[name]
                 if older:
                     for key in changed:
@@ -434,24 +451,17 @@ class CachedRows:
             self._rotate()
             # ... kept as the values being written (JSON as text): a third of the memory of the
             # rows, and most are never read again (finished rounds); one read makes a row again.
-            for (spec, puts, _), keys in zip(sealed, put_keys):
-                older = self.older[spec.name]
-                if keys is not None:  # no deletes: the puts are in the order of their keys
-                    older.update(zip(keys, puts))
-                else:
-                    key_of_values = self._values_key[spec.name]
-                    for written in puts:
-                        older[key_of_values(written)] = written
+            for (spec, puts), keys in zip(sealed, put_keys):
+                self.older[spec.name].update(zip(keys, puts))
         self.sealed = sealed
         return count
 
     def flush(self) -> int:
         """Write the sealed page (inside the caller's transaction). Returns rows written."""
         written = 0
-        for table, puts, deletes in self.sealed:
+        for table, puts in self.sealed:
             self.db.upsert_many(table, puts)
-            self.db.executemany(self._delete[table.name], deletes)
-            written += len(puts) + len(deletes)
+            written += len(puts)
         self.sealed = []  # not kept while the next page is read and folded
         return written
 
@@ -532,19 +542,19 @@ def _values_of(table: Table) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 # -------------------------------------------------------------------- views
 @dataclass(frozen=True)
 class View:
-    """A projection: its tables, the events it folds, and its pure fold.
+    """A projection: its tables, the events it folds, and its fold (it writes only through `rows`).
     `reads` names views whose tables the fold reads (they fold each event first)."""
 
     name: str
     version: int  # bump when the fold's meaning changes: the runner then rebuilds
     tables: tuple[Table, ...]
     handles: frozenset[RecordType]
-    fold: Callable[[Rows, Record], list[Change]]  # called with the records in `handles` only
+    fold: Callable[[Rows, Record], None]  # called with the records in `handles` only
     reads: tuple[str, ...] = ()
     # Optional: the same fold over a page of events at once (same result as
     # folding them one by one). Only for a view no other view reads and that
     # reads no other view's rows: the runner folds it after the others.
-    fold_page: Callable[[Rows, list[Record]], list[Change]] | None = None
+    fold_page: Callable[[Rows, list[Record]], None] | None = None
 
     def fingerprint(self) -> str:
         text = repr((self.name, self.version, self.tables))  # not `handles`: its repr is not stable

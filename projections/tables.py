@@ -10,7 +10,7 @@ from typing import Any
 
 from ledger.records import Record, TableConfigured
 from projections.sql import Db, Table
-from projections.state import Change, Put, Rows, View
+from projections.state import Rows, View
 
 TABLE_CONFIGS = Table(
     "proj_table_configs",
@@ -23,11 +23,10 @@ def config_row(rows: Rows, table_id: str, config_version: int) -> dict[str, Any]
     return rows.get(TABLE_CONFIGS.name, (table_id, config_version))
 
 
-def fold(rows: Rows, ev: Record) -> list[Change]:
-    if not isinstance(ev, TableConfigured):
-        return []
-    return [Put(TABLE_CONFIGS.name, {"table_id": ev.table_id, "config_version": ev.config_version,
-                                     "timezone": ev.timezone, "position": ev.position})]
+def fold(rows: Rows, ev: Record) -> None:
+    if isinstance(ev, TableConfigured):
+        rows.put(TABLE_CONFIGS.name, {"table_id": ev.table_id, "config_version": ev.config_version,
+                                      "timezone": ev.timezone, "position": ev.position})
 
 
 def table_ids(db: Db) -> list[str]:

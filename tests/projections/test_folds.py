@@ -1,4 +1,4 @@
-"""Each view's pure fold over synthetic events (docs/events.md shapes), no database."""
+"""Each view's fold over synthetic events (docs/events.md shapes), no database."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -20,7 +20,7 @@ def fold_all(events, views=ALL_VIEWS) -> MemoryRows:
     for ev in events:
         for view in views:
             if type(ev) in view.handles:
-                rows.apply(view.fold(rows, ev))
+                view.fold(rows, ev)
     return rows
 
 
