@@ -231,16 +231,52 @@ def encode_array(kind: type[EncodedArray], values: Sequence[Any]) -> EncodedArra
     if not values:  # most of a live batch's arrays (no rejections): made once
         return _EMPTY_ARRAYS[kind]
     if kind is Int8Array:
+        if None not in values:
+            return kind(_header(kind, values, False) + _int8_items(values))
         items = [_NULL if v is None else _INT8.pack(8, v) for v in values]
     else:
         if kind is TextArray:
-            encoded = [None if v is None else (v if type(v) is str else str(v)).encode("utf-8") for v in values]
-        elif kind is UuidArray:
+            return kind(_header(kind, values, None in values) + _text_items(values))
+        if kind is UuidArray:
             encoded = [None if v is None else (v if isinstance(v, UUID) else UUID(str(v))).bytes for v in values]
         else:
             encoded = [None if v is None else bytes(v) for v in values]
         items = [_NULL if b is None else _LENGTH.pack(len(b)) + b for b in encoded]
-    return kind(pack(">iiIii", 1, int(None in values), ELEMENT_OIDS[kind], len(values), 1) + b"".join(items))
+    return kind(_header(kind, values, None in values) + b"".join(items))
+
+
+def _header(kind: type[EncodedArray], values: Sequence[Any], nulls: bool) -> bytes:
+    """One dimension, its flags, element type, length and lower bound 1."""
+    return pack(">iiIii", 1, int(nulls), ELEMENT_OIDS[kind], len(values), 1)
+
+
+def _int8_items(values: Sequence[int]) -> bytearray:
+    """Each value as length 8 and the value, big-endian (`_INT8`), without NULLs: every value
+    packed in one call, then moved into place a byte column at a time (strided slice copies
+    in C: half the time of a pack per value; the view writes send an int8 array per column)."""
+    n = len(values)
+    packed = pack(f">{n}q", *values)
+    out = bytearray(12 * n)
+    out[3::12] = b"\x08" * n
+    for byte in range(8):
+        out[4 + byte::12] = packed[byte::8]
+    return out
+
+
+def _text_items(values: Sequence[Any]) -> bytes:
+    """Each value as its UTF-8 length and bytes (str() of a non-str first), -1 for NULL: one
+    pass, no bytes concatenated per value (a tenth faster than two comprehensions)."""
+    length = _LENGTH.pack
+    items: list[bytes] = []
+    add = items.append
+    for v in values:
+        if v is None:
+            add(_NULL)
+        else:
+            b = (v if type(v) is str else str(v)).encode("utf-8")
+            add(length(len(b)))
+            add(b)
+    return b"".join(items)
 
 
 _EMPTY_ARRAYS = {kind: kind(pack(">iiI", 0, 0, oid)) for kind, oid in ELEMENT_OIDS.items()}

@@ -18,6 +18,7 @@ from ledger.records import (
     BetPlaced,
     DecisionTaken,
     FollowDecided,
+    Postings,
     Record,
     Settled,
     SettlementReversed,
@@ -54,6 +55,16 @@ def fold(rows: Rows, ev: Record) -> None:
     stake = event_type in STAKE_EVENTS
     if not postings and stake:  # hit / stand / a declined follow: no money moved
         return
+    if stake and len(postings) == 2:  # a bet or a stake move: one leg out, one in (most events here)
+        (first, amount), (second, other) = postings
+        if type(amount) is int and type(other) is int and amount + other == 0 and first != second:
+            _two_legs(rows, ev, first, amount, second, other)
+            return
+    _any_legs(rows, ev, postings, event_type, stake)
+
+
+def _any_legs(rows: Rows, ev: Record, postings: Postings, event_type: type, stake: bool) -> None:
+    """`fold` of any event with postings (settlements, voids, reversals, other stakes)."""
     delta = postings_delta(postings)
     round_id = ev.aggregate_id
     info = rows.get(_ROUNDS, (round_id,))
@@ -87,6 +98,39 @@ def fold(rows: Rows, ev: Record) -> None:
     for account in accounts:
         moved = delta.get(account, 0)
         held = on_game.get(account, 0) if on_game else 0
+        row = rows.edit(_BALANCES, (account, currency))
+        if row is None:
+            kind, _, owner = account.partition(":")
+            rows.put(_BALANCES, {"account": account, "currency": currency, "kind": kind, "owner": owner,
+                                 "balance_minor": moved, "funds_on_game_minor": held, "last_position": position})
+        else:
+            row["balance_minor"] += moved
+            if held:
+                row["funds_on_game_minor"] += held
+            row["last_position"] = position
+
+
+def _two_legs(rows: Rows, ev: Record, first: str, amount: int, second: str, other: int) -> None:
+    """`fold` of a stake event with two legs that balance (checked by the caller, as
+    `postings_delta` checks them): the same rows changed the same way, without the
+    general path's dicts of deltas and funds on game (a third of this view's time)."""
+    round_id = ev.aggregate_id
+    info = rows.get(_ROUNDS, (round_id,))
+    if info is None or info["currency"] is None:
+        require(False, f"postings for a round never opened: {round_id} at {ev.position}")
+        return
+    currency = info["currency"]
+    holds_row = rows.edit(_HOLDS, (round_id,))
+    if holds_row is None:
+        holds_row = {"round_id": round_id, "currency": currency, "holds": {}, "is_open": 1}
+        rows.put(_HOLDS, holds_row)
+    holds: dict[str, int] = holds_row["holds"]
+    position = ev.position
+    for account, moved in ((first, amount), (second, other)):
+        held = 0
+        if moved < 0 and account.startswith(PLAYER_PREFIX):
+            held = -moved
+            holds[account] = holds.get(account, 0) + held
         row = rows.edit(_BALANCES, (account, currency))
         if row is None:
             kind, _, owner = account.partition(":")

@@ -125,14 +125,15 @@ _NO_STATE: dict[str, Any] = {"modes": None, "settled": None, "day": None, "human
 
 
 def fold(rows: Rows, ev: Record) -> None:
-    match ev:
-        case BetPlaced(mode=str(mode)):
+    if type(ev) is BetPlaced:  # the most frequent event here: no match statement for it
+        mode = ev.mode
+        if isinstance(mode, str):
             state = _edit_round_state(rows, ev.aggregate_id)
             if state["modes"] is None:
                 state["modes"] = {}
             state["modes"][ev.bet_id] = mode
-        case BetPlaced():  # no mode (all but Banker bets): nothing to keep; the most frequent event here
-            return
+        return  # no mode (all but Banker bets): nothing to keep
+    match ev:
         case Opened():
             _ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)
         case Settled():

@@ -168,7 +168,10 @@ def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str
     account = PLAYER_PREFIX + player_id
     currency = info["currency"]
     # their sum is checked by the balances view
-    balance = _balance(rows, player_id, currency) - sum(a for leg, a in postings if leg == account)
+    balance = _balance(rows, player_id, currency)
+    for leg, amount in postings:  # a loop, not sum() over a generator: this runs per new row
+        if leg == account:
+            balance -= amount
     return {
         "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
@@ -229,64 +232,88 @@ def fold_timeline(rows: Rows, ev: Record) -> None:
 
 def fold(rows: Rows, ev: Record) -> None:
     """View `recall`: the player rows of the events that touch players."""
-    round_id = ev.aggregate_id
-    if isinstance(ev, (DecisionTaken, FollowDecided)) and not ev.stake_moves:  # hit, stand, a declined follow
+    kind = type(ev)
+    if kind is BetPlaced:
+        _bet_placed(rows, ev)  # type: ignore[arg-type]
         return
+    round_id = ev.aggregate_id
+    if (kind is DecisionTaken or kind is FollowDecided) and not ev.stake_moves:  # type: ignore[union-attr]
+        return  # hit, stand, a declined follow
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["table_id"] is None:  # tombstone void
         return
-    if isinstance(ev, BetPlaced):
-        _bet_placed(rows, ev, info)
-        return
-    status = _STATUS.get(type(ev))
+    status = _STATUS.get(kind)
     by_player = _lines_by_player(ev)
     # Unique, in first-seen order: the players with lines (a reversal has none: its postings name them).
-    players = list(by_player) if type(ev) is not SettlementReversed else _reversed_players(ev)
+    players = list(by_player) if kind is not SettlementReversed else _reversed_players(ev)  # type: ignore[arg-type]
+    apply = _APPLY[kind]
     for player_id in players:
         row = rows.edit(_RECALL, (player_id, round_id))
         if row is None:
             row = _new_player_row(rows, ev, info, player_id, postings_of(ev))
             rows.put(_RECALL, row)
-        _apply(row, ev, by_player.get(player_id, []))
+        apply(row, by_player.get(player_id, _NO_LINES))
         if status is not None:
             row["status"] = status
             row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
 
 
-def _bet_placed(rows: Rows, ev: BetPlaced, info: dict[str, Any]) -> None:
+_NO_LINES: list[Any] = []  # never changed
+
+
+def _bet_placed(rows: Rows, ev: BetPlaced) -> None:
     """The player's row after a bet (the most frequent player event)."""
-    bet = {"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot, "stake_minor": ev.stake_minor}
+    info = rows.get(_ROUNDS, (ev.aggregate_id,))
+    if info is None or info["table_id"] is None:  # tombstone void
+        return
     row = rows.edit(_RECALL, (ev.player_id, ev.aggregate_id))
     if row is None:
         row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
         rows.put(_RECALL, row)
-    row["bets"].append(bet)
+    row["bets"].append({"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot, "stake_minor": ev.stake_minor})
     row["staked_minor"] += ev.stake_minor
 
 
-def _apply(row: dict[str, Any], ev: Record, mine: list[Any]) -> None:
-    """Update the page's own copy of the player's row with the event's lines for this
-    player. Bets: `_bet_placed`."""
-    match ev:
-        case DecisionTaken() | FollowDecided():
-            moves = [{"bet_id": m.bet_id, "amount_minor": m.amount_minor, "reason": m.reason} for m in mine]
-            row["stake_moves"] += moves
-            row["staked_minor"] += sum(m["amount_minor"] for m in moves)
-        case Settled():
-            row["results"] = [_result_dict(r) for r in mine]  # a resettlement replaces reversed lines
-            row["returned_minor"] = sum(r.returned_minor for r in mine)
-        case SettlementReversed():
-            row["results"] = []
-            row["returned_minor"] = 0
-        case Voided():
-            refunds = [{"bet_id": r.bet_id, "amount_minor": r.amount_minor} for r in mine]
-            row["refunds"] += refunds
-            row["refunded_minor"] += sum(r["amount_minor"] for r in refunds)
+# How an event's lines for one player change the page's own copy of the player's row
+# (one per event kind, picked once per event: no match per player). Bets: `_bet_placed`.
+def _moved(row: dict[str, Any], mine: list[Any]) -> None:
+    staked = 0
+    moves = row["stake_moves"]
+    for m in mine:
+        moves.append({"bet_id": m.bet_id, "amount_minor": m.amount_minor, "reason": m.reason})
+        staked += m.amount_minor
+    row["staked_minor"] += staked
 
 
-def _result_dict(r: SettlementLine) -> dict[str, Any]:
-    return {"bet_id": r.bet_id, "bet_type": r.bet_type, "outcome": r.outcome, "staked_minor": r.staked_minor,
-            "returned_minor": r.returned_minor, "explanation": r.explanation}
+def _settled(row: dict[str, Any], mine: list[Any]) -> None:
+    returned = 0
+    results = []
+    for r in mine:
+        results.append({"bet_id": r.bet_id, "bet_type": r.bet_type, "outcome": r.outcome,
+                        "staked_minor": r.staked_minor, "returned_minor": r.returned_minor,
+                        "explanation": r.explanation})
+        returned += r.returned_minor
+    row["results"] = results  # a resettlement replaces reversed lines
+    row["returned_minor"] = returned
+
+
+def _reversed(row: dict[str, Any], mine: list[Any]) -> None:
+    row["results"] = []
+    row["returned_minor"] = 0
+
+
+def _refunded(row: dict[str, Any], mine: list[Any]) -> None:
+    refunded = 0
+    refunds = row["refunds"]
+    for r in mine:
+        refunds.append({"bet_id": r.bet_id, "amount_minor": r.amount_minor})
+        refunded += r.amount_minor
+    row["refunded_minor"] += refunded
+
+
+_APPLY: dict[type, Callable[[dict[str, Any], list[Any]], None]] = {
+    DecisionTaken: _moved, FollowDecided: _moved, Settled: _settled, SettlementReversed: _reversed, Voided: _refunded,
+}
 
 
 def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,

@@ -350,7 +350,9 @@ class CachedRows:
         if type(row) is tuple:  # a sealed page's row, kept as written
             row = self._row(table, row)
         elif row is _MISSING:
-            if self.complete and not self._maybe_evicted(table, key):
+            # A fold asking for a row it is about to make (most misses on a fresh catch-up):
+            # no call to `_maybe_evicted` before any row was dropped.
+            if self.complete and not (self._any_evicted and self._maybe_evicted(table, key)):
                 return None  # a new row: nothing to cache (it joins the cache when sealed)
             row = self._load(table, key)
         self.committed[table][key] = row
@@ -359,15 +361,13 @@ class CachedRows:
             self._rotate()
         return row
 
-    def _bits(self, table: str, key: tuple[Any, ...]) -> tuple[int, int]:
-        """The key's two bits in the evicted set (`_rotate` computes them inline, the same way)."""
-        h = hash(key) ^ self._salt[table]
-        return h & self._bit_mask, (h >> 32) & self._bit_mask
-
     def _maybe_evicted(self, table: str, key: tuple[Any, ...]) -> bool:
         if not self._any_evicted:
             return False
-        a, b = self._bits(table, key)
+        # The key's two bits in the evicted set (`_rotate` computes them the same way).
+        h = hash(key) ^ self._salt[table]
+        mask = self._bit_mask
+        a, b = h & mask, (h >> 32) & mask
         bits = self._evicted
         return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
 
@@ -379,7 +379,7 @@ class CachedRows:
             for name, old in self.older.items():
                 salt = self._salt[name]
                 for key, row in old.items():
-                    if row is not None:  # `_bits`, inline: this runs for every row dropped
+                    if row is not None:  # `_maybe_evicted`'s bits, inline: this runs for every row dropped
                         h = hash(key) ^ salt
                         a, b = h & mask, (h >> 32) & mask
                         bits[a >> 3] |= 1 << (a & 7)

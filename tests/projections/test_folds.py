@@ -178,3 +178,27 @@ def test_ggr_per_table_equals_the_house_account(seed: int) -> None:
         ggr[(r["table_id"], r["currency"])] = ggr.get((r["table_id"], r["currency"]), 0) + r["ggr_minor"]
     house = {(a[len("house:"):], c): b for (a, c), (b, _) in balances(rows).items() if a.startswith("house:")}
     assert {k: v for k, v in ggr.items() if v} == {k: v for k, v in house.items() if v}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_balances_two_leg_stakes_fold_as_the_general_path_does(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bets and stake moves (two legs that balance) take a shortcut in the balances fold:
+    every view's rows equal those of the general path (postings_delta, funds on game by account)."""
+    from ledger.records import postings_of
+    from projections import balances as view
+
+    events = random_history(seed)
+    taken: list[int] = []
+    shortcut = view._two_legs
+
+    def counted(rows, ev, *legs) -> None:  # type: ignore[no-untyped-def]
+        taken.append(ev.position)
+        shortcut(rows, ev, *legs)
+
+    monkeypatch.setattr(view, "_two_legs", counted)
+    fast = fold_all(events)
+    monkeypatch.setattr(view, "_two_legs", lambda rows, ev, *legs: view._any_legs(rows, ev, postings_of(ev), type(ev), True))
+    general = fold_all(events)
+    assert len(taken) > 10  # the shortcut ran
+    for name in fast.tables:
+        assert fast.rows(name) == general.rows(name), name
