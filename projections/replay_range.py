@@ -162,7 +162,11 @@ def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
     plan.held_max = 0
     chunk: list[Rows] = []
     chunk_events = 0
-    for rows in _pages(log, plan.through or 0, progress):
+    if upcoming is None:
+        return
+    # Only the planned rounds' span is read: from the first one's first event until every
+    # one is complete (a narrow range late in a large store reads that stretch, not the store).
+    for rows in _pages(log, upcoming[0], plan.through or 0, progress):
         for row in rows:
             while upcoming is not None and upcoming[0] <= row[0]:  # a planned round's first event
                 open_rounds[upcoming[1]] = (upcoming[3], [])
@@ -180,6 +184,8 @@ def _completed_rounds(log: EventLog, plan: Plan, chunk_events_max: int,
                 if chunk_events >= chunk_events_max:
                     yield chunk
                     chunk, chunk_events = [], 0
+        if upcoming is None and not open_rounds:  # every planned round complete: read no further
+            break
     if chunk:
         yield chunk
 
@@ -191,18 +197,20 @@ def stored_rounds(log: EventLog, through: int, chunk_events_max: int = CHUNK_EVE
     return _completed_rounds(log, Plan(log, 1, None, through), chunk_events_max, None)
 
 
-def _pages(log: EventLog, through: int, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
-    """The stored rows at positions up to `through`, a page at a time."""
-    position = 1
+def _pages(log: EventLog, position: int, through: int, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
+    """The stored rows at positions from `position` up to `through`, a page at a time (the
+    positions skipped before it count as progress: a bar sized to the head still ends full)."""
+    if progress is not None and position > 1:
+        progress(position - 1)
     while position <= through:
         rows = log.rows(position, min(PAGE_SIZE, through - position + 1))
         if rows and rows[-1][0] > through:  # ids skipped by a rolled-back write: the page ran past the mark
             rows = [row for row in rows if row[0] <= through]
         if not rows:
             return
-        yield rows
-        if progress is not None:
+        if progress is not None:  # before the yield: a reader that stops after this page counts it
             progress(len(rows))
+        yield rows
         position = rows[-1][0] + 1
 
 

@@ -275,3 +275,31 @@ def test_audit_replay_reports_its_high_water_mark(day, capsys) -> None:
     assert f"the store as of position {head}: 0 finding(s)" in capsys.readouterr().out
     assert cli(["audit", "replay", "--db", url, "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["through"] == head
+
+
+def test_a_narrow_range_reads_its_rounds_stretch_not_the_store(day, monkeypatch) -> None:
+    """The rows are read from the first planned round's first event and no further than the
+    page where the last planned round completes: a dispute's range late (or early) in a large
+    store does not read the whole store. The rounds replayed are the reference grouping's."""
+    _, app = day
+    monkeypatch.setattr(rr, "PAGE_SIZE", 20)
+    head = max(e.position for e in EventLog(app).records())
+    reads: list[tuple[int, int]] = []
+    rows = EventLog.rows
+
+    def counted(self: EventLog, start: int, limit: int) -> list:
+        got = rows(self, start, limit)
+        reads.append((start, got[-1][0] if got else start))
+        return got
+
+    monkeypatch.setattr(EventLog, "rows", counted)
+    for start, stop in ((head - 3, head), (1, 5)):
+        oracle = list(rounds_in_range(EventLog(app), start, stop))
+        reads.clear()
+        rounds = rr.rounds_to_replay(EventLog(app), start, stop)
+        assert [[row[0] for row in r] for r in rounds] == [[e.position for e in events] for _, events in oracle]
+        first = min(events[0].position for _, events in oracle)
+        last = max(events[-1].position for _, events in oracle)
+        assert reads[0][0] == first  # nothing before the first planned round's first event
+        assert reads[-1][0] <= last  # the last page read is the one that completed the last round
+    assert last < head - 40  # (1, 5): the early rounds end long before the head, so the test can fail
