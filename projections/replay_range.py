@@ -198,8 +198,9 @@ def stored_rounds(log: EventLog, through: int, chunk_events_max: int = CHUNK_EVE
 
 
 def _pages(log: EventLog, position: int, through: int, progress: Callable[[int], Any] | None) -> Iterator[Rows]:
-    """The stored rows at positions from `position` up to `through`, a page at a time (the
-    positions skipped before it count as progress: a bar sized to the head still ends full)."""
+    """The stored rows at positions from `position` up to `through`, a page at a time. The
+    positions skipped before it count as progress (approximately: ids may have gaps); a reader
+    that stops early leaves the rest uncounted, and its bar closes short of the head."""
     if progress is not None and position > 1:
         progress(position - 1)
     while position <= through:
