@@ -98,16 +98,7 @@ def _any_legs(rows: Rows, ev: Record, postings: Postings, event_type: type, stak
     for account in accounts:
         moved = delta.get(account, 0)
         held = on_game.get(account, 0) if on_game else 0
-        row = rows.edit(_BALANCES, (account, currency))
-        if row is None:
-            kind, _, owner = account.partition(":")
-            rows.put(_BALANCES, {"account": account, "currency": currency, "kind": kind, "owner": owner,
-                                 "balance_minor": moved, "funds_on_game_minor": held, "last_position": position})
-        else:
-            row["balance_minor"] += moved
-            if held:
-                row["funds_on_game_minor"] += held
-            row["last_position"] = position
+        _move(rows, account, currency, moved, held, position)
 
 
 def _two_legs(rows: Rows, ev: Record, first: str, amount: int, second: str, other: int) -> None:
@@ -131,16 +122,21 @@ def _two_legs(rows: Rows, ev: Record, first: str, amount: int, second: str, othe
         if moved < 0 and account.startswith(PLAYER_PREFIX):
             held = -moved
             holds[account] = holds.get(account, 0) + held
-        row = rows.edit(_BALANCES, (account, currency))
-        if row is None:
-            kind, _, owner = account.partition(":")
-            rows.put(_BALANCES, {"account": account, "currency": currency, "kind": kind, "owner": owner,
-                                 "balance_minor": moved, "funds_on_game_minor": held, "last_position": position})
-        else:
-            row["balance_minor"] += moved
-            if held:
-                row["funds_on_game_minor"] += held
-            row["last_position"] = position
+        _move(rows, account, currency, moved, held, position)
+
+
+def _move(rows: Rows, account: str, currency: str, moved: int, held: int, position: int) -> None:
+    """One account's balance row moved by `moved` and its funds on game by `held` (made when new)."""
+    row = rows.edit(_BALANCES, (account, currency))
+    if row is None:
+        kind, _, owner = account.partition(":")
+        rows.put(_BALANCES, {"account": account, "currency": currency, "kind": kind, "owner": owner,
+                             "balance_minor": moved, "funds_on_game_minor": held, "last_position": position})
+    else:
+        row["balance_minor"] += moved
+        if held:
+            row["funds_on_game_minor"] += held
+        row["last_position"] = position
 
 
 def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool) -> list[dict[str, Any]]:
