@@ -362,9 +362,8 @@ class CachedRows:
         return row
 
     def _maybe_evicted(self, table: str, key: tuple[Any, ...]) -> bool:
-        if not self._any_evicted:
-            return False
-        # The key's two bits in the evicted set (`_rotate` computes them the same way).
+        """Whether the key may be a dropped row (its caller checks `_any_evicted` first).
+        Its two bits in the evicted set are both set (`_rotate` sets them the same way)."""
         h = hash(key) ^ self._salt[table]
         mask = self._bit_mask
         a, b = h & mask, (h >> 32) & mask
