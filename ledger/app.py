@@ -56,7 +56,7 @@ from ledger.commands import (
     parse_command,
 )
 from ledger.eventstore import LedgerEventStore, LedgerMapper
-from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow
+from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow, VersionRead
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
@@ -380,6 +380,11 @@ class UnitOfWork:
     # The current command's aggregates in load order, with their pending-event counts when it began.
     marks: list[tuple[LedgerAggregate, int]] = field(default_factory=list)
     absent: set[UUID] = field(default_factory=set)  # ids known to have no events when the batch began
+    # Every aggregate the batch decided on, with the version it was read at (0: none stored).
+    # The write checks them against the store in its own transaction (LedgerRows.reads), so a
+    # decision made on a stale read, a refusal included, never commits: another writer (a
+    # second worker or machine) may have moved the round on since it was cached here.
+    read_at: dict[int, tuple[UUID, int]] = field(default_factory=dict)
     opened_shoes: dict[str, UUID] = field(default_factory=dict)  # table id -> shoe of its last round opened
     debug: bool = True  # bind command ids for log lines only when per-command lines are logged
     # The events' `timestamp`: the batch commits as one, so one reading of the clock serves it.
@@ -393,17 +398,21 @@ class UnitOfWork:
             found = self._cached(aggregate_id)
             if found is None:
                 if aggregate_id in self.absent:
+                    self.read_at[aggregate_id.int] = (aggregate_id, 0)
                     return None
                 try:
                     found = _as(LedgerAggregate, self.app.repository.get(aggregate_id))
                 except AggregateNotFoundError:
+                    self.read_at[aggregate_id.int] = (aggregate_id, 0)
                     return None
             self.aggregates[aggregate_id.int] = found
+            self.read_at[aggregate_id.int] = (aggregate_id, found.version)
         self._mark(found)
         return found
 
     def _keep(self, aggregate: LedgerAggregate) -> None:
         self.aggregates[aggregate.id.int] = aggregate
+        self.read_at.setdefault(aggregate.id.int, (aggregate.id, 0))  # new: nothing stored when decided
         self._mark(aggregate)
 
     def _mark(self, aggregate: LedgerAggregate) -> None:
@@ -415,9 +424,10 @@ class UnitOfWork:
 
     def _cached(self, aggregate_id: UUID) -> LedgerAggregate | None:
         """The cached aggregate as it is, without fast-forwarding it from the store
-        (that read cost a third of ingest). If another writer appended meanwhile,
-        our save fails on the version check, the batch evicts what it touched and
-        reruns on fresh state, so a stale cache can delay a command, never corrupt."""
+        (that read cost a third of ingest). If another writer appended meanwhile, the
+        save's version check fails (`read_at`: refusals and duplicates' neighbours too,
+        not only the aggregates written), the batch evicts what it touched and reruns on
+        fresh state: a stale cache can delay a command, never decide it."""
         cache = self.app.repository.cache
         if cache is None:
             return None
@@ -473,6 +483,11 @@ class UnitOfWork:
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""
         touched = [a for a in self.aggregates.values() if a.pending_events]
+        aggregates = self.aggregates
+        self.rows.reads = [
+            VersionRead(i, v, a.version if (a := aggregates.get(i.int)) is not None else v)
+            for i, v in self.read_at.values()
+        ]
         repository = self.app.repository
         # save keeps the objects it is given only to cache them (when the repository does not
         # fast-forward) and to snapshot them (when intervals are set): neither for the ledger

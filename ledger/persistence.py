@@ -26,7 +26,7 @@ from struct import Struct, pack
 from typing import Any, NamedTuple, TypeVar
 from uuid import UUID
 
-from eventsourcing.persistence import InterfaceError, OperationalError, ProgrammingError, StoredEvent
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, ProgrammingError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from eventsourcing.utils import retry
@@ -83,10 +83,29 @@ class RejectionRow(NamedTuple):
     received_at: str
 
 
+class VersionRead(NamedTuple):
+    """An aggregate a batch decided on: the version it was read at (0: nothing stored) and the
+    version the batch leaves it at (the same when the batch wrote nothing to it)."""
+
+    originator_id: UUID
+    read: int
+    after: int
+
+
 @dataclass
 class LedgerRows:
     commands: list[CommandRow] = field(default_factory=list)
     rejections: list[RejectionRow] = field(default_factory=list)
+    # Checked in the write's transaction: the store must hold each aggregate at the version
+    # the batch read it at, or the batch was decided on a stale read and nothing commits.
+    reads: list[VersionRead] = field(default_factory=list)
+
+
+def stale(reads: Sequence[VersionRead], stored: dict[UUID, int]) -> IntegrityError:
+    """The conflict a batch decided on a stale read raises (the application reruns it fresh)."""
+    moved = [f"{r.originator_id} read at version {r.read}, stored {stored.get(r.originator_id, 0)}"
+             for r in reads if stored.get(r.originator_id, 0) != r.after]
+    return IntegrityError("stale read: another writer moved an aggregate on: " + "; ".join(moved[:3]))
 
 
 def _chunks(ids: Sequence[_Id]) -> list[Sequence[_Id]]:
@@ -132,7 +151,23 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                     f"INSERT INTO {REJECTIONS_TABLE} ({', '.join(REJECTION_COLUMNS[1:])}) VALUES (?,?,?,?,?,?,?,?)",
                     rows.rejections,
                 )
+            if rows.reads:
+                self._check_reads(c, rows.reads)
         return returning
+
+    def _check_reads(self, c: SQLiteCursor, reads: Sequence[VersionRead]) -> None:
+        """After the batch's writes, so under SQLite's one write lock: nobody can move an
+        aggregate on between this read and the commit. Each aggregate must stand where the
+        batch left it (`after`: its read version plus its own new events)."""
+        stored: dict[UUID, int] = {}
+        for chunk in _chunks([r.originator_id.hex for r in reads]):
+            c.execute(
+                f"SELECT originator_id, MAX(originator_version) AS v FROM {self.events_table_name} "
+                f"WHERE originator_id IN ({','.join('?' * len(chunk))}) GROUP BY originator_id", chunk,
+            )
+            stored.update((UUID(row["originator_id"]), int(row["v"])) for row in c.fetchall())
+        if any(stored.get(r.originator_id, 0) != r.after for r in reads):
+            raise stale(reads, stored)
 
     def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]:
         found: dict[str, KnownCommand] = {}
@@ -354,11 +389,14 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         self.write_function = SQL("{0}.{1}").format(schema, Identifier(WRITE_FUNCTION))
         self.sql_create_statements.append(self.write_function_statement(events_table))
         self.call_write_statement = SQL("SELECT n AS notification_id FROM {0}({1}) AS n").format(
-            self.write_function, SQL(", ").join(SQL("%b") for _ in range(len(COMMAND_COLUMNS) + len(REJECTION_TYPES) + 5)))
+            self.write_function, SQL(", ").join(SQL("%b") for _ in range(len(COMMAND_COLUMNS) + len(REJECTION_TYPES) + 7)))
         self.lookup_statement = SQL(
             "SELECT " + KNOWN_COLUMNS + " FROM {0} WHERE command_id = ANY(%b) UNION ALL "
             "SELECT originator_id::text, NULL, NULL, NULL, NULL FROM {1} "
             "WHERE originator_version = 1 AND originator_id = ANY(%b)").format(self.commands_table, events_table)
+        self.versions_statement = SQL(
+            "SELECT originator_id, max(originator_version) AS v FROM {0} WHERE originator_id = ANY(%b) "
+            "GROUP BY originator_id").format(events_table)
         self.existing_ids_statement = SQL(
             "SELECT originator_id FROM {0} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(events_table)
 
@@ -385,6 +423,17 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             "  END IF;\n"
             "  IF cardinality(e_originator_version) > 0 THEN\n"
             "    FOREACH s IN ARRAY before_events LOOP EXECUTE s; END LOOP;\n"
+            "  END IF;\n"
+            # After the lock (no writer of events can move an aggregate on until this commits):
+            # each aggregate the batch decided on must still stand at the version it was read
+            # at. Checked before the events draw their ids, so a stale batch leaves no gap.
+            "  IF cardinality(v_originator_id) > 0 AND EXISTS (\n"
+            "      SELECT 1 FROM unnest(v_originator_id, v_version) AS x(id, v)\n"
+            "      WHERE x.v <> COALESCE((SELECT max(t.originator_version) FROM {events} t\n"
+            "                             WHERE t.originator_id = x.id), 0)) THEN\n"
+            "    RAISE EXCEPTION 'stale read: another writer moved an aggregate on' USING ERRCODE = 'unique_violation';\n"
+            "  END IF;\n"
+            "  IF cardinality(e_originator_version) > 0 THEN\n"
             # unnest returns the rows in array order and the sequence numbers them in that order
             # (under the lock no other insert draws from it): the ids come back in event order.
             "    RETURN QUERY INSERT INTO {events} ({event_columns}) {event_rows} RETURNING notification_id;\n"
@@ -396,7 +445,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             args=SQL(", ").join([*args("c_", COMMAND_COLUMNS, ["text"] * len(COMMAND_COLUMNS)),
                                  *args("r_", rejection_names, REJECTION_TYPES),
                                  *args("e_", event_names, [self.datastore.originator_id_type, "int8", "text", "bytea"]),
-                                 SQL("before_events text[]")]),
+                                 SQL("before_events text[]"),
+                                 *args("v_", ("originator_id", "version"), [self.datastore.originator_id_type, "int8"])]),
             commands=self.commands_table, command_columns=SQL(", ").join(map(Identifier, COMMAND_COLUMNS)),
             commands_rows=unnest("c_", COMMAND_COLUMNS),
             rejections=self.rejections_table, rejection_columns=SQL(", ").join(map(Identifier, rejection_names)),
@@ -415,6 +465,10 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
             return self._insert_one_statement(stored_events, rows)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
+            if stored_events:  # lock (held to the commit), then the check, then the events
+                curs.execute(SQL("; ").join([*self.lock_table_statements, self.notify_statement]))
+            if rows is not None and rows.reads:
+                self._check_reads(curs, rows.reads)
             return self._write_events(curs, stored_events) if stored_events else None
 
     one_statement_rows_max = ONE_STATEMENT_ROWS_MAX
@@ -429,12 +483,15 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         the batch is kept."""
         commands = rows.commands if rows is not None else ()
         rejections = rows.rejections if rows is not None else ()
+        reads = rows.reads if rows is not None else ()
         params = [*_columns(commands, _COMMAND_ARRAYS), *_columns(rejections, REJECTION_ARRAYS),
                   encode_array(self.originator_ids, [e.originator_id for e in stored_events]),
                   encode_array(Int8Array, [e.originator_version for e in stored_events]),
                   encode_array(TextArray, [e.topic for e in stored_events]),
                   encode_array(ByteaArray, [e.state for e in stored_events]),
-                  self._before_events()]
+                  self._before_events(),
+                  encode_array(self.originator_ids, [r.originator_id for r in reads]),
+                  encode_array(Int8Array, [r.read for r in reads])]
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             try:
                 self._run_write(curs, params)
@@ -462,9 +519,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         curs.execute(_bytes(self.call_write_statement), params, prepare=True)
 
     def _write_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent]) -> list[int]:
-        """Lock (so readers never see notification ids commit out of order), NOTIFY, COPY."""
-        # One round trip: the lock is held until commit, so fewer trips under it.
-        curs.execute(SQL("; ").join([*self.lock_table_statements, self.notify_statement]))
+        """COPY, the table already locked (so readers never see notification ids commit out of order)."""
         _copy(curs, self.copy_events_statement, self.event_types,
               ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events))
         # Under the EXCLUSIVE lock only this COPY draws from the column's sequence, one id
@@ -472,6 +527,13 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         curs.execute(self.last_notification_id_statement)
         last = _first_value(curs.fetchone())
         return list(range(last - len(stored_events) + 1, last + 1))
+
+    def _check_reads(self, curs: Cursor[DictRow], reads: Sequence[VersionRead]) -> None:
+        """The write function's check, for the COPY path: each aggregate where the batch read it."""
+        curs.execute(_bytes(self.versions_statement), (encode_array(self.originator_ids, [r.originator_id for r in reads]),))
+        stored = {UUID(str(row["originator_id"])): int(row["v"]) for row in curs.fetchall()}
+        if any(stored.get(r.originator_id, 0) != r.read for r in reads):
+            raise stale([r._replace(after=r.read) for r in reads], stored)
 
     def _insert_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         rows: LedgerRows | None = kwargs.get("ledger_rows")
