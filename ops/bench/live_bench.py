@@ -17,6 +17,7 @@ answer to its previous one).
     python -m ops.bench.live_bench --rates 250,500,1000,1500,2000 --seconds 5 --repeats 3 --jetstream-commands 5000
     python -m ops.bench.live_bench --rates 1000 --modes group --trace   # where the latency goes
     python -m ops.bench.live_bench --rates 1000 --seconds 5 --workers 2
+    python -m ops.bench.live_bench --modes group --workers 1,2 --rates 1000,1500,2000,2500,3000 --repeats 3 --jetstream-commands 0
     python -m ops.bench.live_bench --skip-http --jetstream-commands 20000
 """
 from __future__ import annotations
@@ -242,19 +243,21 @@ async def open_loop(base: str, key: str, lines: list[bytes], rate: float,
 MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1)}
 
 
-def http_steps(rates: list[float], seconds: float, workers: int, trace: bool = False,
+def http_steps(rates: list[float], seconds: float, workers: list[int], trace: bool = False,
                modes: tuple[tuple[str, int], ...] = tuple(MODES.values()), warmup_s: float = 1.0,
                repeats: int = 1) -> None:
-    """Every rate, each mode, `repeats` times, interleaved (every mode sees the same machine
-    load); with repeats > 1 each run's row and then the median of the runs."""
+    """Every rate, each mode and number of workers, `repeats` times, interleaved (every
+    configuration sees the same machine load); with repeats > 1 each run's row and then the
+    median of the runs. Several worker counts: the best rates' ratio to one worker's."""
     best: dict[str, float] = {}
     for rate in rates:
         runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for _ in range(repeats):
             for name, max_batch in modes:
-                row = http_step(rate, seconds, workers, name, max_batch, trace, warmup_s)
-                runs[name].append(row)
-                print(json.dumps(row if repeats == 1 else {"run": True, **row}), flush=True)
+                for n in workers:
+                    row = http_step(rate, seconds, n, name, max_batch, trace, warmup_s)
+                    runs[name if len(workers) == 1 else f"{name}/workers={n}"].append(row)
+                    print(json.dumps(row if repeats == 1 else {"run": True, **row}), flush=True)
         for name, rows in runs.items():
             row = rows[0] if repeats == 1 else median_row(rows)
             if repeats > 1:
@@ -262,6 +265,11 @@ def http_steps(rates: list[float], seconds: float, workers: int, trace: bool = F
             if row["p99_ms"] <= 50 and row["errors"] == 0 and row["acked_per_s"] >= 0.9 * rate:
                 best[name] = max(best.get(name, 0), rate)
     print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
+    for name, _ in modes:
+        one = best.get(f"{name}/workers=1")
+        for n in workers[1:] if len(workers) > 1 and one else []:
+            print(json.dumps({"mode": name, f"workers={n}_over_workers=1": round(best.get(f"{name}/workers={n}", 0) / one, 2)}),
+                  flush=True)
 
 
 def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -356,7 +364,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rates", default="250,500,1000,2000,3000,4000", help="offered commands/s, comma-separated")
     p.add_argument("--seconds", type=float, default=4.0, help="load per step")
-    p.add_argument("--workers", type=int, default=1, help="ledger serve --workers")
+    p.add_argument("--workers", default="1", help="ledger serve --workers; several (1,2) are interleaved and compared")
     p.add_argument("--warmup-s", type=float, default=1.0,
                    help="unmeasured load (other tables, at most 250/s) before each step; 0: none")
     p.add_argument("--repeats", type=int, default=1,
@@ -369,7 +377,7 @@ def main() -> int:
     p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")
     args = p.parse_args()
     if not args.skip_http:
-        http_steps([float(r) for r in args.rates.split(",")], args.seconds, args.workers, args.trace,
+        http_steps([float(r) for r in args.rates.split(",")], args.seconds, [int(n) for n in args.workers.split(",")], args.trace,
                    tuple(MODES[m] for m in args.modes.split(",")), args.warmup_s,
                    args.repeats)
     if args.jetstream_commands:
