@@ -13,22 +13,24 @@ from uuid import UUID
 
 from ledger.eventlog import EventLog
 from ledger.records import Opened, Record, Voided
-from projections.audit import chain
+from projections.audit import TreeBuilder, chain
 from projections.replay import Replay, recompute
 
 MINOR_EXPONENT = 2  # how amounts are shown (domain.money.format_minor's default); stored as integers
 
 
 def proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
-    """Each given position's seq and hash in the audit chain, and the store's head
-    (reads the whole store: the chain starts at genesis)."""
-    hashes, head = {}, None
+    """Each given position's seq and hash in the audit chain, and the store's head with the
+    root of the chain's Merkle tree (reads the whole store: the chain starts at genesis)."""
+    hashes, head, tree = {}, None, TreeBuilder()
     for link in chain(log.stored(1, page_size=5000)):
         if link.position in positions:
             hashes[link.position] = {"seq": link.seq, "hash": link.hash, "prev": link.prev}
+        tree.add(link.hash)
         head = link
     return {"events": hashes, "head_position": head.position if head else None,
-            "head_seq": head.seq if head else None, "head_hash": head.hash if head else None}
+            "head_seq": head.seq if head else None, "head_hash": head.hash if head else None,
+            "tree_root": tree.root() if head else None}
 
 
 def replay_document(round_id: UUID | str, events: list[Record], replay: Replay,

@@ -53,10 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the dispute page: one self-contained HTML file (no network), cards, a step control, "
                    "state per step, settlement with explanations, refunds, the chain proof")
     p.add_argument("--bundle", metavar="FILE.zip",
-                   help="write a self-verifying dispute bundle: canonical events, the chain segment to the head, "
-                   "the page, replay.json and verify.py (python3 verify.py FILE.zip, standard library only)")
+                   help="write a self-verifying dispute bundle: the round's canonical events with their Merkle proof "
+                   "against the chain's tree root, the page, replay.json and verify.py (python3 verify.py FILE.zip, "
+                   "standard library only); its size does not grow with the store")
     p.add_argument("--manifest", metavar="PATH",
-                   help="with --bundle: anchor the chain segment to this audit export's manifest.json head "
+                   help="with --bundle: anchor the proof to this audit export's manifest.json (its tree_root and head) "
                    "(default: the store's head now)")
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.set_defaults(func=run)
