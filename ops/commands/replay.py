@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     replay.findings.extend(table_config_findings(events, log.table_history))
     wants_proof = args.proof or args.html or args.bundle
     proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
-    document = replay_view.replay_document(round_id, events, replay, proof, args.at)
+    document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
     if args.html or args.bundle:
         return _write_files(args, log, document)
     if args.json:
