@@ -40,6 +40,8 @@ from ledger.records import (
 from ledger.round import round_id_for
 from projections.audit import iso_utc
 
+PLAYER = player_account("")  # the prefix of a player's account
+
 
 def ref_parts(round_id: UUID | str, ref: str | None) -> tuple[str, int] | None:
     """(table, round number) of a TABLE#NO reference that names this round id. A tombstone
@@ -70,8 +72,8 @@ def round_story(round_id: UUID | str, events: list[Record], outcome: dict[str, A
     moved: dict[str, int] = {}  # player -> net of the postings on the player's account
     for e in events:
         for account, amount in postings_of(e):
-            if account.startswith("player:"):
-                pid = account.removeprefix("player:")
+            if account.startswith(PLAYER):
+                pid = account.removeprefix(PLAYER)
                 moved[pid] = moved.get(pid, 0) + amount
         if isinstance(e, BetPlaced):
             bets[e.bet_id] = {"bet_id": e.bet_id, "player_id": e.player_id, "spot": e.spot, "bet_type": e.bet_type,
@@ -138,28 +140,34 @@ def _phase(events: list[Record], status: str) -> str:
 def _bets(bets: dict[str, dict[str, Any]], settlements: list[dict[str, Any]], in_force: dict[str, Any] | None,
           void: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Each bet: what it put in, what is in force for it, the reversed lines beside it."""
-    rows = {b: {**v, "in_force": None, "returned_minor": 0, "refunded_minor": 0, "reversed": []}
-            for b, v in bets.items()}
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row_of(bet_id: str, player_id: str, bet_type: str | None) -> dict[str, Any]:
+        # a line or refund without a BetPlaced of its own (a derived line) still gets its row
+        bet = bets.get(bet_id) or {"bet_id": bet_id, "player_id": player_id, "spot": None, "bet_type": bet_type,
+                                   "put_in_minor": 0}
+        return rows.setdefault(bet_id, {**bet, "in_force": None, "returned_minor": 0, "refunded_minor": 0,
+                                        "reversed": []})
+
+    for bet_id, bet in bets.items():
+        row_of(bet_id, bet["player_id"], bet["bet_type"])
     for s in settlements:
         for line in s["lines"]:
-            row = rows.setdefault(line["bet_id"], {"bet_id": line["bet_id"], "player_id": line["player_id"],
-                                                   "spot": None, "bet_type": line["bet_type"], "put_in_minor": 0,
-                                                   "in_force": None, "returned_minor": 0, "refunded_minor": 0,
-                                                   "reversed": []})
+            row = row_of(line["bet_id"], line["player_id"], line["bet_type"])
             entry = {"settlement_no": s["settlement_no"], "outcome": line["outcome"],
                      "staked_minor": line["staked_minor"], "returned_minor": line["returned_minor"]}
             if s is in_force:
                 row["in_force"] = {"how": "settled", **entry}
                 row["returned_minor"] += line["returned_minor"]
             else:
-                row["reversed"].append({**entry, "by": s["reversal"]["by"], "reason": s["reversal"]["reason"]})
-    for r in void["refunds"] if void else []:
-        row = rows.setdefault(r["bet_id"], {"bet_id": r["bet_id"], "player_id": r["player_id"], "spot": None,
-                                            "bet_type": None, "put_in_minor": 0, "in_force": None,
-                                            "returned_minor": 0, "refunded_minor": 0, "reversed": []})
-        row["refunded_minor"] += r["amount_minor"]
-        row["in_force"] = {"how": "refunded", "amount_minor": row["refunded_minor"], "cause": void["cause"],
-                           "by": void["by"], "position": void["position"]}
+                reversal = s["reversal"] or {}
+                row["reversed"].append({**entry, "by": reversal.get("by"), "reason": reversal.get("reason")})
+    if void is not None:
+        for r in void["refunds"]:
+            row = row_of(r["bet_id"], r["player_id"], None)
+            row["refunded_minor"] += r["amount_minor"]
+            row["in_force"] = {"how": "refunded", "amount_minor": row["refunded_minor"], "cause": void["cause"],
+                               "by": void["by"], "position": void["position"]}
     for row in rows.values():
         row["net_minor"] = row["returned_minor"] + row["refunded_minor"] - row["put_in_minor"]
     return list(rows.values())
