@@ -209,7 +209,7 @@ def _headline(status: str, outcome: dict[str, Any] | None, settlements: list[dic
         return {"text": f"No result in force: {what}.", "winner": None, "hands": hands, "in_force": False}
     summary = outcome["summary"] if outcome else "settled"
     note = f" (settlement {in_force['settlement_no']} in force{rev})" if reversed_nos else ""
-    return {"text": summary + note + (f". {hands}" if hands else ""),
+    return {"text": summary + note,  # the summary names the winner and the hands; `hands` has each one's name
             "winner": outcome.get("winner") if outcome else None, "hands": hands, "in_force": True}
 
 
