@@ -233,6 +233,8 @@ def story_lines(story: dict[str, Any], currency: str | None) -> list[str]:
     """The story as text lines (`ledger replay` and `ledger round show`)."""
     money = lambda minor: format_minor(minor, currency)  # noqa: E731
     lines = [f"status: {story['status']}  (phase {story['phase']})", f"outcome: {story['headline']['text']}"]
+    if story["headline"]["hands"]:
+        lines.append(f"hands: {story['headline']['hands']}")
     for s in story["settlements"]:
         if s["status"] == "in_force":
             lines.append(f"settlement {s['settlement_no']} (position {s['position']}): IN FORCE, "
