@@ -242,6 +242,7 @@ def recompute_money(b: Bundle, records: list) -> dict:
     settlements: dict = {}
     lines: list = []
     refunds: list = []
+    reversals: list = []  # a reversed settlement's lines stay in `results`: the report says which are not in force
     round_id = records[0]["originator_id"] if records else ""
     table = records[0]["fields"].get("table_id", "") if records else ""
     for r in records:
@@ -265,8 +266,10 @@ def recompute_money(b: Bundle, records: list) -> dict:
             original = settlements.get(f.get("settlement_no"))
             if original is None or _net(postings) != {k: -v for k, v in _net(original).items()}:
                 b.find("reversal", "events.jsonl", "the reversal does not negate its settlement", pos)
+            reversals.append({"settlement_no": f.get("settlement_no"), "position": pos, "by": f.get("by"),
+                              "reason": f.get("reason")})
     return {"put_in": [{"bet_id": k[0], "player_id": k[1], "amount_minor": v} for k, v in put_in.items()],
-            "results": lines, "refunds": refunds}
+            "results": lines, "refunds": refunds, "reversals": reversals}
 
 
 def _settled(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str, table: str) -> list:
@@ -374,6 +377,9 @@ def print_report(report: dict) -> None:
               f"net {amount(line['net_minor'], cur)}")
     for r in report["refunds"]:
         print(f"  refund bet {r['bet_id']} ({r['player_id']}): {amount(r['amount_minor'], cur)}")
+    for r in report.get("reversals", []):
+        print(f"  REVERSAL: settlement {r['settlement_no']} was reversed at position {r['position']} by {r['by']} "
+              f"({r['reason']}); its lines above are not in force")
     print(f"Anchored to the chain's tree root {report['tree_root']} at head seq {report['head_seq']} "
           f"hash {report['head_hash']}")
     print("  (compare with the tree_root and head_hash of the audit manifest the operator published)")
