@@ -265,7 +265,24 @@ class LedgerAPI(FastAPI):
                 and scope["path"] == COMMANDS_PATH and not scope.get("root_path")):
             await self._commands(scope, receive, send)
             return
+        if scope["type"] == "http" and scope["path"].startswith("/v1/") and not self._store_ready():
+            # Every /v1 route needs the store (its API key, at least): answered now, not after the pool's retries.
+            await self._unavailable(scope, receive, send)
+            return
         await super().__call__(scope, receive, send)
+
+    def _store_ready(self) -> bool:
+        health = getattr(self.state, "health", None)
+        return health is None or health.ready
+
+    async def _unavailable(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """503 store_unavailable with Retry-After, logged as every request is."""
+        started, request_id = time.perf_counter(), next_request_id()
+        response = await _http_error(Request(scope, receive, send),
+                                     store_unavailable(f"the store is unreachable: {self.state.health.status.error}"))
+        response.raw_headers.append((b"x-request-id", request_id.encode()))
+        await response(scope, receive, send)
+        log_request(scope, response.status_code, started, request_id, None)
 
     async def _commands(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
@@ -277,6 +294,8 @@ class LedgerAPI(FastAPI):
         status = 500
         try:
             try:
+                if not self._store_ready():  # before the key: its read would wait for the store too
+                    raise store_unavailable(f"the store is unreachable: {self.state.health.status.error}")
                 key = await checked_key(self.state.keys, bearer_credentials(_header(scope, b"authorization")),
                                         ROLE_WRITE)
                 content_type = _header(scope, b"content-type") or ""

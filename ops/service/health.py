@@ -1,7 +1,7 @@
 """Whether the store answers, known without waiting for it (/readyz, and the fast 503 of writes).
 
 A task on the worker's event loop probes the store every `PROBE_INTERVAL_S` on a connection
-of its own, each probe bounded by `PROBE_TIMEOUT_S`: a refused or dropped connection fails
+of its own (in a thread), each probe bounded by `PROBE_TIMEOUT_S`: a refused or dropped connection fails
 the next probe at once, a server that stopped answering fails it within the timeout, and
 the first probe that succeeds after an outage makes the service ready again. So /readyz
 turns 503 within ~1.5 s of the store becoming unreachable and 200 within ~0.5 s (plus a
@@ -12,8 +12,10 @@ connection) held the answer until the store came back.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +35,21 @@ class Status:
 
 
 class StoreHealth:
-    def __init__(self, probe: Callable[[], Awaitable[int]], interval_s: float = PROBE_INTERVAL_S,
+    """The store's status from a probe (a blocking call) run in threads: a probe that does not
+    answer in time is left to finish or fail in its thread, never cancelled (psycopg answers
+    a cancelled query by asking the server to cancel it, which waits on the same store that
+    does not answer), and at most `STUCK_MAX` such probes are waited for at once."""
+
+    STUCK_MAX = 3
+
+    def __init__(self, probe: Callable[[], int], interval_s: float = PROBE_INTERVAL_S,
                  timeout_s: float = PROBE_TIMEOUT_S) -> None:
         self.probe, self.interval_s, self.timeout_s = probe, interval_s, timeout_s
         # The store answered at startup (the apps were opened on it): ready until a probe says otherwise.
         self.status = Status(True, None, None, time.monotonic())
         self._task: asyncio.Task[None] | None = None
+        self._pool = ThreadPoolExecutor(max_workers=self.STUCK_MAX + 1, thread_name_prefix="store-health")
+        self._running = 0
 
     @property
     def ready(self) -> bool:
@@ -54,14 +65,20 @@ class StoreHealth:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        self._pool.shutdown(wait=False)
         closer = getattr(self.probe, "close", None)
         if closer is not None:
             closer()
 
     async def check(self) -> Status:
+        if self._running > self.STUCK_MAX:
+            self.status = Status(False, None, f"{self._running} probes of the store are still waiting", time.monotonic())
+            return self.status
+        self._running += 1
+        future = asyncio.get_running_loop().run_in_executor(self._pool, self.probe)
+        future.add_done_callback(self._finished)
         try:
-            async with asyncio.timeout(self.timeout_s):
-                position = await self.probe()
+            position = await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
         except TimeoutError:
             self.status = Status(False, None, f"the store did not answer within {self.timeout_s:g} s", time.monotonic())
         except Exception as exc:  # any failure to read means not ready
@@ -70,6 +87,11 @@ class StoreHealth:
             self.status = Status(True, position, None, time.monotonic())
         return self.status
 
+    def _finished(self, future: asyncio.Future[int]) -> None:
+        self._running -= 1
+        if not future.cancelled():
+            future.exception()  # retrieved: a late failure of an abandoned probe is no "never retrieved" warning
+
     async def _run(self) -> None:
         while True:
             await self.check()
@@ -77,9 +99,10 @@ class StoreHealth:
 
 
 class PgProbe:
-    """The head of the events table, read on one connection of the probe's own (never the
-    pool's: a pool waits and retries). A probe that failed or timed out drops its
-    connection; the next one connects anew."""
+    """The head of the events table, read on a connection of the probe's own (never the
+    pool's: a pool waits and retries). A connection that failed is closed; one stuck in a
+    probe stays with it, and the next probe connects anew. TCP keepalives and libpq's
+    tcp_user_timeout end a connection whose server vanished from the network."""
 
     def __init__(self, db_url: str) -> None:
         from psycopg import sql
@@ -88,38 +111,43 @@ class PgProbe:
         self.kwargs: dict[str, Any] = {
             "dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"], "port": env["POSTGRES_PORT"],
             "user": env["POSTGRES_USER"], "password": env["POSTGRES_PASSWORD"] or None, "autocommit": True,
-            "connect_timeout": 2,  # libpq's least; the probe's own timeout is shorter and wins
-            "application_name": "ledger-serve-health",
+            "connect_timeout": 2,  # libpq's least; the probe's own timeout is shorter and answers first
+            "keepalives": 1, "keepalives_idle": 2, "keepalives_interval": 1, "keepalives_count": 3,
+            "tcp_user_timeout": 5000, "application_name": "ledger-serve-health",
         }
         self.statement = sql.SQL("SELECT max(notification_id) FROM {}.{}").format(
             sql.Identifier(env["POSTGRES_SCHEMA"] or "public"), sql.Identifier(PG_EVENTS_TABLE))
-        self.conn: Any = None
+        self._idle: Any = None
+        self._lock = threading.Lock()
 
-    async def __call__(self) -> int:
+    def __call__(self) -> int:
         import psycopg
 
+        with self._lock:
+            conn, self._idle = self._idle, None
+        if conn is None:
+            conn = psycopg.connect(**self.kwargs)
         try:
-            if self.conn is None:
-                self.conn = await psycopg.AsyncConnection.connect(**self.kwargs)
-            cursor = await self.conn.execute(self.statement)
-            row = await cursor.fetchone()
-        except BaseException:  # a timeout (cancelled) included: this connection is in an unknown state
-            self.close()
+            row = conn.execute(self.statement).fetchone()
+        except BaseException:
+            conn.close()
             raise
+        with self._lock:
+            if self._idle is None:
+                self._idle, conn = conn, None
+        if conn is not None:
+            conn.close()
         return int(row[0] or 0) if row else 0
 
     def close(self) -> None:
-        conn, self.conn = self.conn, None
+        with self._lock:
+            conn, self._idle = self._idle, None
         if conn is not None:
-            conn.pgconn.finish()  # at once, no round trip: the server may be the one not answering
+            conn.close()
 
 
-def probe_for(db_url: str, reader: Any) -> Callable[[], Awaitable[int]]:
-    """The store's probe: PostgreSQL on a connection of its own; a SQLite file read in a thread."""
+def probe_for(db_url: str, reader: Any) -> Callable[[], int]:
+    """The store's probe: PostgreSQL on a connection of its own; a SQLite file through the reader."""
     if env_for(db_url)["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
         return PgProbe(db_url)
-
-    async def sqlite_head() -> int:
-        return int(await asyncio.to_thread(reader.head))
-
-    return sqlite_head
+    return lambda: int(reader.head())
