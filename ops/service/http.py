@@ -52,12 +52,6 @@ class Limits:
         )
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail = status, code, detail
-
-
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
     limits: Limits | None = None  # None: read from the environment by the first connection
 
@@ -70,7 +64,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._header_bytes = 0  # received for the request whose headers are not complete yet
         self._header_count = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._refused = False
+        self._closing = False
 
     # ------------------------------------------------------------------ timers
 
@@ -95,7 +89,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if idle:  # a connection that never sent a request: closed without an answer, like a keep-alive timeout
             self.transport.close()
             return
-        self._refuse(408, "request_timeout", f"the request's {phase} did not arrive within {seconds:g} s")
+        self._answer_and_close(408, "request_timeout", f"the request's {phase} did not arrive within {seconds:g} s")
 
     # ------------------------------------------------------ protocol callbacks
 
@@ -108,25 +102,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self._closing:
             return
         if not self._in_body:
             if self._header_bytes == 0 and self._timer is None:  # the first byte of a request on a kept-alive connection
                 self._arm(self._limits.header_timeout_s, "header")
             self._header_bytes += len(data)
-        try:
-            super().data_received(data)
-        except _Refused as refused:  # not raised: uvicorn catches the parser's errors; kept for safety
-            self._refuse(refused.status, refused.code, refused.detail)
-            return
-        if self._refused:
+        super().data_received(data)
+        if self._closing:
             return
         if not self._in_body and self._header_bytes > self._limits.max_header_bytes:
-            self._refuse(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
 
     def send_400_response(self, msg: str) -> None:
-        # A callback of ours refused the request (the parser reports it as its own error): answer that instead.
-        if self._refused:
+        # A callback of ours answered the request (the parser reports it as its own error): answer that instead.
+        if self._closing:
             return
         super().send_400_response(msg)
 
@@ -137,21 +127,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
         if len(self.url) > self._limits.max_header_bytes:
-            self._refuse(431, "headers_too_large", f"the request line exceeds {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, "headers_too_large", f"the request line exceeds {self._limits.max_header_bytes} bytes")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_count += 1
         if self._header_count > self._limits.max_headers:
-            self._refuse(431, "headers_too_many", f"more than {self._limits.max_headers} headers")
+            self._answer_and_close(431, "headers_too_many", f"more than {self._limits.max_headers} headers")
             return
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        if self._refused:
+        if self._closing:
             return
         size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)  # "name: value\r\n"
         if size > self._limits.max_header_bytes:
-            self._refuse(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
             return
         self._in_body = True
         self._header_bytes = 0
@@ -159,12 +149,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
-        if self._refused:
+        if self._closing:
             return
         super().on_body(body)
 
     def on_message_complete(self) -> None:
-        if self._refused:
+        if self._closing:
             return
         self._in_body = False
         self._header_bytes = 0
@@ -173,12 +163,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     # ----------------------------------------------------------------- refusal
 
-    def _refuse(self, status: int, code: str, detail: str) -> None:
+    def _answer_and_close(self, status: int, code: str, detail: str) -> None:
         """Answer `status` with a JSON body {"detail", "code"} unless an answer was started, then
         close the connection; an app still reading the body sees the client go away."""
-        if self._refused:
+        if self._closing:
             return
-        self._refused = True
+        self._closing = True
         self._disarm()
         cycle = self.cycle
         answering = cycle is not None and self._in_body and not cycle.response_complete
