@@ -35,6 +35,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="commands per transaction at most (default 500)")
     p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
                    help="longest hold of the GIL by the request loop while the writer waits for it (default 1)")
+    p.add_argument("--store-timeout-s", type=float, default=None, metavar="S",
+                   help="longest wait of a request for the store before it is answered 503 store_unavailable "
+                        "with Retry-After (default 5)")
+    p.add_argument("--max-body-bytes", type=int, default=None, metavar="N",
+                   help="largest POST /v1/commands body; larger: 413 body_too_large (default 16 MiB)")
+    p.add_argument("--max-header-bytes", type=int, default=None, metavar="N",
+                   help="request line and headers together at most; more: 431 (default 32 KiB)")
+    p.add_argument("--max-headers", type=int, default=None, metavar="N",
+                   help="headers per request at most; more: 431 (default 100)")
+    p.add_argument("--header-timeout-s", type=float, default=None, metavar="S",
+                   help="a request's headers must arrive within this, else 408 (default 10)")
+    p.add_argument("--body-timeout-s", type=float, default=None, metavar="S",
+                   help="a request's body must arrive within this after its headers, else 408 (default 30)")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
 
@@ -57,6 +70,21 @@ def run(args: argparse.Namespace) -> int:
             print("--switch-interval-ms must be 0.05..100", file=sys.stderr)
             return 2
         env["LEDGER_SERVE_SWITCH_INTERVAL_MS"] = str(args.switch_interval_ms)
+    for name, value, low, high in (("store-timeout-s", args.store_timeout_s, 0.1, 600),
+                                   ("max-body-bytes", args.max_body_bytes, 1024, 1 << 31),
+                                   ("max-header-bytes", args.max_header_bytes, 1024, 1 << 24),
+                                   ("max-headers", args.max_headers, 8, 10_000),
+                                   ("header-timeout-s", args.header_timeout_s, 0.1, 3600),
+                                   ("body-timeout-s", args.body_timeout_s, 0.1, 3600)):
+        if value is None:
+            continue
+        if not low <= value <= high:
+            print(f"--{name} must be {low}..{high}", file=sys.stderr)
+            return 2
+        env["LEDGER_SERVE_" + name.upper().replace("-", "_")] = str(value)
+    # libpq's own connect timeout (it has none by default: a store that drops packets held a
+    # connect for minutes); the pool's connections and the key reads use it. The operator's wins.
+    env.setdefault("PGCONNECT_TIMEOUT", "2")
     private = tempfile.mkdtemp(prefix="ledger-serve-")
     # Before prometheus-client is first imported (it picks its value store then), in every worker.
     env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(private, "metrics")
@@ -67,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ledger.keys import key_store
     from ledger.store import open_app
+    from ops.service.http import GuardedHttpToolsProtocol
 
     app = open_app(env["LEDGER_DB"])  # tables made once, before the workers start together
     try:
@@ -76,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         uvicorn.run("ops.service.app:app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="warning", access_log=False, timeout_graceful_shutdown=30)
+                    workers=args.workers, log_level="warning", access_log=False, timeout_graceful_shutdown=30,
+                    http=GuardedHttpToolsProtocol)  # header limits and read timeouts (ops/service/http.py)
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return 0

@@ -8,6 +8,7 @@ and call the same functions as the read commands of the command line
 """
 from __future__ import annotations
 
+import asyncio
 import gc
 import inspect
 import json
@@ -16,12 +17,13 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
@@ -39,16 +41,30 @@ from ledger.store import db_url_from, open_app
 from ops.service import metrics
 from ops.service.auth import KEY_CACHE_S_DEFAULT, ROLE_WRITE, Keys, bearer_credentials, checked_key
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
+from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
+from ops.service.intake import (
+    BODY_BYTES_MAX_DEFAULT,
+    COMMANDS_PER_REQUEST_MAX,
+    INLINE_SPLIT_BYTES_MAX,
+    NDJSON,
+    IntakeError,
+    media_type,
+    split_body,
+)
 from ops.service.logs import RequestLog, log_request, next_request_id
 from ops.service.trace import from_env as trace_from_env
 
-COMMANDS_PER_REQUEST_MAX = 10_000
 # How long the event loop may hold the GIL while the writer waits for it (Python's default
 # is 5 ms). The writer gives the GIL up at every database round trip; each time, a busy
 # loop kept it until the interval ran out, so one batch waited several times 5 ms for it
 # (writer beside a busy thread, ~25 batches of 5 commands: 31 -> 14 ms per batch at 1 ms).
 SWITCH_INTERVAL_MS_DEFAULT = 1.0
-NDJSON = "application/x-ndjson"
+# How long a request may wait for the store (an API key read, its commit) before it is answered
+# 503 `store_unavailable` with Retry-After; it never hangs on a store that does not answer.
+STORE_TIMEOUT_S_DEFAULT = 5.0
+# Bodies above INLINE_SPLIT_BYTES_MAX are split here, off the request loop (two at a time: more
+# would only share the same interpreter lock).
+_SPLITTER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="intake")
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,8 @@ class Settings:
     lock_dir: str | None = None  # set when several worker processes share the store
     key_cache_s: float = KEY_CACHE_S_DEFAULT
     switch_interval_ms: float = SWITCH_INTERVAL_MS_DEFAULT
+    store_timeout_s: float = STORE_TIMEOUT_S_DEFAULT
+    max_body_bytes: int = BODY_BYTES_MAX_DEFAULT
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -70,6 +88,8 @@ class Settings:
             lock_dir=env.get("LEDGER_SERVE_LOCK_DIR") or None,
             key_cache_s=float(env.get("LEDGER_SERVE_KEY_CACHE_S", KEY_CACHE_S_DEFAULT)),
             switch_interval_ms=float(env.get("LEDGER_SERVE_SWITCH_INTERVAL_MS", SWITCH_INTERVAL_MS_DEFAULT)),
+            store_timeout_s=float(env.get("LEDGER_SERVE_STORE_TIMEOUT_S", STORE_TIMEOUT_S_DEFAULT)),
+            max_body_bytes=int(env.get("LEDGER_SERVE_MAX_BODY_BYTES", BODY_BYTES_MAX_DEFAULT)),
         )
 
 
@@ -90,7 +110,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         writer_app = open_app(settings.db_url)
         api.state.reader = EventLog(open_app(settings.db_url))
-        api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s)
+        api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s,
+                              read_timeout_s=settings.store_timeout_s)
+        api.state.settings = settings
+        api.state.health = StoreHealth(probe_for(settings.db_url, api.state.reader))
+        api.state.health.start()
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
                                              max_batch=settings.max_batch, locks=locks, on_commit=_observe)
@@ -105,6 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:  # SIGTERM: uvicorn stops taking requests, finishes the open ones, then this
             sys.setswitchinterval(switch_interval_s)
+            await api.state.health.stop()
             api.state.committer.close()
             api.state.keys.close()
             writer_app.close()
@@ -116,6 +141,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL,
                     description="Live intake and reads of the casino ledger. Feed format: docs/feed.md.")
+    api.add_exception_handler(StarletteHTTPException, _http_error)
     _health_routes(api)
     api.commands_route = _command_routes(api)
     from ops.service.reads import read_routes
@@ -145,6 +171,21 @@ def _freeze_startup_heap() -> bool:
     return True
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's rendering of an HTTPException ({"detail": ...}), with the stable `code` of
+    the errors that have one (ops/service/intake.py, store_unavailable)."""
+    code = getattr(exc, "code", None)
+    if code is None or not isinstance(exc, StarletteHTTPException):
+        return await http_exception_handler(request, exc)  # type: ignore[arg-type]
+    return JSONResponse({"detail": exc.detail, "code": code}, status_code=exc.status_code, headers=exc.headers)
+
+
+def store_unavailable(detail: str) -> IntakeError:
+    """503: the store did not answer in time or failed; nothing of the request is known to be
+    committed, and sending the same commands again is safe (idempotent by command_id)."""
+    return IntakeError(503, "store_unavailable", detail, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
 def _observe(count: int, seconds: float, results: list) -> None:
     metrics.BATCH_SECONDS.observe(seconds)
     metrics.BATCH_COMMANDS.observe(count)
@@ -158,12 +199,14 @@ def _health_routes(api: FastAPI) -> None:
 
     @api.get("/readyz", tags=["ops"], summary="the store answers (503 otherwise)",
              responses={503: {"description": "store unreachable"}})
-    def readyz(request: Request) -> JSONResponse:
-        try:
-            head = request.app.state.reader.head()
-        except Exception as exc:  # any store failure means not ready
-            return JSONResponse({"status": "unavailable", "error": str(exc)[:200]}, status_code=503)
-        return JSONResponse({"status": "ready", "position": head})
+    async def readyz(request: Request) -> JSONResponse:
+        # The health task's last probe (ops/service/health.py), or one now before the first: never a wait on the pool.
+        health = request.app.state.health
+        status = health.status if health.status.position is not None or not health.ready else await health.check()
+        if not status.ready:
+            return JSONResponse({"status": "unavailable", "code": "store_unavailable", "error": status.error},
+                                status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+        return JSONResponse({"status": "ready", "position": status.position})
 
     @api.get("/metrics", tags=["ops"], summary="Prometheus metrics (all worker processes)",
              response_class=Response)
@@ -194,8 +237,11 @@ def _command_routes(api: FastAPI) -> APIRoute:
     @api.post(COMMANDS_PATH, tags=["commands"], response_model=list[CommandResult],
               summary="apply feed commands; answered after they are committed",
               openapi_extra={"requestBody": COMMANDS_BODY, "security": [{"HTTPBearer": []}]},  # checked_key
-              responses={413: {"description": "too many commands"}, 422: {"description": "body is no JSON array"},
-                         503: {"description": "the store failed; nothing of this request is known committed"}})
+              responses={413: {"description": "body_too_large, too_many_commands"},
+                         415: {"description": "unsupported_media_type: not JSON or NDJSON"},
+                         422: {"description": "body_not_json, body_not_array"},
+                         503: {"description": "store_unavailable: nothing of this request is known committed; "
+                                              "resend after Retry-After"}})
     async def post_commands(request: Request) -> Response:
         return await commands_response(request)
 
@@ -219,7 +265,24 @@ class LedgerAPI(FastAPI):
                 and scope["path"] == COMMANDS_PATH and not scope.get("root_path")):
             await self._commands(scope, receive, send)
             return
+        if scope["type"] == "http" and scope["path"].startswith("/v1/") and not self._store_ready():
+            # Every /v1 route needs the store (its API key, at least): answered now, not after the pool's retries.
+            await self._unavailable(scope, receive, send)
+            return
         await super().__call__(scope, receive, send)
+
+    def _store_ready(self) -> bool:
+        health = getattr(self.state, "health", None)
+        return health is None or health.ready
+
+    async def _unavailable(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """503 store_unavailable with Retry-After, logged as every request is."""
+        started, request_id = time.perf_counter(), next_request_id()
+        response = await _http_error(Request(scope, receive, send),
+                                     store_unavailable(f"the store is unreachable: {self.state.health.status.error}"))
+        response.raw_headers.append((b"x-request-id", request_id.encode()))
+        await response(scope, receive, send)
+        log_request(scope, response.status_code, started, request_id, None)
 
     async def _commands(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
@@ -231,10 +294,14 @@ class LedgerAPI(FastAPI):
         status = 500
         try:
             try:
+                if not self._store_ready():  # before the key: its read would wait for the store too
+                    raise store_unavailable(f"the store is unreachable: {self.state.health.status.error}")
                 key = await checked_key(self.state.keys, bearer_credentials(_header(scope, b"authorization")),
                                         ROLE_WRITE)
-                body = await commands_answer(self.state, key, await _body(receive),
-                                             _header(scope, b"content-type") or "", timing)
+                content_type = _header(scope, b"content-type") or ""
+                media_type(content_type)  # 415 before the body is read
+                body = await read_body(receive, _header(scope, b"content-length"), self.state.settings.max_body_bytes)
+                body = await commands_answer(self.state, key, body, content_type, timing)
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
                 handler = self.exception_handlers.get(StarletteHTTPException, http_exception_handler)
@@ -242,6 +309,9 @@ class LedgerAPI(FastAPI):
                 status = response.status_code
                 response.raw_headers.append((b"x-request-id", request_id.encode()))
                 await response(scope, receive, send)
+                return
+            except ClientDisconnect:  # the client hung up mid-body: nobody to answer, nothing was queued
+                status = CLIENT_CLOSED
                 return
             except Exception:  # as Starlette's ServerErrorMiddleware: a plain 500, then raised for the server's log
                 await _send(send, 500, b"Internal Server Error", b"text/plain; charset=utf-8", request_id)
@@ -252,16 +322,34 @@ class LedgerAPI(FastAPI):
             log_request(scope, status, started, request_id, timing)
 
 
-async def _body(receive: Any) -> bytes:
-    """The request body (what Request.body() reads), from the ASGI messages."""
+CLIENT_CLOSED = 499  # the request log's status for a client that went away before its answer (nginx's)
+
+
+async def read_body(receive: Any, content_length: str | None, limit: int) -> bytes:
+    """The request body (what Request.body() reads), from the ASGI messages: 413 `body_too_large`
+    as soon as it is known to exceed `limit` (from Content-Length, or while reading), and
+    ClientDisconnect when the client goes away first."""
+    if content_length is not None and content_length.strip().isdigit() and int(content_length) > limit:
+        raise _too_large(limit)
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnect()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large(limit: int) -> IntakeError:
+    # Connection: close: the rest of the body is not read, and the connection cannot carry another request.
+    return IntakeError(413, "body_too_large", f"the body is larger than {limit} bytes (--max-body-bytes)",
+                       headers={"Connection": "close"})
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -283,8 +371,13 @@ async def commands_response(request: Request) -> Response:
     """The answer to POST /v1/commands on FastAPI's route (the fast path's twin)."""
     state = request.app.state
     key = await checked_key(state.keys, bearer_credentials(request.headers.get("authorization")), ROLE_WRITE)
-    body = await commands_answer(state, key, await request.body(), request.headers.get("content-type", ""),
-                                 request.scope.get("state", {}).get("trace"))
+    content_type = request.headers.get("content-type", "")
+    media_type(content_type)
+    try:
+        body = await read_body(request.receive, request.headers.get("content-length"), state.settings.max_body_bytes)
+    except ClientDisconnect:
+        return Response(status_code=CLIENT_CLOSED)  # never sent: the client is gone
+    body = await commands_answer(state, key, body, content_type, request.scope.get("state", {}).get("trace"))
     return Response(body, media_type="application/json")
 
 
@@ -292,22 +385,26 @@ async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: st
                           timing: dict[str, Any] | None) -> bytes:
     """One result per command, after their commit, as the JSON body of the answer (the
     caller checked the key first: an unknown caller's body is never read)."""
-    raws = split_body(body, content_type)
-    answers: list[dict[str, Any] | None] = [None] * len(raws)
-    allowed: list[int] = []
-    for i, raw in enumerate(raws):
-        refusal = scope_refusal(key, raw)
-        if refusal is None:
-            allowed.append(i)
-        else:
-            answers[i] = refusal
+    if len(body) <= INLINE_SPLIT_BYTES_MAX:
+        raws, answers = intake(key, body, content_type)
+    else:  # off the request loop: the other clients' requests go on meanwhile
+        raws, answers = await asyncio.get_running_loop().run_in_executor(_SPLITTER, intake, key, body, content_type)
+    allowed = [i for i, answer in enumerate(answers) if answer is None]
     if allowed:
+        if not state.health.ready:  # known down: answered now, nothing queued (so nothing applied later)
+            raise store_unavailable(f"the store is unreachable: {state.health.status.error}")
         if timing is not None:
             timing["q"] = time.perf_counter()
         try:
-            results = await state.committer.results([raws[i] for i in allowed], timing)
+            # asyncio.timeout, not wait_for: no task per request on the hot path. On expiry the
+            # wait is cancelled, and the writer skips the answer of a caller that went away.
+            async with asyncio.timeout(state.settings.store_timeout_s):
+                results = await state.committer.results([raws[i] for i in allowed], timing)
+        except TimeoutError:
+            raise store_unavailable(f"the store did not answer within {state.settings.store_timeout_s:g} s; "
+                                    "resend the same commands (what was recorded answers duplicate)") from None
         except Exception as exc:
-            raise HTTPException(503, f"the store failed: {str(exc)[:200]}") from exc
+            raise store_unavailable(f"the store failed: {str(exc)[:200]}") from exc
         if timing is not None:
             timing.update(r=time.perf_counter(), n=len(allowed), id=results[0].command_id if results else None)
         for i, result in zip(allowed, results):
@@ -316,31 +413,25 @@ async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: st
     return orjson.dumps(answers)
 
 
-def split_body(body: bytes, content_type: str) -> list[str | bytes]:
-    """The commands of a request, each as the raw JSON the CLI would read from a feed line."""
-    if content_type.split(";")[0].strip().lower() == NDJSON:
-        raws: list[str | bytes] = [line for line in body.split(b"\n") if line.strip()]
-    else:
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            raise HTTPException(422, f"the body is not JSON: {exc}") from exc
-        if not isinstance(data, list):
-            raise HTTPException(422, "the body must be a JSON array of commands (or NDJSON lines)")
-        raws = [json.dumps(item) for item in data]
-    if len(raws) > COMMANDS_PER_REQUEST_MAX:
-        raise HTTPException(413, f"at most {COMMANDS_PER_REQUEST_MAX} commands per request")
-    return raws
+def intake(key: ApiKey, body: bytes, content_type: str) -> tuple[list[bytes], list[dict[str, Any] | None]]:
+    """The commands as sent, and the answers known before the ledger sees them (scope refusals)."""
+    commands = split_body(body, content_type)
+    raws = [raw for raw, _ in commands]
+    if not key.tables:
+        return raws, [None] * len(raws)
+    return raws, [scope_refusal(key, raw, value) for raw, value in commands]
 
 
-def scope_refusal(key: ApiKey, raw: str | bytes) -> dict[str, Any] | None:
-    """The `table_not_allowed` result for a command outside the key's tables (nothing is recorded)."""
+def scope_refusal(key: ApiKey, raw: str | bytes, data: Any = None) -> dict[str, Any] | None:
+    """The `table_not_allowed` result for a command outside the key's tables (nothing is recorded).
+    `data`: the command already parsed (a JSON array's element), else parsed here."""
     if not key.tables:
         return None
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None  # not JSON: the ledger refuses it as bad_command
+    if data is None:
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):  # too deep or not JSON: the ledger refuses it as bad_command
+            return None
     if not isinstance(data, dict) or not isinstance(data.get("table_id"), str) or key.allows_table(data["table_id"]):
         return None
     cid = data.get("command_id")

@@ -17,6 +17,8 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ledger.keys import ApiKey, KeyStore
+from ops.service.health import RETRY_AFTER_S
+from ops.service.intake import IntakeError
 
 KEY_CACHE_S_DEFAULT = 2.0  # a revoked key stops working within this long
 ROLE_WRITE = ("studio", "admin")
@@ -34,8 +36,8 @@ class Keys:
     every 2 s under live_bench). A revoked key still stops working within `ttl_s`: an entry
     lives `ttl_s` from the START of the read that made it."""
 
-    def __init__(self, store: KeyStore, ttl_s: float) -> None:
-        self.store, self.ttl_s = store, ttl_s
+    def __init__(self, store: KeyStore, ttl_s: float, read_timeout_s: float | None = None) -> None:
+        self.store, self.ttl_s, self.read_timeout_s = store, ttl_s, read_timeout_s
         self._seen: dict[str, tuple[float, ApiKey | None]] = {}  # key -> (valid until, what the store said)
         self._reading: dict[str, tuple[float, Future[ApiKey | None]]] = {}  # key -> (read started, its result)
         self._lock = threading.Lock()
@@ -51,7 +53,14 @@ class Keys:
             if hit[0] - now < self.ttl_s / 2:
                 self._read(key, now)
             return hit[1]
-        return await asyncio.wrap_future(self._read(key, now))
+        try:
+            async with asyncio.timeout(self.read_timeout_s):
+                # shielded: the read is shared with other callers, one caller's timeout must not cancel it
+                return await asyncio.shield(asyncio.wrap_future(self._read(key, now)))
+        except Exception as exc:  # not the caller's fault: 503, retry later (never a hang, never a 500)
+            raise IntakeError(503, "store_unavailable",
+                              f"the API key could not be read from the store: {str(exc)[:200] or 'timed out'}",
+                              headers={"Retry-After": str(RETRY_AFTER_S)}) from exc
 
     def _read(self, key: str, now: float) -> Future[ApiKey | None]:
         """The store read for `key` in flight that started recently enough to count as fresh

@@ -40,7 +40,7 @@ def table_of(raw: bytes | str) -> str | None:
     """The table id of a raw command (None when it has none: it will be refused as bad_command)."""
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # a line nested too deep raised here and failed its whole batch (issue 19)
         return None
     value = data.get("table_id") if isinstance(data, dict) else None
     return value if isinstance(value, str) else None

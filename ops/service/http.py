@@ -1,0 +1,188 @@
+"""uvicorn's httptools protocol with the limits it lacks: header size and count (431), and
+read timeouts for the headers and the body (408).
+
+uvicorn (0.54, httptools) accepts headers of any size and number, and has no timeout for
+a request that is being received: a client sending one byte a second held its connection
+(and, with enough of them, the worker's file descriptors) for ever. Here:
+
+- `max_header_bytes` (request line and headers together) and `max_headers`: 431 and the
+  connection closed, counted as the bytes arrive (a 1 MiB header is refused at the limit,
+  never held whole);
+- `header_timeout_s`: from a connection's start, or the first byte of a request on a
+  kept-alive one, to its last header; `body_timeout_s`: from the last header to the body's
+  end, paused while the server itself holds the reading back (flow control, the app busy).
+  On expiry: 408 (when no answer was started) and the connection closed; the app sees the
+  client go away.
+
+`ledger serve` passes the limits through the environment to every worker
+(LEDGER_SERVE_MAX_HEADER_BYTES, ..._MAX_HEADERS, ..._HEADER_TIMEOUT_S, ..._BODY_TIMEOUT_S).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+MAX_HEADER_BYTES_DEFAULT = 32 * 1024  # nginx answers 431/400 past 32 KiB (4 x 8 KiB buffers) by default
+MAX_HEADERS_DEFAULT = 100
+HEADER_TIMEOUT_S_DEFAULT = 10.0
+BODY_TIMEOUT_S_DEFAULT = 30.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_header_bytes: int = MAX_HEADER_BYTES_DEFAULT
+    max_headers: int = MAX_HEADERS_DEFAULT
+    header_timeout_s: float = HEADER_TIMEOUT_S_DEFAULT
+    body_timeout_s: float = BODY_TIMEOUT_S_DEFAULT
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        env = os.environ
+        return cls(
+            max_header_bytes=int(env.get("LEDGER_SERVE_MAX_HEADER_BYTES", MAX_HEADER_BYTES_DEFAULT)),
+            max_headers=int(env.get("LEDGER_SERVE_MAX_HEADERS", MAX_HEADERS_DEFAULT)),
+            header_timeout_s=float(env.get("LEDGER_SERVE_HEADER_TIMEOUT_S", HEADER_TIMEOUT_S_DEFAULT)),
+            body_timeout_s=float(env.get("LEDGER_SERVE_BODY_TIMEOUT_S", BODY_TIMEOUT_S_DEFAULT)),
+        )
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    limits: Limits | None = None  # None: read from the environment by the first connection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if type(self).limits is None:
+            type(self).limits = Limits.from_env()
+        self._limits: Limits = type(self).limits  # type: ignore[assignment]
+        self._in_body = False  # between a request's last header and its body's end
+        self._header_bytes = 0  # received for the request whose headers are not complete yet
+        self._header_count = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._closing = False
+
+    # ------------------------------------------------------------------ timers
+
+    def _arm(self, seconds: float, phase: str) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, self._expired, phase)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self, phase: str) -> None:
+        self._timer = None
+        if self.transport.is_closing():
+            return
+        if phase == "body" and self.flow.read_paused:  # the server holds the reading back, not the client
+            self._arm(self._limits.body_timeout_s, "body")
+            return
+        seconds = self._limits.header_timeout_s if phase == "header" else self._limits.body_timeout_s
+        idle = phase == "header" and self._header_bytes == 0 and not self._in_body
+        if idle:  # a connection that never sent a request: closed without an answer, like a keep-alive timeout
+            self.transport.close()
+            return
+        self._answer_and_close(408, "request_timeout", f"the request's {phase} did not arrive within {seconds:g} s")
+
+    # ------------------------------------------------------ protocol callbacks
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self._limits.header_timeout_s, "header")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        if not self._in_body:
+            if self._header_bytes == 0 and self._timer is None:  # the first byte of a request on a kept-alive connection
+                self._arm(self._limits.header_timeout_s, "header")
+            self._header_bytes += len(data)
+        super().data_received(data)
+        if self._closing:
+            return
+        if not self._in_body and self._header_bytes > self._limits.max_header_bytes:
+            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+
+    def send_400_response(self, msg: str) -> None:
+        # A callback of ours answered the request (the parser reports it as its own error): answer that instead.
+        if self._closing:
+            return
+        super().send_400_response(msg)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_count = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > self._limits.max_header_bytes:
+            self._answer_and_close(431, "headers_too_large", f"the request line exceeds {self._limits.max_header_bytes} bytes")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > self._limits.max_headers:
+            self._answer_and_close(431, "headers_too_many", f"more than {self._limits.max_headers} headers")
+            return
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if self._closing:
+            return
+        size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)  # "name: value\r\n"
+        if size > self._limits.max_header_bytes:
+            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            return
+        self._in_body = True
+        self._header_bytes = 0
+        self._arm(self._limits.body_timeout_s, "body")
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._closing:
+            return
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._closing:
+            return
+        self._in_body = False
+        self._header_bytes = 0
+        self._disarm()  # the next request's clock starts at its first byte (or the keep-alive timeout closes)
+        super().on_message_complete()
+
+    # ----------------------------------------------------------------- refusal
+
+    def _answer_and_close(self, status: int, code: str, detail: str) -> None:
+        """Answer `status` with a JSON body {"detail", "code"} unless an answer was started, then
+        close the connection; an app still reading the body sees the client go away."""
+        if self._closing:
+            return
+        self._closing = True
+        self._disarm()
+        cycle = self.cycle
+        answering = cycle is not None and self._in_body and not cycle.response_complete
+        if not (answering and cycle.response_started):
+            body = json.dumps({"detail": detail, "code": code}).encode()
+            self.transport.write(b"".join([
+                STATUS_LINE[status], b"content-type: application/json\r\n",
+                b"content-length: ", str(len(body)).encode(), b"\r\n", b"connection: close\r\n\r\n", body]))
+        if answering:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self.logger.info("refused a request: %s %s (%s)", status, code, detail)
+        self.transport.close()
+        try:
+            self.parser.pause()  # the rest of what arrived is not parsed
+        except (AttributeError, httptools.HttpParserError):  # pragma: no cover - older httptools
+            pass
