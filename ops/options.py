@@ -123,8 +123,12 @@ def add_period_arguments(p: argparse.ArgumentParser, what: str, *, days: str | N
 
 
 def _day_after(text: str) -> datetime:
-    """The old `--to DAY` named the last day included: `--until` is the day after it."""
-    return parse_instant(text) + timedelta(days=1)
+    """The old `--to DAY` named the last day included: `--until` is the day after it
+    (the calendar's last day has none: its end is the largest time there is)."""
+    try:
+        return parse_instant(text) + timedelta(days=1)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
 
 
 _day_after.__name__ = "day"
@@ -144,6 +148,9 @@ def period_days(args: argparse.Namespace) -> tuple[str | None, str | None]:
     first = last = None
     for option, at in (("--since", args.since), ("--until", args.until)):
         if at is None:
+            continue
+        if at == datetime.max.replace(tzinfo=UTC):  # the old --to 9999-12-31
+            last = date.max.isoformat()
             continue
         if at.time() != datetime.min.time():
             raise usage(f"{option} {at.isoformat()}: this command counts whole days; give a day (YYYY-MM-DD)")
@@ -165,14 +172,17 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
 
 class Progress:
     """How far a long command is, on standard error: a bar on a terminal; off one (a log
-    file, a pipeline, a service manager) a JSON log line every PROGRESS_EVERY_S seconds and
-    one at the end, {"event": "progress", "command", "done", "total", "rate"} (rate: per
-    second since the start; total null when not known); nothing with `quiet`."""
+    file, a pipeline, a service manager) a JSON log line every PROGRESS_EVERY_S seconds,
+    {"event": "progress", "command", "done", "total", "rate"} (rate: per second since the
+    start; total null when not known), and a last one at the end when there were any (a
+    command done sooner says nothing: its one result or error line stays alone); nothing
+    with `quiet`."""
 
     def __init__(self, command: str, total: int | None = None, *, quiet: bool = False, done: int = 0) -> None:
         self.command, self.total, self.done, self.quiet = command, total, done, quiet
         self._first, self._started = done, time.monotonic()
         self._last_line = self._started
+        self._lines = 0
         self._every_s = PROGRESS_EVERY_S
         self._bar: Any = None
         self._task: Any = None
@@ -206,11 +216,11 @@ class Progress:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._bar is not None:
             self._bar.stop()
-        elif not self.quiet and kind is None:
+        elif self._lines and kind is None:
             self._line(time.monotonic())
 
     def _line(self, now: float) -> None:
-        self._last_line = now
+        self._last_line, self._lines = now, self._lines + 1
         elapsed = now - self._started
         rate = (self.done - self._first) / elapsed if elapsed > 0 else 0.0
         line = {"event": "progress", "command": self.command, "done": self.done, "total": self.total,
