@@ -55,14 +55,15 @@ class ErrorCode(StrEnum):
                                           "deletes such a SQLite file first)")
     SERVICE_TIMEOUT = ("service_timeout", "a service the command talks to (NATS JetStream for `consume` and "
                                           "`publish`) did not answer in time, after retries")
-    ADDRESS_IN_USE = ("address_in_use", "`ledger serve` on a host and port that another process holds")
+    ADDRESS_IN_USE = ("address_in_use", "`ledger serve` on a host and port that another process holds (or that "
+                                        "this user may not listen on)")
     EXPORT_REFUSED = ("export_refused", "`export dgoj`: data the DGOJ format cannot carry (an amount above 12 "
                                         "digits, a player id too long), or a batch not valid against `--xsd`; "
                                         "nothing written")
     REGISTER_FAILED = ("register_failed", "`export dgoj`: the file was written but the export register could not "
                                           "record it (the next export sends the same records again)")
-    BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be proved as asked (a "
-                                        "`--manifest` that does not cover the round)")
+    BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be made as asked (with "
+                                        "`--at`, or a `--manifest` that does not cover the round)")
     INTERNAL = ("internal_error", "a bug: rerun with `--debug` and report it")
 
 

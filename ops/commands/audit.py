@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ops.errors import CliError, ErrorCode, usage
-from ops.options import Progress, add_period_arguments, add_quiet_argument, int_range
+from ops.options import Progress, add_period_arguments, add_quiet_argument, check_period, int_range
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -91,9 +91,8 @@ def _check_range(args: argparse.Namespace) -> None:
     lo, hi = args.from_position, args.to_position
     if lo is not None and hi is not None and hi < lo:
         raise usage(f"--to {hi} is before --from {lo}")
+    check_period(args)
     since, until = getattr(args, "since", None), getattr(args, "until", None)
-    if since and until and until <= since:
-        raise usage(f"--until {until.isoformat()} is not after --since {since.isoformat()}")
     if (since or until) and (lo or hi):
         raise usage("give a position range (--from/--to) or a period (--since/--until), not both")
 
