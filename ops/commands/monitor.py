@@ -17,9 +17,8 @@ from projections.monitor import monitor_rows, ops_rows
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
 each table, over every day in the view (or --since/--until: UTC days, --until
-excluded). Return =
-paid + rounding remainders (what the paytable pays exactly) against the exact
-mean and variance of each bet type (docs/monitor.md); house side:
+excluded). Return = paid + rounding remainders (what the paytable pays exactly)
+against the exact mean and variance of each bet type (docs/monitor.md); house side:
 normal approximation, player side: Bennett's bound (exact). Blackjack main and
 insurance bets are shown in the view but not tested (they depend on the
 players' decisions). Operational tests: each dealer's void and human-error
