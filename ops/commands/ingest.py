@@ -6,12 +6,13 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from typing import TextIO
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
 from ledger.shards import WORKERS_MAX
 from ledger.store import db_url_from, open_app
-from ops.errors import check_input_file
+from ops.errors import CliError, ErrorCode, check_input_file
 from ops.options import Progress, add_quiet_argument, int_range
 from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
 
@@ -122,13 +123,26 @@ def _lines_in(feed: str) -> int | None:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
+def _open_output(path: str) -> TextIO:
+    try:
+        return open(path, "w")
+    except OSError as exc:  # an output: not the input_unreadable an OSError means elsewhere
+        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"--results {path}: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     check_input_file(args.feed)  # before the store is opened (and perhaps created)
     ledger_logging.configure(args.log_level)
     log = ledger_logging.get_logger()
-    app = open_app(args.db)
+    # the results file before the store: a store is not created for a run that cannot write
+    results_out = sys.stdout if args.results == "-" else _open_output(args.results) if args.results else None
+    try:
+        app = open_app(args.db)
+    except BaseException:
+        if results_out not in (None, sys.stdout):
+            results_out.close()
+        raise
     tally, blank = Tally(), Counter[str]()
-    results_out = sys.stdout if args.results == "-" else open(args.results, "w") if args.results else None
     try:
         with Progress("ingest", _lines_in(args.feed), quiet=args.quiet) as progress:
             write = results_writer(results_out) if results_out else None

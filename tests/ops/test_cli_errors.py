@@ -255,3 +255,10 @@ def test_readme_table_of_codes_is_the_catalogue() -> None:
     readme = (ROOT / "README.md").read_text()
     assert errors.markdown_table() in readme, "regenerate: python -m ops.errors --markdown"
     assert not {c.value for c in ErrorCode} & {c.value for c in RefusalCode}
+
+
+def test_an_unwritable_output_is_output_unwritable_and_creates_no_store(
+        feed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["ingest", str(feed), "--db", f"sqlite:///{tmp_path / 'l.db'}", "--results", str(tmp_path / "no" / "r.jsonl")]
+    assert_one_line("ingest", ErrorCode.OUTPUT_UNWRITABLE, *run(capsys, argv))
+    assert not (tmp_path / "l.db").exists()
