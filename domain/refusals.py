@@ -332,11 +332,6 @@ class RefusalCode(StrEnum):
         "open_round on a shoe that dealt the most rounds a shoe deals",
         "shoe {shoe_id} has dealt {rounds} rounds, the limit is {rounds_max}",
     )
-    BAD_DB_URL = (
-        "bad_db_url",
-        "a store URL that is neither sqlite:///FILE nor postgresql://…",
-        "{db_url!r}: the store URL must start with sqlite:/// or postgresql://",
-    )
     # command line (domain/roundfile.py, ops/commands/, projections/audit_store.py)
     BAD_ROUND_FILE = (
         "bad_round_file",
@@ -576,8 +571,6 @@ aggregate (except the human-error consequence below) and is appended to
         "shoe S1 at table bj-1 was retired after round … was voided (host_interruption); open the round on a new shoe"),
     Use(C.SHOE_GAME_MISMATCH, "open_round on a shoe id that deals another game", "shoe S1 deals baccarat; round 2 is teen-patti"),
     Use(C.SHOE_EXHAUSTED, "more than 10,000 rounds on one shoe", "shoe S1 has dealt 10000 rounds, the limit is 10000"),
-    Use(C.BAD_DB_URL, "(ledger/store.py) a store URL that is neither sqlite:///… nor postgresql://…",
-        "'mysql://x': the store URL must start with sqlite:/// or postgresql://"),
     Use(C.CONCURRENCY_CONFLICT, "(status `conflict`, not `refused`; nothing recorded, not logged) another writer "
         "changed the round between load and save; retry the command"),
 ))

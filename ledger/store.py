@@ -14,8 +14,6 @@ import sqlite3
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlparse
 
-from domain.errors import Refusal
-from domain.refusals import RefusalCode
 from ledger.app import LedgerApp
 
 if TYPE_CHECKING:
@@ -33,7 +31,8 @@ PROBE_TIMEOUT_S = 5  # a store that does not answer within this is reported, not
 
 class StoreUnavailable(Exception):
     """The store cannot be used as asked (not a refusal of a command: the command never ran).
-    `code` is stable: store_missing, no_ledger, database_missing, store_unreachable."""
+    `code` is stable: bad_db_url, store_missing, no_ledger, database_missing, store_unreachable
+    (the CLI's codes, ops/errors.py: a URL is a setting, not a command the ledger refuses)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -50,7 +49,7 @@ def env_for(db_url: str) -> dict[str, str]:
     if db_url.startswith("sqlite:///"):
         path = db_url[len("sqlite:///"):]
         if not path:
-            raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r} names no file; use sqlite:///path/to/file.db")
+            raise StoreUnavailable("bad_db_url", f"{db_url!r} names no file; use sqlite:///path/to/file.db")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": path,
@@ -62,10 +61,10 @@ def env_for(db_url: str) -> dict[str, str]:
     if parsed.scheme in ("postgresql", "postgres"):
         dbname = parsed.path.lstrip("/")
         if not (parsed.hostname and dbname):
-            raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r}: use postgresql://user@host:port/dbname")
+            raise StoreUnavailable("bad_db_url", f"{db_url!r}: use postgresql://user@host:port/dbname")
         schema = parse_qs(parsed.query).get("schema", [""])[0]
         if schema and not SCHEMA_NAME_RE.match(schema):
-            raise Refusal(RefusalCode.BAD_DB_URL, f"schema {schema!r} must be a lower-case SQL identifier")
+            raise StoreUnavailable("bad_db_url", f"schema {schema!r} must be a lower-case SQL identifier")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
@@ -80,7 +79,7 @@ def env_for(db_url: str) -> dict[str, str]:
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
             "TRANSCODER_TOPIC": TRANSCODER,
         }
-    raise Refusal(RefusalCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
+    raise StoreUnavailable("bad_db_url", f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 
 
 def _pg_connect(env: dict[str, str]) -> psycopg.Connection[tuple[object, ...]]:

@@ -36,8 +36,13 @@ class Parser(argparse.ArgumentParser):
     """argparse with usage errors as the one-line, coded form every error takes."""
 
     def error(self, message: str) -> NoReturn:
-        report(self.prog, CliError(ErrorCode.USAGE, f"{message} (see {self.prog} --help)"))
-        sys.exit(EXIT_ERROR)
+        usage_error(self.prog, message)
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    """argparse's way out (SystemExit), in the one-line form, named by the command's prog."""
+    report(prog, CliError(ErrorCode.USAGE, f"{message} (see {prog} --help)"))
+    sys.exit(EXIT_ERROR)
 
 
 def report(prog: str, error: CliError) -> None:
@@ -70,19 +75,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
     """`--debug` after the command name too. SUPPRESS: a subcommand's default must not
-    overwrite `ledger --debug CMD`."""
+    overwrite `ledger --debug CMD`. Each command also leaves its prog (`ledger round list`)
+    in the namespace, the innermost last, so that every error names the command that failed."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in set(action.choices.values()):
                 if not any("--debug" in a.option_strings for a in child._actions):
                     child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                        help="show a traceback when the command fails")
+                child.set_defaults(cli_prog=child.prog)
                 _debug_everywhere(child)
+
+
+def leaf_commands(parser: argparse.ArgumentParser | None = None) -> dict[str, argparse.ArgumentParser]:
+    """Every command that runs, by its name after `ledger` (`ggr`, `round list`, `export dgoj`)."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in (parser or build_parser())._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                inner = leaf_commands(child)
+                found.update({f"{name} {k}": v for k, v in inner.items()} if inner else {name: child})
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # parse_known_args: argparse would report an unknown option under the top parser's
+    # name (`ledger:`), not under the command it was given to.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        usage_error(_prog(args), f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_ERROR
@@ -100,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _prog(args: argparse.Namespace) -> str:
-    action = getattr(args, "audit_action", None) or getattr(args, "round_command", None)
-    return " ".join(["ledger", args.command] + ([action] if action else []))
+    return str(getattr(args, "cli_prog", "ledger"))
 
 
 if __name__ == "__main__":

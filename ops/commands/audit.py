@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ops.errors import CliError, ErrorCode, usage
-from ops.options import int_range
-from ops.period import add_period_arguments
+from ops.options import Progress, add_period_arguments, add_quiet_argument, check_period, int_range
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -88,30 +84,15 @@ def _range_args(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-@contextmanager
-def progress_bar(label: str, total: int | None, quiet: bool = False) -> Iterator[Any]:
-    """A rich progress bar on a terminal's standard error; `advance(n)` otherwise does nothing."""
-    if quiet or not sys.stderr.isatty():
-        yield lambda n=1: None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n=1: bar.advance(task, n)
+    add_quiet_argument(p)
 
 
 def _check_range(args: argparse.Namespace) -> None:
     lo, hi = args.from_position, args.to_position
     if lo is not None and hi is not None and hi < lo:
         raise usage(f"--to {hi} is before --from {lo}")
+    check_period(args)
     since, until = getattr(args, "since", None), getattr(args, "until", None)
-    if since and until and until <= since:
-        raise usage(f"--until {until.isoformat()} is not after --since {since.isoformat()}")
     if (since or until) and (lo or hi):
         raise usage("give a position range (--from/--to) or a period (--since/--until), not both")
 
@@ -142,10 +123,10 @@ def run_export(args: argparse.Namespace) -> int:
     head = log.head()
     stop = min(head, args.to_position) if args.to_position else head
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    with progress_bar("exporting", stop, args.quiet) as advance:
+    with Progress("audit export", stop, quiet=args.quiet) as progress:
         result = export(args.directory, log.stored(1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,
-                        previous_manifest=args.previous, exported_at=exported_at, progress=advance,
+                        previous_manifest=args.previous, exported_at=exported_at, progress=progress.advance,
                         window=_window(args), software_version=version())
     m = result.manifest
     if not m["count"]:  # an empty export would only fail verify later: leave the folder as it was
@@ -216,8 +197,8 @@ def run_replay(args: argparse.Namespace) -> int:
     log = EventLog.open(args.db)
     started = time.perf_counter()
     head = log.head()  # the high-water mark: what a writer appends from now on is not read
-    with progress_bar("replaying", head, args.quiet) as advance:
-        summary = replay_all(log, args.from_position or 1, args.to_position, advance, workers=args.workers,
+    with Progress("audit replay", head, quiet=args.quiet) as progress:
+        summary = replay_all(log, args.from_position or 1, args.to_position, progress.advance, workers=args.workers,
                              through=head)
     elapsed = time.perf_counter() - started
     if args.json:

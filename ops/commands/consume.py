@@ -6,7 +6,9 @@ import asyncio
 import json
 import os
 import signal
-import sys
+
+from ops.errors import usage
+from ops.options import int_range
 
 EPILOG = """\
 Consumer I of N owns the tables whose stable hash mod N is I (run N processes,
@@ -29,9 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stream", default="LEDGER_FEED")
     p.add_argument("--subject-prefix", default="ledger", metavar="P",
                    help="subjects P.feed.<table> and P.results.<table> (default ledger)")
-    p.add_argument("--partitions", type=int, default=1, metavar="N")
-    p.add_argument("--partition", type=int, default=0, metavar="I", help="0..N-1")
-    p.add_argument("--batch", type=int, default=500, metavar="N", help="commands per pull and transaction")
+    p.add_argument("--partitions", type=int_range(1, 1024), default=1, metavar="N")
+    p.add_argument("--partition", type=int_range(0, 1023), default=0, metavar="I", help="0..N-1")
+    p.add_argument("--batch", type=int_range(1, 10_000), default=500, metavar="N",
+                   help="commands per pull and transaction")
     p.add_argument("--ack-wait-s", type=float, default=30.0, metavar="S",
                    help="redeliver an unacked batch after S seconds (longer than a batch's commit)")
     p.add_argument("--idle-exit", action="store_true", help="exit once the stream has nothing left for us")
@@ -39,10 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (1 <= args.partitions <= 1024 and 0 <= args.partition < args.partitions and 1 <= args.batch <= 10_000):
-        print("need 1 <= --partitions <= 1024, 0 <= --partition < --partitions, 1 <= --batch <= 10000",
-              file=sys.stderr)
-        return 2
+    if args.partition >= args.partitions:
+        raise usage(f"--partition {args.partition} is not below --partitions {args.partitions}")
     from ledger import logging as ledger_logging
     from ledger.store import open_app
     from ops.jetstream.intake import Consumer

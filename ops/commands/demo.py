@@ -82,6 +82,8 @@ def _fresh_store(db_url: str, force: bool) -> None:
         hint = "--force deletes it first" if sqlite else "use an empty schema (?schema=demo)"
         raise CliError(ErrorCode.STORE_NOT_EMPTY, f"{db_url} already holds data; the demo needs an empty store "
                        f"({hint})")
+    if sqlite and not os.path.isdir(os.path.dirname(os.path.abspath(path))):  # open_app would say so, too late
+        raise StoreUnavailable("store_unreachable", f"{db_url}: the folder of {path} does not exist")
     for suffix in ("", "-wal", "-shm", "-journal") if sqlite else ():
         if os.path.exists(path + suffix):
             os.remove(path + suffix)

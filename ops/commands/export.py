@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from domain.errors import Refusal
 from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument
-from ops.period import add_period_arguments
+from ops.errors import CliError, ErrorCode, check_input_file, usage
+from ops.options import add_period_arguments, check_period, number_range, text_length
 from projections.dgoj import (
     SESSION_GAP_DEFAULT,
     SESSION_GAP_MAX,
@@ -64,12 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(d)
     add_period_arguments(d, "sessions whose first bet is")
-    d.add_argument("--operator-id", required=True, metavar="ID", help="OperadorId (1..4 characters)")
-    d.add_argument("--store-id", required=True, metavar="ID", help="AlmacenId (1..10 characters)")
+    d.add_argument("--operator-id", required=True, type=text_length(1, 4), metavar="ID",
+                   help="OperadorId (1..4 characters)")
+    d.add_argument("--store-id", required=True, type=text_length(1, 10), metavar="ID",
+                   help="AlmacenId (1..10 characters)")
     d.add_argument("--out", required=True, metavar="FILE.xml", help="where to write the batch")
     d.add_argument("--lote-id", metavar="ID", help="LoteId (default OPERATOR-STORE-yyyymmddhhmmss, UTC now)")
     d.add_argument("--xsd", metavar="PATH", help="validate against this XSD (the regulator's copy) before writing")
-    d.add_argument("--session-gap-minutes", type=float, default=SESSION_GAP_DEFAULT.total_seconds() / 60,
+    d.add_argument("--session-gap-minutes", type=number_range(0, SESSION_GAP_MAX.days * 1440, low_open=True),
+                   default=SESSION_GAP_DEFAULT.total_seconds() / 60,
                    metavar="M", help=f"a longer pause ends a session (default {SESSION_GAP_DEFAULT.seconds // 60})")
     d.add_argument("--teen-patti", choices=TEEN_PATTI_CHOICES, default=TEEN_PATTI_DEFAULT,
                    help="Teen Patti sessions: omit (default: left out, counted in the summary), or report them "
@@ -81,26 +83,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _fail(message: str) -> int:
-    print(f"ledger export dgoj: {message}", file=sys.stderr)
-    return 2
-
-
 def run_dgoj(args: argparse.Namespace) -> int:
     gap = timedelta(minutes=args.session_gap_minutes)
-    if not timedelta(0) < gap <= SESSION_GAP_MAX:
-        return _fail(f"--session-gap-minutes must be above 0 and at most {SESSION_GAP_MAX.days * 1440}")
-    if args.since and args.until and args.since >= args.until:
-        return _fail("--since must be before --until")
-    if args.xsd and not Path(args.xsd).is_file():
-        return _fail(f"no XSD at {args.xsd}")
+    check_period(args)
+    if args.xsd:
+        check_input_file(args.xsd)
     now = datetime.now(UTC)
     try:
         header = Header(args.operator_id, args.store_id, args.lote_id or
                         f"{args.operator_id}-{args.store_id}-{fecha(now)}")
+    except ExportError as exc:  # --lote-id: the other ids are checked as options
+        raise usage(str(exc)) from None
+    try:
         return _export(args, ExportRules(gap, args.teen_patti), header, now)
-    except (ExportError, Refusal) as exc:  # a refused store URL is a Refusal
-        return _fail(str(exc))
+    except ExportError as exc:  # data the format cannot carry: nothing written
+        raise CliError(ErrorCode.EXPORT_REFUSED, str(exc)) from None
 
 
 def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: datetime) -> int:
@@ -117,16 +114,17 @@ def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: d
                 errors = _write_atomically(Path(args.out), lambda f: write_lote(export.entries(), header, now, f),
                                            lambda path: validate(path, xsd) if xsd else [])
             except OSError as exc:
-                return _fail(f"cannot write {args.out}: {exc.strerror or exc}; nothing registered")
+                raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"cannot write {args.out}: {exc.strerror or exc}; "
+                               "nothing registered") from None
             if errors:
-                return _fail(f"the batch is not valid against {args.xsd} ({len(errors)} errors; nothing written): "
-                             f"{errors[0]}")
+                raise CliError(ErrorCode.EXPORT_REFUSED, f"the batch is not valid against {args.xsd} "
+                               f"({len(errors)} errors; nothing written): {errors[0]}")
             if not args.no_register:
                 try:
                     record_rows(db, export.register_pages())
                 except Exception as exc:  # the file is out: say so in one line, the next export resends
-                    return _fail(f"{args.out} was written but the register could not record it ({exc}); "
-                                 "the next export sends these records again")
+                    raise CliError(ErrorCode.REGISTER_FAILED, f"{args.out} was written but the register could "
+                                   f"not record it ({exc}); the next export sends these records again") from None
             info = summary(export.tally, args, header)
     finally:
         db.close()

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
+from ops.options import add_period_arguments, period_days
 from projections.ggr import ggr_rows
 from projections.state import fraction_text, parse_fraction
 
@@ -21,6 +22,7 @@ Examples:
   ledger ggr
   ledger ggr --json
   ledger ggr --timezone Europe/Malta
+  ledger ggr --since 2026-11-01 --until 2026-12-01     # November
 """
 
 
@@ -30,12 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     add_timezone_argument(p)
+    add_period_arguments(p, "gaming days", days="gaming days")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    first, last = period_days(args)
     with open_views(args.db) as views:
-        rows = ggr_rows(views.db, gaming_day_zones(args.timezone))
+        rows = [r for r in ggr_rows(views.db, gaming_day_zones(args.timezone))
+                if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
     totals: dict[str, dict] = {}
     for r in rows:
         t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,

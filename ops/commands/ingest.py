@@ -6,13 +6,14 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from typing import TextIO
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
 from ledger.shards import WORKERS_MAX
 from ledger.store import db_url_from, open_app
-from ops.errors import check_input_file
-from ops.options import int_range
+from ops.errors import CliError, ErrorCode, check_input_file
+from ops.options import Progress, add_quiet_argument, int_range
 from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -52,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="debug logs one line per command")
+    add_quiet_argument(p)
     p.set_defaults(func=run)
 
 
@@ -112,21 +114,37 @@ def _summary(tally: Tally, blank_lines: int = 0) -> dict:
     }
 
 
+def _lines_in(feed: str) -> int | None:
+    """The progress total: the feed's lines (blank ones too, so approximately its
+    commands); unknown for standard input. One fast pass over the file's bytes."""
+    if feed == "-":
+        return None
+    with open(feed, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def _open_output(path: str) -> TextIO:
+    try:
+        return open(path, "w")
+    except OSError as exc:  # an output: not the input_unreadable an OSError means elsewhere
+        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"--results {path}: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     check_input_file(args.feed)  # before the store is opened (and perhaps created)
     ledger_logging.configure(args.log_level)
     log = ledger_logging.get_logger()
-    app = open_app(args.db)
-    tally, blank = Tally(), Counter[str]()
-    results_out = sys.stdout if args.results == "-" else open(args.results, "w") if args.results else None
+    # the results file before the store: a store is not created for a run that cannot write
+    results_out = sys.stdout if args.results == "-" else _open_output(args.results) if args.results else None
     try:
-        from rich.console import Console
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} commands"),
-                      TimeElapsedColumn(), console=console, transient=not console.is_terminal) as progress:
-            task = progress.add_task("ingesting", total=None)
+        app = open_app(args.db)
+    except BaseException:
+        if results_out not in (None, sys.stdout):
+            results_out.close()
+        raise
+    tally, blank = Tally(), Counter[str]()
+    try:
+        with Progress("ingest", _lines_in(args.feed), quiet=args.quiet) as progress:
             write = results_writer(results_out) if results_out else None
             if args.feed == "-" and args.workers == 1:  # a live stream: commit on time too
                 wait = STREAM_MAX_WAIT_MS_DEFAULT if args.max_wait_ms is None else args.max_wait_ms
@@ -135,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                 batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
             for batch in batches:
                 tally.add(batch)
-                progress.advance(task, len(batch))
+                progress.advance(len(batch))
                 if write:
                     write(batch)
     finally:

@@ -42,16 +42,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="JSON on stdout")
 
 
-def _store(db: str | None):  # type: ignore[no-untyped-def]
+def _store(db: str | None, *, existing: bool = True):  # type: ignore[no-untyped-def]
+    """`existing`: list and revoke read a store, and must not create the one they were
+    pointed at by mistake (store_missing, exit 2); add may start a new one."""
     from ledger.keys import key_store
-    from ledger.store import open_app
+    from ledger.store import open_app, require_ledger
 
+    if existing:
+        require_ledger(db)
     app = open_app(db)
     return app, key_store(app)
 
 
 def run_add(args: argparse.Namespace) -> int:
-    app, store = _store(args.db)
+    app, store = _store(args.db, existing=False)
     try:
         key, row = store.add(args.role, args.name, [t.strip() for t in args.tables.split(",") if t.strip()])
     finally:

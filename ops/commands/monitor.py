@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ops.commands.project import add_db_argument, open_views
 from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
+from ops.options import add_period_arguments, number_range, period_days
 from projections.monitor import monitor_rows, ops_rows
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
-each table, over every day in the view (or --since/--until, UTC days). Return =
-paid + rounding remainders (what the paytable pays exactly) against the exact
-mean and variance of each bet type (docs/monitor.md); house side:
+each table, over every day in the view (or --since/--until: UTC days, --until
+excluded). Return = paid + rounding remainders (what the paytable pays exactly)
+against the exact mean and variance of each bet type (docs/monitor.md); house side:
 normal approximation, player side: Bennett's bound (exact). Blackjack main and
 insurance bets are shown in the view but not tested (they depend on the
 players' decisions). Operational tests: each dealer's void and human-error
@@ -37,30 +37,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per test line on stdout")
-    p.add_argument("--alpha", type=float, default=ALPHA_DEFAULT,
+    p.add_argument("--alpha", type=number_range(0, 1, low_open=True, high_open=True), default=ALPHA_DEFAULT,
                    help=f"family-wise false-alarm rate per family of tests (default {ALPHA_DEFAULT})")
     p.add_argument("--all", action="store_true", help="list every test, not only the flagged ones")
-    p.add_argument("--since", metavar="YYYY-MM-DD", help="first gaming day (UTC) to include")
-    p.add_argument("--until", metavar="YYYY-MM-DD", help="last gaming day (UTC) to include")
+    add_period_arguments(p, "tests over days", days="UTC days")
     p.set_defaults(func=run)
 
 
-def _in_days(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if (args.since is None or r["day"] >= args.since)
-            and (args.until is None or r["day"] <= args.until)]
+def _in_days(days: tuple[str | None, str | None], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    first, last = days
+    return [r for r in rows if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.alpha < 1:
-        print(f"ledger monitor: --alpha must be between 0 and 1, got {args.alpha}", file=sys.stderr)
-        return 2
-    try:
-        with open_views(args.db) as views:
-            rtp_rows, ops = monitor_rows(views.db), ops_rows(views.db)
-    except Exception as exc:  # any failure to read the store: the monitor could not run
-        print(f"ledger monitor: could not read the views: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    findings = evaluate(_in_days(args, rtp_rows), _in_days(args, ops), args.alpha)
+    days = period_days(args)
+    with open_views(args.db) as views:  # a store that cannot be read: the one-line error (ops/cli.py)
+        rtp_rows, ops = monitor_rows(views.db), ops_rows(views.db)
+    findings = evaluate(_in_days(days, rtp_rows), _in_days(days, ops), args.alpha)
     shown = [f for f in findings if args.all or f.flagged]
     if args.json:
         for f in shown:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from zoneinfo import ZoneInfo
 
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
-from ops.options import int_range, timezone
+from ops.options import Progress, add_quiet_argument, int_range, timezone
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
 from projections.state import Zones
 
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--page-size", type=int_range(1, PAGE_SIZE_MAX), default=PAGE_SIZE_DEFAULT, metavar="N",
                    help=f"events per transaction (default {PAGE_SIZE_DEFAULT})")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_argument(p)
     p.set_defaults(func=run)
 
 
@@ -75,19 +75,9 @@ def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PA
 
 
 def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
-    if quiet or not sys.stderr.isatty():
-        return projector.catch_up()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     start = min(projector.positions.values(), default=0)
-    with Progress(TextColumn("projecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  transient=True) as bar:
-        task = bar.add_task("events", total=None, completed=start)
-
-        def progress(position: int, head: int) -> None:
-            bar.update(task, completed=position, total=head)
-
-        return projector.catch_up(progress)
+    with Progress("project", quiet=quiet, done=start) as progress:
+        return projector.catch_up(lambda position, head: progress.update(position, head))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import json
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
-from ops.options import check_day_range, day
+from ops.options import add_period_arguments, period_days
 from projections.refunds import refund_lines, refund_totals
 
 EPILOG = """\
@@ -16,7 +16,7 @@ Days are gaming days: the day of the void's studio time in the studio's zone
 
 Examples:
   ledger refunds
-  ledger refunds --from 2024-03-01 --to 2024-03-31 --json
+  ledger refunds --since 2024-03-01 --until 2024-04-01 --json
   ledger refunds --totals
 """
 
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("refunds", help="refunded bets with cause, who and when; totals by cause and day",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
-    p.add_argument("--from", dest="day_from", type=day, metavar="DATE", help="first day (YYYY-MM-DD, inclusive)")
-    p.add_argument("--to", dest="day_to", type=day, metavar="DATE", help="last day (YYYY-MM-DD, inclusive)")
+    add_period_arguments(p, "refunds", days="gaming days", old_day_options=True)
     p.add_argument("--totals", action="store_true", help="only the totals")
     add_timezone_argument(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -34,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_day_range(args.day_from, args.day_to)
+    day_from, day_to = period_days(args)
     with open_views(args.db) as views:
         zone = gaming_day_zones(args.timezone)
-        lines = [] if args.totals else refund_lines(views.db, args.day_from, args.day_to, zone)
-        totals = refund_totals(views.db, args.day_from, args.day_to, zone)
+        lines = [] if args.totals else refund_lines(views.db, day_from, day_to, zone)
+        totals = refund_totals(views.db, day_from, day_to, zone)
     if args.json:
         print(json.dumps({"refunds": lines, "totals": totals}, indent=2))
         return 0

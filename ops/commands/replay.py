@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from domain.errors import Refusal
 from domain.money import format_minor
 from ledger.records import Opened, Record, Voided
-from ops.errors import usage
+from ops.errors import CliError, ErrorCode, usage
+from ops.options import int_range
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("round", metavar="ROUND", help="round UUID or TABLE#ROUND_NO")
-    p.add_argument("--at", type=int, metavar="N", help="show the round as of its N-th event (1-based)")
+    p.add_argument("--at", type=int_range(1), metavar="N", help="show the round as of its N-th event (1-based)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--proof", action="store_true",
                    help="also print each event's audit-chain hash and the store's head hash (reads the whole store)")
@@ -110,11 +111,9 @@ def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, An
             summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest)
             print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
     except BundleError as exc:
-        print(f"bundle_refused: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"cannot_write: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None
+    except OSError as exc:  # an output: not the input_unreadable an OSError means elsewhere
+        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"{exc.filename or ''}: {exc.strerror or exc}") from None
     return 1 if document["findings"] else 0
 
 

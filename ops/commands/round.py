@@ -11,14 +11,13 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from domain.errors import Refusal
 from domain.money import format_minor
 from domain.tableconfig import describe_settings
 from ledger.round import round_id_for
 from ledger.store import open_app, require_ledger
 from ops.commands.project import add_db_argument, open_views
 from ops.errors import usage
-from ops.period import add_period_arguments
+from ops.options import add_period_arguments, check_period, int_range
 from projections.rounds import LIST_LIMIT_MAX, STATUSES, round_list_rows
 
 REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
@@ -40,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--status", choices=STATUSES, help="only rounds in this state now")
     listing.add_argument("--table", metavar="T", help="only this table")
     add_period_arguments(listing, "rounds opened (studio time)")
-    listing.add_argument("--limit", type=int, metavar="N", help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
+    listing.add_argument("--limit", type=int_range(1, LIST_LIMIT_MAX), metavar="N",
+                         help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
     add_db_argument(listing)
     listing.add_argument("--json", action="store_true",
                          help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
@@ -65,19 +65,10 @@ LIST_FIELDS = ("round", "round_id", "status", "game", "table_id", "round_no", "s
 
 
 def run_list(args: argparse.Namespace) -> int:
-    if args.limit is not None and not 1 <= args.limit <= LIST_LIMIT_MAX:
-        print(f"ledger round list: --limit must be 1..{LIST_LIMIT_MAX}, got {args.limit}", file=sys.stderr)
-        return 2
-    if args.since and args.until and args.since >= args.until:
-        print("ledger round list: --since must be before --until", file=sys.stderr)
-        return 2
-    try:
-        with open_views(args.db) as views:
-            rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
-                                   until=args.until, limit=args.limit)
-    except Refusal as exc:  # a refused store URL
-        print(f"ledger round list: {exc}", file=sys.stderr)
-        return 2
+    check_period(args)
+    with open_views(args.db) as views:
+        rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
+                               until=args.until, limit=args.limit)
     listed = [{k: (f"{r['table_id']}#{r['round_no']}" if k == "round" else r[k]) for k in LIST_FIELDS} for r in rows]
     if args.json:
         sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
+
+from ops.options import check_address_free, int_range, number_range
 
 EPILOG = """\
 Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs.
@@ -27,13 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--port", type=int_range(1, 65535), default=8080)
+    p.add_argument("--workers", type=int_range(1, 64), default=1, metavar="N", help="worker processes (default 1)")
     p.add_argument("--max-wait-ms", type=float, default=None, metavar="MS",
                    help="extra wait after the first waiting command, to gather larger batches (default 0: none)")
     p.add_argument("--max-batch", type=int, default=None, metavar="N",
                    help="commands per transaction at most (default 500)")
-    p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
+    p.add_argument("--switch-interval-ms", type=number_range(0.05, 100), default=None, metavar="MS",
                    help="longest hold of the GIL by the request loop while the writer waits for it (default 1)")
     p.add_argument("--store-timeout-s", type=float, default=None, metavar="S",
                    help="longest wait of a request for the store before it is answered 503 store_unavailable "
@@ -53,9 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.workers <= 64:
-        print("--workers must be 1..64", file=sys.stderr)
-        return 2
+    check_address_free(args.host, args.port)  # uvicorn would log [Errno 98] and exit 1 or 3
     from ledger.store import db_url_from
 
     env = os.environ
@@ -66,9 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if args.max_batch is not None:
         env["LEDGER_SERVE_MAX_BATCH"] = str(args.max_batch)
     if args.switch_interval_ms is not None:
-        if not 0.05 <= args.switch_interval_ms <= 100:
-            print("--switch-interval-ms must be 0.05..100", file=sys.stderr)
-            return 2
         env["LEDGER_SERVE_SWITCH_INTERVAL_MS"] = str(args.switch_interval_ms)
     for name, value, low, high in (("store-timeout-s", args.store_timeout_s, 0.1, 600),
                                    ("max-body-bytes", args.max_body_bytes, 1024, 1 << 31),

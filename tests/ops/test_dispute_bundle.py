@@ -198,7 +198,7 @@ def test_unwritable_output_is_one_line_and_exit_2(store: str, tmp_path: Path,
     for option in ("--html", "--bundle"):
         assert cli(["replay", SPLIT, "--db", store, option, str(tmp_path / "no-such-dir" / "x")]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("cannot_write:") and "\n" not in err
+        assert err.startswith("ledger replay: error output_unwritable: ") and "\n" not in err
 
 
 def test_zip_members_are_reproducible_bytes(store: str, tmp_path: Path) -> None:

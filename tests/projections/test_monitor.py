@@ -125,7 +125,9 @@ def test_ledger_monitor_passes_a_fair_studio_and_says_when_it_cannot_run(
     assert main(["ingest", str(feed), "--db", db]) == 0
     code, flagged = _monitor(db, capsys=capsys)
     assert (code, flagged) == (0, [])
-    assert main(["monitor", "--db", db, "--alpha", "1.5"]) == 2
+    with pytest.raises(SystemExit) as stop:  # a bad option value: argparse's way out
+        main(["monitor", "--db", db, "--alpha", "1.5"])
+    assert stop.value.code == 2 and capsys.readouterr().err.startswith("ledger monitor: error usage: ")
     assert main(["monitor", "--db", "postgresql://nobody@127.0.0.1:1/none"]) == 2
 
 
