@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 
+from ops.errors import CliError, ErrorCode
 from ops.options import check_address_free, int_range, number_range
 
 EPILOG = """\
@@ -75,8 +76,7 @@ def run(args: argparse.Namespace) -> int:
         if value is None:
             continue
         if not low <= value <= high:
-            print(f"--{name} must be {low}..{high}", file=sys.stderr)
-            return 2
+            raise CliError(ErrorCode.USAGE, f"--{name} must be {low}..{high}, got {value}")
         env["LEDGER_SERVE_" + name.upper().replace("-", "_")] = str(value)
     # libpq's own connect timeout (it has none by default: a store that drops packets held a
     # connect for minutes); the pool's connections and the key reads use it. The operator's wins.
