@@ -6,43 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 
 import nats
-import pytest
 
 from ledger.store import open_app
 from ops.jetstream.intake import NATS_URL_DEFAULT, Consumer, publish, token_for
-from tests.service.conftest import feed, free_port, round_events, second_store
+from tests.service.conftest import feed, round_events, second_store
 
 CONSUME = [sys.executable, "-m", "ops.cli", "consume"]
-
-
-@pytest.fixture
-def nats_url(tmp_path) -> Iterator[str]:
-    binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
-    port = free_port()
-    proc = subprocess.Popen([binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(tmp_path / "js")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while True:  # no skip: a missing or broken nats-server fails the test here
-            assert proc.poll() is None, "nats-server exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"nats://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def state(db_url: str, lines: list[bytes]) -> tuple[object, ...]:
