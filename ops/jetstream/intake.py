@@ -196,6 +196,15 @@ class OutOfTurn(Exception):
     """A delivery that is not the next one of this consumer's life."""
 
 
+def _floor(info: ConsumerInfo) -> int:
+    """The stream sequence up to which a durable of ours had everything committed: its ack floor, or,
+    before its first ack, the message before the one it was made to start at (nats-server 2.9
+    reports a floor of 0 then, which would replay the stream from its start as duplicates)."""
+    acked = info.ack_floor.stream_seq if info.ack_floor else 0
+    start = info.config.opt_start_seq or 1
+    return max(acked, start - 1)
+
+
 class Consumer:
     def __init__(self, app: LedgerApp, *, nats_url: str = NATS_URL_DEFAULT, stream: str = STREAM_DEFAULT,
                  partitions: int = 1, partition: int = 0, batch: int = BATCH_DEFAULT,
@@ -252,7 +261,7 @@ class Consumer:
         if info is not None:
             if info.config.filter_subject != self.filter:
                 raise ValueError(f"durable {self.durable} filters {info.config.filter_subject}, not {self.filter}")
-            floor = info.ack_floor.stream_seq if info.ack_floor else 0
+            floor = _floor(info)
             await self._delete(js)
         else:
             floor = await self._inherited_floor(js)
@@ -275,8 +284,7 @@ class Consumer:
         shares tables with ours; 0 (the stream's start) when there is none. What they committed
         past it comes again as duplicates."""
         infos = await patiently(lambda: js.consumers_info(self.stream))
-        floors = [i.ack_floor.stream_seq if i.ack_floor else 0 for i in infos
-                  if i.name.startswith(DURABLE_PREFIX) and i.config.filter_subject
+        floors = [_floor(i) for i in infos if i.name.startswith(DURABLE_PREFIX) and i.config.filter_subject
                   and _overlap(i.config.filter_subject, self.filter)]
         return min(floors, default=0)
 

@@ -227,3 +227,31 @@ def test_publish_and_consume_refuse_bad_arguments_in_one_line(tmp_path, nats_url
     for done in (missing, three):
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "power of two" in three.stderr
+
+
+def test_changing_n_starts_where_the_old_layout_had_committed(nats_url, tmp_path):
+    """1 consumer, then 2: the new durables start after what the old one acked (nothing replayed),
+    and a restart before any ack starts where the durable was made, not at the stream's start."""
+    lines = feed(tables=8, rounds=2, fault_rate=0)
+    first, later = lines[:150], lines[150:]
+    db = f"sqlite:///{tmp_path / 'n.db'}"
+
+    async def consume_all(partitions: int) -> list[int]:
+        app = open_app(db)
+        try:
+            return [(await Consumer(app, nats_url=nats_url, partitions=partitions, partition=i, batch=40).run(
+                idle_exit=True, fetch_timeout_s=0.2)).commands for i in range(partitions)]
+        finally:
+            app.close()
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        await publish(first, nats_url)
+        one = await consume_all(1)
+        await publish(later, nats_url)
+        return one, await consume_all(2), await consume_all(2)
+
+    one, two, again = asyncio.run(run())
+    tables = [json.loads(x)["table_id"] for x in later]
+    assert one == [len(first)]
+    assert two == [sum(1 for t in tables if partition_of(t, 2) == i) for i in (0, 1)]
+    assert again == [0, 0]
