@@ -23,7 +23,7 @@ but some command ids were reused with another payload within this feed (conflict
 """
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<table>)", epilog=EPILOG,
+    p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<slot bits>.<table>)", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
     p.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL")
