@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,6 +66,11 @@ async def _progress(stream: str, durables: list[str], deadline_s: float) -> tupl
         await nc.close()
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def _delete_stream(stream: str) -> None:
     import nats
 
@@ -85,6 +91,7 @@ def one_run(lines: list[bytes], consumers: int, batch: int) -> dict[str, Any]:
     try:
         asyncio.run(publish(lines, NATS_URL, stream, prefix))
         open_app(url).close()  # tables made before the consumers start together
+        cpu_before = _children_cpu_s()
         procs = [subprocess.Popen([sys.executable, "-m", "ops.cli", "consume", "--db", url, "--nats", NATS_URL,
                                    "--stream", stream, "--subject-prefix", prefix, "--partitions", str(consumers),
                                    "--partition", str(i), "--idle-exit", "--batch", str(batch)],
@@ -93,6 +100,7 @@ def one_run(lines: list[bytes], consumers: int, batch: int) -> dict[str, Any]:
         durables = [f"ledger-p{i}-of-{consumers}" for i in range(consumers)]
         started, drained = asyncio.run(_progress(stream, durables, 600.0))
         outs = [p.communicate(timeout=600) for p in procs]
+        cpu = _children_cpu_s() - cpu_before
         if any(p.returncode for p in procs):
             raise RuntimeError(f"a consumer failed: {[o[1][-500:] for o in outs]}")
         ids = [json.loads(x)["command_id"] for x in lines]
@@ -108,6 +116,7 @@ def one_run(lines: list[bytes], consumers: int, batch: int) -> dict[str, Any]:
             split[partition_of(json.loads(x)["table_id"], consumers)] += 1
         return {"consumers": consumers, "commands": len(lines), "seconds": round(drained - started, 3),
                 "commands_per_s": round(len(lines) / (drained - started)), "split": split,
+                "consumer_cpu_s": round(cpu, 2),  # start-up (about 1 s each) included
                 "summaries": [json.loads(o[0].splitlines()[-1]) for o in outs]}
     finally:
         asyncio.run(_delete_stream(stream))
