@@ -7,17 +7,23 @@ import json
 import sys
 
 EPILOG = """\
-Each line goes to subject ledger.feed.<table_id> of the stream (created if missing),
-with the Nats-Msg-Id header set to its command_id: a line sent twice within the
-stream's duplicate window (2 minutes) is stored once.
+Each line goes to subject ledger.feed.<slot bits>.<table_id> of the stream (created
+if missing; the slot bits route it to its consumer partition, docs/scaling.md), with
+the Nats-Msg-Id header set to its command_id and a hash of its payload: the same
+command sent twice within the stream's duplicate window (2 minutes) is stored once.
+A different command under an id already used is not deduplicated: it reaches the
+ledger, which refuses it command_id_conflict, as `ledger ingest` does.
+
+Prints {"published": N, "duplicate": N, "conflict": N}. Exit status: 0 sent; 1 sent,
+but some command ids were reused with another payload within this feed (conflict);
+2 could not send (one line on standard error).
 
   ledger publish feed.jsonl
   ledger simulate --tables 10 --rounds 50 | ledger publish - --nats nats://127.0.0.1:4222
 """
 
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<table>)", epilog=EPILOG,
+    p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<slot bits>.<table>)", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
     p.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL")
@@ -28,10 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ops.errors import check_input_file
     from ops.jetstream.intake import publish
 
+    check_input_file(args.feed)  # a missing file is one line on stderr, exit 2 (no traceback)
     stream = sys.stdin.buffer if args.feed == "-" else open(args.feed, "rb")
     with stream:
         counts = asyncio.run(publish(stream, args.nats, args.stream, args.subject_prefix))
     print(json.dumps(counts))
+    if counts["conflict"]:
+        print(f"{counts['conflict']} command(s) reuse a command_id with another payload: the ledger refuses "
+              "them command_id_conflict", file=sys.stderr)
+        return 1
     return 0

@@ -3,7 +3,9 @@ PostgreSQL), one API key per role, a real uvicorn server on a free port."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -145,3 +147,24 @@ class LiveServer:
 
 def as_dicts(results: list[Result]) -> list[dict[str, Any]]:
     return [r.as_dict() for r in results]
+
+
+@pytest.fixture
+def nats_url(tmp_path) -> Iterator[str]:
+    """A private nats-server with JetStream on a free port, its store in tmp_path."""
+    binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
+    port = free_port()
+    proc = subprocess.Popen([binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(tmp_path / "js")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:  # no skip: a missing or broken nats-server fails the test here
+            assert proc.poll() is None, "nats-server exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"nats://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -6,43 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 
 import nats
-import pytest
 
 from ledger.store import open_app
 from ops.jetstream.intake import NATS_URL_DEFAULT, Consumer, publish, token_for
-from tests.service.conftest import feed, free_port, round_events, second_store
+from ops.service.committer import partition_of
+from tests.service.conftest import feed, round_events, second_store
 
 CONSUME = [sys.executable, "-m", "ops.cli", "consume"]
-
-
-@pytest.fixture
-def nats_url(tmp_path) -> Iterator[str]:
-    binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
-    port = free_port()
-    proc = subprocess.Popen([binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(tmp_path / "js")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while True:  # no skip: a missing or broken nats-server fails the test here
-            assert proc.poll() is None, "nats-server exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"nats://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def state(db_url: str, lines: list[bytes]) -> tuple[object, ...]:
@@ -80,6 +57,20 @@ def finished(proc: subprocess.Popen) -> dict[str, int]:
     return json.loads(out.splitlines()[-1])
 
 
+def stored_tables(lines: list[bytes]) -> list[str]:
+    """The table of each line the stream stores (the feed's resends of a command, same payload, are
+    dropped by the duplicate window)."""
+    seen: set[bytes] = set()
+    tables = []
+    for line in lines:
+        data = json.loads(line)
+        key = json.dumps(data, sort_keys=True).encode()
+        if key not in seen:
+            seen.add(key)
+            tables.append(data.get("table_id") or "_")
+    return tables
+
+
 def test_sigkill_between_commit_and_ack_then_restart(store_url, nats_url, tmp_path, request):
     lines = feed(tables=5, rounds=3)
     published = asyncio.run(publish(lines, nats_url))["published"]
@@ -103,7 +94,8 @@ def test_two_partitions_in_two_processes(store_url, nats_url, tmp_path, request)
     procs = [consume(store_url, nats_url, "--partitions", "2", "--partition", str(i), "--batch", "50", "--idle-exit")
              for i in (0, 1)]
     outs = [finished(p) for p in procs]
-    assert all(o["commands"] > 0 and o["skipped"] > 0 for o in outs)  # each wrote its own share only
+    shares = [sum(1 for t in stored_tables(lines) if partition_of(t, 2) == i) for i in (0, 1)]
+    assert [o["commands"] for o in outs] == shares and all(shares)  # each wrote its own share only
     assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
 
 
@@ -136,7 +128,8 @@ def test_results_published_and_publisher_dedup_on_the_shared_server(tmp_path):
         return first, second, got
 
     first, second, got = asyncio.run(run())
-    assert first == {"published": len(lines), "duplicate": 0} and second == {"published": 0, "duplicate": len(lines)}
+    assert first == {"published": len(lines), "duplicate": 0, "conflict": 0}
+    assert second == {"published": 0, "duplicate": len(lines), "conflict": 0}
     assert len(got) == len(lines) and {r["status"] for r in got} == {"accepted"}
     table = json.loads(lines[0])["table_id"]
     assert got[0]["subject"] == f"{prefix}.results.{token_for(table)}" and got[0]["command_id"] == json.loads(lines[0])["command_id"]
@@ -167,3 +160,98 @@ def test_sigterm_finishes_the_batch_then_a_restart_completes(nats_url, tmp_path,
     again = finished(consume(store_url, nats_url, "--batch", "20", "--idle-exit"))
     assert stopped["commands"] >= 20 and stopped["commands"] + again["commands"] >= len(set(ids))
     assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
+
+
+def test_each_consumer_receives_only_its_partitions_messages(nats_url, tmp_path):
+    """Issue 19: every partition's consumer read the whole stream (and acked the others'), so
+    two consumers did the reading of two. Each must be handed its own tables' messages only."""
+    lines = feed(tables=8, rounds=2, fault_rate=0)
+    received: dict[int, list[str]] = {}
+
+    class Spy(Consumer):
+        async def _fetch(self, sub, timeout_s):  # type: ignore[no-untyped-def]
+            msgs = await super()._fetch(sub, timeout_s)
+            received.setdefault(self.partition, []).extend(json.loads(m.data)["table_id"] for m in msgs or [])
+            return msgs
+
+    async def run(partitions: int) -> None:
+        # A stream per layout (a new layout starts where the old one's consumers are).
+        stream, prefix = f"FEED{partitions}", f"p{partitions}"
+        await publish(lines, nats_url, stream, prefix)
+        for i in range(partitions):
+            app = open_app(f"sqlite:///{tmp_path / f'p{partitions}-{i}.db'}")
+            try:
+                await Spy(app, nats_url=nats_url, stream=stream, prefix=prefix, partitions=partitions, partition=i,
+                          batch=30).run(
+                    idle_exit=True, fetch_timeout_s=0.2)
+            finally:
+                app.close()
+
+    for n in (2, 4):
+        received.clear()
+        asyncio.run(run(n))
+        tables = [json.loads(x)["table_id"] for x in lines]
+        for i in range(n):
+            mine = [t for t in tables if partition_of(t, n) == i]
+            assert received.get(i, []) == mine, f"partition {i} of {n}"  # all its messages, in order, no other
+        assert sum(len(v) for v in received.values()) == len(lines)
+
+
+def test_publish_a_reused_command_id_with_another_payload_is_a_conflict(store_url, nats_url, tmp_path, request):
+    """Issue 19: the Nats-Msg-Id was the command id alone, so the duplicate window dropped a different
+    command sent under a used id and `ledger publish` called it a duplicate, where `ledger ingest`
+    refuses it command_id_conflict. It must reach the ledger and be refused the same way."""
+    lines = feed(tables=2, rounds=1, fault_rate=0)
+    bet = next(x for x in lines if b'"place_bet"' in x)
+    other = json.loads(bet)
+    other["stake_minor"] += 100  # same command id, another payload
+    same = json.dumps(json.loads(bet), indent=1).encode().replace(b"\n", b"")  # same command, other spacing
+    lines = [*lines, json.dumps(other).encode(), same]
+    path = tmp_path / "feed.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    out = subprocess.run([sys.executable, "-m", "ops.cli", "publish", str(path), "--nats", nats_url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "command_id_conflict" in out.stderr and len(out.stderr.splitlines()) == 1
+    assert json.loads(out.stdout) == {"published": len(lines) - 1, "duplicate": 1, "conflict": 1}
+    finished(consume(store_url, nats_url, "--idle-exit"))
+    codes = dict(state(store_url, lines)[2])
+    assert codes[other["command_id"]] == "command_id_conflict"
+    assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
+
+
+def test_publish_and_consume_refuse_bad_arguments_in_one_line(tmp_path, nats_url):
+    missing = subprocess.run([sys.executable, "-m", "ops.cli", "publish", str(tmp_path / "nope.jsonl"),
+                              "--nats", nats_url], capture_output=True, text=True, timeout=60)
+    three = subprocess.run([*CONSUME, "--nats", nats_url, "--partitions", "3", "--db",
+                            f"sqlite:///{tmp_path / 'x.db'}"], capture_output=True, text=True, timeout=60)
+    for done in (missing, three):
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "power of two" in three.stderr
+
+
+def test_changing_n_starts_where_the_old_layout_had_committed(nats_url, tmp_path):
+    """1 consumer, then 2: the new durables start after what the old one acked (nothing replayed),
+    and a restart before any ack starts where the durable was made, not at the stream's start."""
+    lines = feed(tables=8, rounds=2, fault_rate=0)
+    first, later = lines[:150], lines[150:]
+    db = f"sqlite:///{tmp_path / 'n.db'}"
+
+    async def consume_all(partitions: int) -> list[int]:
+        app = open_app(db)
+        try:
+            return [(await Consumer(app, nats_url=nats_url, partitions=partitions, partition=i, batch=40).run(
+                idle_exit=True, fetch_timeout_s=0.2)).commands for i in range(partitions)]
+        finally:
+            app.close()
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        await publish(first, nats_url)
+        one = await consume_all(1)
+        await publish(later, nats_url)
+        return one, await consume_all(2), await consume_all(2)
+
+    one, two, again = asyncio.run(run())
+    tables = [json.loads(x)["table_id"] for x in later]
+    assert one == [len(first)]
+    assert two == [sum(1 for t in tables if partition_of(t, 2) == i) for i in (0, 1)]
+    assert again == [0, 0]
