@@ -98,8 +98,26 @@ def fraction_parts(f: Fraction) -> tuple[int, int]:
     return f.numerator, f.denominator
 
 
-def format_minor(amount_minor: int, currency: str | None = None, exponent: int = 2) -> str:
-    """`123456` -> `1,234.56` (display only; never parse this back)."""
+# Decimals a fraction of a minor unit may add: 1/20 of a cent (0.95:1 odds) needs 2,
+# 1/8 needs 3; a fraction no power of ten makes whole (1/3) is rounded there, marked "≈".
+FRACTION_DIGITS_MAX = 6
+
+
+def format_minor(amount_minor: int | Fraction, currency: str | None = None, exponent: int = 2) -> str:
+    """`123456` -> `1,234.56` (display only; never parse this back).
+
+    A Fraction of minor units (rounding kept by payouts, `Fraction(13, 2)`) is shown
+    with as many more decimals as it needs, `0.065`, so text shows money in the
+    currency's decimal form and never `13/2` of a minor unit; past
+    FRACTION_DIGITS_MAX more decimals it is rounded half-even and marked `≈`."""
+    if isinstance(amount_minor, Fraction) and amount_minor.denominator != 1:
+        for extra in range(1, FRACTION_DIGITS_MAX + 1):
+            scaled = amount_minor * 10**extra
+            if scaled.denominator == 1:
+                return format_minor(scaled.numerator, currency, exponent + extra)
+        return "≈" + format_minor(round(amount_minor * 10**FRACTION_DIGITS_MAX), currency,
+                                  exponent + FRACTION_DIGITS_MAX)
+    amount_minor = int(amount_minor)
     sign = "-" if amount_minor < 0 else ""
     units, cents = divmod(abs(amount_minor), 10**exponent)
     text = f"{sign}{units:,}" + (f".{cents:0{exponent}d}" if exponent else "")
