@@ -6,6 +6,7 @@ unit and the cut-off part is kept as an exact fraction of one minor unit.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
@@ -158,3 +159,40 @@ def round_account(round_id: str) -> str:
 
 def house_account(table_id: str) -> str:
     return f"house:{table_id}"
+
+
+# ------------------------------------------------------------ what a paying line returns
+#
+# Every settlement explanation's arrow has one meaning, labelled: what goes back to the
+# player, stake included, and how it is made up. Before issue 20 the arrow meant the total
+# return in blackjack ("win 1:1 → 50.00 on 25.00") and the winnings alone in baccarat and
+# Teen Patti ("pays 19:20 → 9.50 on 10.00"); stored settlements keep that earlier wording,
+# which `earlier_wording` rebuilds so a replay accepts it as the same explanation.
+
+
+def returns_text(stake_minor: int, returned_minor: int, kind: str = "win") -> str:
+    """`→ returns 50.00 (stake 25.00 + winnings 25.00)` (a win, even with winnings rounded to
+    0.00); kind "push": `→ returns 5.00 (stake back)`; "surrender": `→ returns 5.00 (half the stake 10.00)`."""
+    back = format_minor(returned_minor)
+    if kind == "push":
+        return f"→ returns {back} (stake back)"
+    if kind == "surrender":
+        return f"→ returns {back} (half the stake {format_minor(stake_minor)})"
+    return f"→ returns {back} (stake {format_minor(stake_minor)} + winnings {format_minor(returned_minor - stake_minor)})"
+
+
+_AMOUNT = r"(-?[\d,]+\.\d+)"
+_RETURNS_WIN = re.compile(rf"→ returns {_AMOUNT} \(stake {_AMOUNT} \+ winnings {_AMOUNT}\)")
+_RETURNS_BACK = re.compile(rf"→ returns {_AMOUNT} \(stake back\)")
+_RETURNS_PART = re.compile(rf"→ returns {_AMOUNT} \(half the stake {_AMOUNT}\)")
+
+
+def earlier_wording(explanation: str, game: str) -> str:
+    """The explanation as settlements recorded it before issue 20 (see above): in
+    blackjack `→ RETURNED on STAKE` and `push → STAKE back`, elsewhere `→ WINNINGS on STAKE`."""
+    if game == "blackjack":
+        text = _RETURNS_WIN.sub(r"→ \1 on \2", explanation)
+        text = _RETURNS_BACK.sub(r"→ \1 back", text)
+    else:
+        text = _RETURNS_WIN.sub(r"→ \3 on \2", explanation)
+    return _RETURNS_PART.sub(r"→ \1 on \2", text)
