@@ -61,7 +61,7 @@ Examples:
   ledger round list --status open --json | jq -r .round
 """
 LIST_FIELDS = ("round", "round_id", "status", "game", "table_id", "round_no", "studio_time", "ruleset_id",
-               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at")
+               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at", "void_cause")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -86,10 +86,12 @@ def run_list(args: argparse.Namespace) -> int:
         print("no rounds match", file=sys.stderr)
         return 0
     width = max(len(r["round"]) for r in listed)
-    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  round id")
+    cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
+    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
+          "round id")
     for r in listed:
         print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
-              f"{r['round_id']}")
+              f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
     return 0
 
 
