@@ -124,6 +124,22 @@ def describe(app: Any, round_uuid: UUID) -> dict[str, Any]:
     }
 
 
+def as_money(value: Any, currency: str | None) -> Any:
+    """An event's fields for text: each `..._minor` integer as money under the name
+    without the suffix (`"stake": "5.00 EUR"`, not `"stake_minor": 500`); --json keeps them."""
+    if isinstance(value, dict):
+        return {(k[:-len("_minor")] if _is_minor(k, v) else k): (format_minor(v, currency) if _is_minor(k, v)
+                                                                else as_money(v, currency))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_money(v, currency) for v in value]
+    return value
+
+
+def _is_minor(key: str, value: Any) -> bool:
+    return key.endswith("_minor") and type(value) is int
+
+
 def run_show(args: argparse.Namespace) -> int:
     try:
         round_uuid = parse_ref(args.id)
@@ -155,7 +171,8 @@ def run_show(args: argparse.Namespace) -> int:
     for e in info["events"]:
         extra = {k: v for k, v in e.items() if k not in ("version", "event", "command_id", "studio_time",
                                                            "recorded_at", "postings", "results")}
-        print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} {json.dumps(extra, default=str)[:120]}")
+        print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} "
+              f"{json.dumps(as_money(extra, info['currency']), default=str, ensure_ascii=False)[:120]}")
     for s in info["settlements"]:
         print(f"  settlement {s['settlement_no']}:")
         for r in s["results"]:
