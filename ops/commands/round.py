@@ -125,19 +125,16 @@ def describe(app: Any, round_uuid: UUID) -> dict[str, Any]:
 
 
 def as_money(value: Any, currency: str | None) -> Any:
-    """An event's fields for text: each `..._minor` integer as money under the name
-    without the suffix (`"stake": "5.00 EUR"`, not `"stake_minor": 500`); --json keeps them."""
+    """An event's fields for text: each `..._minor` field under the name without the
+    suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
+    --json keeps them."""
     if isinstance(value, dict):
-        return {(k[:-len("_minor")] if _is_minor(k, v) else k): (format_minor(v, currency) if _is_minor(k, v)
-                                                                else as_money(v, currency))
+        return {(k.removesuffix("_minor")): (format_minor(v, currency) if k.endswith("_minor") and type(v) is int
+                                             else as_money(v, currency))
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [as_money(v, currency) for v in value]
     return value
-
-
-def _is_minor(key: str, value: Any) -> bool:
-    return key.endswith("_minor") and type(value) is int
 
 
 def run_show(args: argparse.Namespace) -> int:
