@@ -6,9 +6,12 @@
 
 What it checks, naming the file, line and event position of anything wrong:
   1. every member of the zip reads back intact (CRC) and hashes to its line in SHA256SUMS;
-  2. chain.jsonl is an unbroken SHA-256 chain (hash = SHA-256(prev || canonical record), the
-     casino-ledger-audit/1 form of docs/audit.md) ending at manifest.json's head_hash and last_seq;
-  3. events.jsonl holds exactly the round's links of that chain, byte for byte, numbered 1..n;
+  2. each line of events.jsonl is a link of the audit chain: its hash is SHA-256(prev || canonical
+     record) (the casino-ledger-audit/1 form of docs/audit.md), and proof.json's sibling roots make
+     that hash the leaf of its seq in the Merkle tree (RFC 9162, leaf i = link seq i + 1) whose root
+     is manifest.json's tree_root; the manifest's head_hash is that tree's last leaf (seq last_seq);
+     consecutive seqs link (prev = the hash before);
+  3. events.jsonl holds the round's events numbered 1..n, each once, as replay.json lists them;
   4. the money, recomputed from the events alone: what each bet put in (stakes, doubles, splits,
      follows), each event's postings summing to zero, each settlement line staking what its bet
      put in, the settlement's postings (round -> player the amount returned, round <-> house
@@ -16,8 +19,10 @@ What it checks, naming the file, line and event position of anything wrong:
      settlement; and replay.json and the page's embedded data showing those very amounts.
 It does NOT re-deal the game: whether the rules give these payouts is recomputed by
 `ledger replay` with the project's rules engine (replay.json records that comparison).
-The anchor: compare the printed head hash with the head_hash of the audit manifest the operator
-published; if they are equal, every event of the round is the one that was exported.
+The anchor: compare the printed tree root and head hash with the tree_root and head_hash of the
+audit manifest the operator published; if they are equal, every event of the round is the one
+that was recorded in the chain at its seq. What it cannot show: that the round has no event after
+its last one here (a later reversal); `ledger replay` on the store, or an audit export, shows it.
 
 Exit status: 0 the bundle verifies; 1 findings (printed); 2 the bundle cannot be read.
 """
@@ -33,7 +38,7 @@ from pathlib import Path
 
 GENESIS = "00" * 32
 SUMS = "SHA256SUMS"
-FILES = ("README.txt", "events.jsonl", "chain.jsonl", "manifest.json", "replay.json", "replay.html", "verify.py")
+FILES = ("README.txt", "events.jsonl", "proof.json", "manifest.json", "replay.json", "replay.html", "verify.py")
 EMBEDDED = re.compile(r'<script type="application/json" id="replay-data">(.*?)</script>', re.S)
 
 
@@ -127,53 +132,91 @@ def parse_links(b: Bundle, name: str) -> list:
     return links
 
 
-def check_chain(b: Bundle, manifest: dict) -> dict:
-    """The segment's links by seq, once the chain and its anchor were checked."""
-    links = parse_links(b, "chain.jsonl")
-    by_seq = {}
+def path_ranges(index: int, size: int) -> list:
+    """The leaf ranges [lo, hi) whose roots prove leaf `index` of a tree of `size` leaves,
+    bottom up (RFC 9162's audit path: a tree splits at the largest power of two below its size)."""
+    out = []
+    lo, hi = 0, size
+    while hi - lo > 1:
+        k = 1 << ((hi - lo - 1).bit_length() - 1)
+        if index < lo + k:
+            out.append((lo + k, hi))
+            hi = lo + k
+        else:
+            out.append((lo, lo + k))
+            lo = lo + k
+    out.reverse()
+    return out
+
+
+def root_from(index: int, size: int, link_hash: str, nodes: dict) -> str | None:
+    """The tree root that leaf `index`, holding `link_hash`, gives with the sibling roots in
+    `nodes` ("lo-hi": hex); None when one is missing or not hex."""
+    try:
+        digest = hashlib.sha256(b"\x00" + bytes.fromhex(link_hash)).digest()
+        for lo, hi in path_ranges(index, size):
+            sibling = bytes.fromhex(nodes[f"{lo}-{hi}"])
+            pair = sibling + digest if hi <= index else digest + sibling
+            digest = hashlib.sha256(b"\x01" + pair).digest()
+    except (KeyError, ValueError, TypeError):
+        return None
+    return digest.hex()
+
+
+def check_proof(b: Bundle, manifest: dict) -> dict | None:
+    """proof.json's tree and the anchor, once the manifest's head was proved to be its last leaf."""
+    try:
+        proof = json.loads(b.text("proof.json") or "null")
+    except ValueError:
+        proof = None
+    if not (isinstance(proof, dict) and isinstance(proof.get("size"), int) and isinstance(proof.get("nodes"), dict)):
+        b.find("unreadable", "proof.json", "not a tree proof (size, nodes)")
+        return None
+    size, root = proof["size"], manifest.get("tree_root")
+    if not isinstance(root, str) or not isinstance(manifest.get("head_hash"), str):
+        b.find("anchor", "manifest.json", "no tree_root or head_hash: nothing to prove the events against")
+        return None
+    if size != manifest.get("last_seq") or size < 1:
+        b.find("anchor", "proof.json", f"the tree has {size} leaves; the manifest's head is seq "
+               f"{manifest.get('last_seq')}")
+        return None
+    if root_from(size - 1, size, manifest["head_hash"], proof["nodes"]) != root:
+        b.find("anchor", "manifest.json (or proof.json)", f"head_hash {manifest['head_hash']} is not the last "
+               f"leaf (seq {size}) of the tree whose root is tree_root {root}")
+    return {"size": size, "root": root, "nodes": proof["nodes"]}
+
+
+def check_round_events(b: Bundle, tree: dict | None, round_id: str, listed: dict) -> list:
+    """The round's records (in order), each link proved to be the tree's leaf of its seq."""
+    links = parse_links(b, "events.jsonl")
     previous = None
     for number, line, link in links:
         record = link["record"]
-        where = f"chain.jsonl line {number}"
+        where, seq = f"events.jsonl line {number}", record["seq"]
         try:
             own = hashlib.sha256(bytes.fromhex(link["prev"]) + canonical(record)).hexdigest()
+            form = canonical({"hash": link["hash"], "prev": link["prev"], "record": record}).decode("utf-8")
         except (ValueError, TypeError):
-            own = None
+            own = form = None
+        if form != line:
+            b.find("form", where, "not the canonical line an audit export holds", record["position"])
         if own != link["hash"]:
-            b.find("edited", where, f"seq {record['seq']} ({record.get('event')}): its hash does not match "
-                   "its content", record["position"])
+            b.find("edited", where, f"seq {seq} ({record.get('event')}): its hash does not match its content",
+                   record["position"])
+        elif tree is not None and not (1 <= seq <= tree["size"]
+                                       and root_from(seq - 1, tree["size"], own, tree["nodes"]) == tree["root"]):
+            b.find("not_in_chain", where, f"seq {seq} ({record.get('event')}): its link is not the chain's link "
+                   f"of seq {seq} under the manifest's tree_root", record["position"])
         if previous is not None:
-            if record["seq"] != previous["record"]["seq"] + 1:
-                b.find("deleted", where, f"seq {record['seq']} follows seq {previous['record']['seq']}",
-                       record["position"])
-            if link["prev"] != previous["hash"]:
-                b.find("broken", where, f"seq {record['seq']} does not continue the hash before it",
-                       record["position"])
-        by_seq[record["seq"]] = (line, link)
+            if seq <= previous["record"]["seq"]:
+                b.find("sequence", where, f"seq {seq} follows seq {previous['record']['seq']}", record["position"])
+            elif seq == previous["record"]["seq"] + 1 and link["prev"] != previous["hash"]:
+                b.find("broken", where, f"seq {seq} does not continue the hash before it", record["position"])
         previous = link
-    if previous is None:
-        b.find("missing", "chain.jsonl", "no chain segment")
-    elif (previous["hash"], previous["record"]["seq"]) != (manifest.get("head_hash"), manifest.get("last_seq")):
-        b.find("anchor", "manifest.json", f"the segment ends at seq {previous['record']['seq']} hash "
-               f"{previous['hash']}; the manifest's head is seq {manifest.get('last_seq')} hash "
-               f"{manifest.get('head_hash')}")
-    return by_seq
-
-
-def check_round_events(b: Bundle, by_seq: dict, round_id: str) -> list:
-    """The round's records (in order) once events.jsonl was matched with the chain."""
-    links = parse_links(b, "events.jsonl")
-    for number, line, link in links:
-        record = link["record"]
-        chained = by_seq.get(record["seq"])
-        if chained is None or chained[0] != line:
-            b.find("not_in_chain", f"events.jsonl line {number}", f"{record.get('event')} (seq {record['seq']}) "
-                   "differs from the chain segment's line for it", record["position"])
     records = [link["record"] for _, _, link in links]
-    in_chain = [seq for seq, (_, lk) in by_seq.items() if lk["record"].get("originator_id") == round_id]
-    if sorted(in_chain) != sorted(r["seq"] for r in records):
-        b.find("incomplete", "events.jsonl", f"the chain holds the round's events at seq {sorted(in_chain)}; "
-               f"events.jsonl lists {[r['seq'] for r in records]}")
+    if sorted((r["seq"], lk["hash"]) for r, (_, _, lk) in zip(records, links)) != sorted(listed):
+        b.find("incomplete", "events.jsonl", f"holds the round's events at seq {[r['seq'] for r in records]}; "
+               f"replay.json lists seq {sorted(seq for seq, _ in listed)}")
     for expected, record in enumerate(records, 1):
         if record.get("originator_id") != round_id or record.get("originator_version") != expected:
             b.find("sequence", "events.jsonl", f"event {expected} of round {round_id} expected, found "
@@ -199,6 +242,7 @@ def recompute_money(b: Bundle, records: list) -> dict:
     settlements: dict = {}
     lines: list = []
     refunds: list = []
+    reversals: list = []  # a reversed settlement's lines stay in `results`: the report says which are not in force
     round_id = records[0]["originator_id"] if records else ""
     table = records[0]["fields"].get("table_id", "") if records else ""
     for r in records:
@@ -222,8 +266,10 @@ def recompute_money(b: Bundle, records: list) -> dict:
             original = settlements.get(f.get("settlement_no"))
             if original is None or _net(postings) != {k: -v for k, v in _net(original).items()}:
                 b.find("reversal", "events.jsonl", "the reversal does not negate its settlement", pos)
+            reversals.append({"settlement_no": f.get("settlement_no"), "position": pos, "by": f.get("by"),
+                              "reason": f.get("reason")})
     return {"put_in": [{"bet_id": k[0], "player_id": k[1], "amount_minor": v} for k, v in put_in.items()],
-            "results": lines, "refunds": refunds}
+            "results": lines, "refunds": refunds, "reversals": reversals}
 
 
 def _settled(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str, table: str) -> list:
@@ -299,17 +345,20 @@ def verify(path: Path) -> tuple:
     except ValueError:
         b.find("unreadable", "manifest.json", "not JSON")
         manifest = {}
-    by_seq = check_chain(b, manifest)
+    tree = check_proof(b, manifest)
     try:
-        round_id = json.loads(b.text("replay.json") or "{}").get("round_id", "")
-    except ValueError:
-        round_id = ""
-    records = check_round_events(b, by_seq, round_id)
+        replay = json.loads(b.text("replay.json") or "{}")
+        round_id = replay.get("round_id", "")
+        listed = [(e["seq"], e["hash"]) for e in ((replay.get("proof") or {}).get("events") or {}).values()]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        round_id, listed = "", []
+    records = check_round_events(b, tree, round_id, listed)
     money = recompute_money(b, records)
     doc = check_documents(b, money)
     report = {"round": doc.get("round") if doc else None, "round_id": round_id, "currency":
               doc.get("currency") if doc else None, "head_seq": manifest.get("last_seq"),
-              "head_hash": manifest.get("head_hash"), "events": len(records), **money, "findings": b.findings}
+              "head_hash": manifest.get("head_hash"), "tree_root": manifest.get("tree_root"),
+              "events": len(records), **money, "findings": b.findings}
     return report, b.findings
 
 
@@ -328,8 +377,12 @@ def print_report(report: dict) -> None:
               f"net {amount(line['net_minor'], cur)}")
     for r in report["refunds"]:
         print(f"  refund bet {r['bet_id']} ({r['player_id']}): {amount(r['amount_minor'], cur)}")
-    print(f"Anchored to chain head seq {report['head_seq']} hash {report['head_hash']}")
-    print("  (compare with the head_hash of the audit manifest the operator published)")
+    for r in report.get("reversals", []):
+        print(f"  REVERSAL: settlement {r['settlement_no']} was reversed at position {r['position']} by {r['by']} "
+              f"({r['reason']}); its lines above are not in force")
+    print(f"Anchored to the chain's tree root {report['tree_root']} at head seq {report['head_seq']} "
+          f"hash {report['head_hash']}")
+    print("  (compare with the tree_root and head_hash of the audit manifest the operator published)")
     if report["findings"]:
         print(f"FINDINGS ({len(report['findings'])}):")
         for f in report["findings"]:

@@ -318,3 +318,117 @@ def _diff(exported: str, stored: str) -> str:
         elif a.get(key) != b.get(key):
             keys.append(key)
     return "changed " + ", ".join(keys) if keys else "changed"
+
+
+# --------------------------------------------------------------------------- the chain's Merkle tree
+#
+# A hash chain proves an event only to someone who rehashes every later link up to a
+# published head, so a proof of one round grew with the store. Beside the chain (which
+# is unchanged) every export publishes the root of a Merkle tree over the chain's link
+# hashes (RFC 9162 section 2.1, SHA-256): leaf i (0-based) is link seq i + 1,
+#     leaf = SHA-256(0x00 || hash_seq as 32 bytes),   node = SHA-256(0x01 || left || right),
+# and a tree of n leaves splits at the largest power of two below n. One leaf is proved
+# against a root by about log2(n) sibling hashes (`path_ranges`), whatever n is.
+
+
+def tree_leaf(link_hash_hex: str) -> bytes:
+    return hashlib.sha256(b"\x00" + bytes.fromhex(link_hash_hex)).digest()
+
+
+def tree_node(left: bytes, right: bytes) -> bytes:
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def path_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """The leaf ranges [lo, hi) whose subtree roots prove leaf `index` in a tree of `size`
+    leaves: its siblings from the bottom up (RFC 9162's audit path, as ranges)."""
+    require(0 <= index < size, f"leaf {index} is not in a tree of {size}")
+    out: list[tuple[int, int]] = []
+    lo, hi = 0, size
+    while hi - lo > 1:
+        k = 1 << ((hi - lo - 1).bit_length() - 1)  # the largest power of two below hi - lo
+        if index < lo + k:
+            out.append((lo + k, hi))
+            hi = lo + k
+        else:
+            out.append((lo, lo + k))
+            lo = lo + k
+    out.reverse()
+    return out
+
+
+def peak_ranges(size: int) -> list[tuple[int, int]]:
+    """The perfect subtrees a tree of `size` leaves is made of, largest (leftmost) first."""
+    out, lo = [], 0
+    for bit in range(size.bit_length() - 1, -1, -1):
+        if size >> bit & 1:
+            out.append((lo, lo + (1 << bit)))
+            lo += 1 << bit
+    return out
+
+
+class TreeBuilder:
+    """The tree's root over leaves added in order, in memory of O(log n) hashes: the
+    roots of its perfect subtrees (`peaks`). Subtree roots named in `wanted` (ranges
+    [lo, hi)) are kept in `nodes` as they are made; `finish` adds the wanted ranges
+    that end at the last leaf but are not perfect (folds of the last peaks)."""
+
+    def __init__(self, wanted: Iterable[tuple[int, int]] = (), start_peaks: Sequence[str] = (),
+                 start_size: int = 0) -> None:
+        ranges = peak_ranges(start_size)
+        require(len(ranges) == len(start_peaks), f"{len(start_peaks)} peaks given for a tree of {start_size}")
+        self.peaks: list[tuple[int, int, bytes]] = [(lo, hi, bytes.fromhex(h))
+                                                    for (lo, hi), h in zip(ranges, start_peaks)]
+        self.size = start_size
+        self.wanted = set(wanted)
+        self.nodes: dict[tuple[int, int], bytes] = {}
+
+    def add(self, link_hash_hex: str) -> None:
+        lo, hi, digest = self.size, self.size + 1, tree_leaf(link_hash_hex)
+        self.size += 1
+        if (lo, hi) in self.wanted:
+            self.nodes[(lo, hi)] = digest
+        while self.peaks and self.peaks[-1][1] - self.peaks[-1][0] == hi - lo:
+            left = self.peaks.pop()
+            lo, digest = left[0], tree_node(left[2], digest)
+            if (lo, hi) in self.wanted:
+                self.nodes[(lo, hi)] = digest
+        self.peaks.append((lo, hi, digest))
+
+    def peak_hexes(self) -> list[str]:
+        return [p[2].hex() for p in self.peaks]
+
+    def root(self, lo: int = 0) -> str:
+        """The root of the leaves [lo, size) when lo starts a peak (0: the whole tree)."""
+        tail = [p for p in self.peaks if p[0] >= lo]
+        require(bool(tail) and tail[0][0] == lo, f"no subtree of the tree of {self.size} starts at {lo}")
+        digest = tail[-1][2]
+        for p in reversed(tail[:-1]):
+            digest = tree_node(p[2], digest)
+        return digest.hex()
+
+    def finish(self) -> dict[str, str]:
+        """Every wanted subtree root as `"lo-hi": hex` (the form a bundle's proof.json holds)."""
+        for lo, hi in self.wanted - self.nodes.keys():
+            if hi == self.size:
+                self.nodes[(lo, hi)] = bytes.fromhex(self.root(lo))
+        return {f"{lo}-{hi}": digest.hex() for (lo, hi), digest in sorted(self.nodes.items())}
+
+
+def tree_root(link_hashes: Iterable[str]) -> str:
+    builder = TreeBuilder()
+    for h in link_hashes:
+        builder.add(h)
+    return builder.root() if builder.size else GENESIS_HEX
+
+
+def root_from_path(index: int, size: int, link_hash_hex: str, nodes: dict[str, str]) -> str | None:
+    """The root that leaf `index` (holding link hash `link_hash_hex`) and the sibling roots
+    in `nodes` give; None when a sibling is missing."""
+    digest = tree_leaf(link_hash_hex)
+    for lo, hi in path_ranges(index, size):
+        sibling = nodes.get(f"{lo}-{hi}")
+        if sibling is None:
+            return None
+        digest = tree_node(bytes.fromhex(sibling), digest) if hi <= index else tree_node(digest, bytes.fromhex(sibling))
+    return digest.hex()

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from domain.errors import Refusal, require
+from domain.errors import InvariantBroken, Refusal, require
 from domain.registry import get_rule_set
 from ledger.records import Opened, Record
 from projections.audit import (
@@ -27,6 +27,7 @@ from projections.audit import (
     Finding,
     Link,
     Stored,
+    TreeBuilder,
     canonical_json,
     chain,
     compare_with_store,
@@ -84,6 +85,7 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
     window = window or Window(from_position, to_position)
     chain_start, rule_sets, studio = GENESIS_HEX, RuleSetsSeen(), StudioTimes()
     links: list[Link] = []
+    tree, start_peaks = TreeBuilder(), []  # the Merkle tree over every link up to the export's last
     for event, link in zip_chain(events):
         if progress is not None:
             progress(1)
@@ -91,7 +93,11 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
             break
         if not links and window.before(event, link.position):
             chain_start = link.hash
+            tree.add(link.hash)
             continue
+        if not links:
+            start_peaks = tree.peak_hexes()
+        tree.add(link.hash)
         links.append(link)
         studio.note(event.studio_time)
         if isinstance(event, Opened):
@@ -102,6 +108,7 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
     (out / EVENTS_CSV).write_text(_csv_text(links), encoding="utf-8", newline="")
     previous = Path(previous_manifest) if previous_manifest else find_previous_manifest(out, links)
     manifest = _manifest(links, chain_start, window, previous, rule_sets, exported_at, out)
+    manifest.update(tree_start_peaks=start_peaks, tree_root=tree.root() if links else None)
     manifest.update(files={name: file_sha256(out / name) for name in (EVENTS_JSONL, EVENTS_CSV)},
                     studio_time_range=studio.range(), software={"name": SOFTWARE, "version": software_version})
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
@@ -271,6 +278,7 @@ def verify_files(directory: str | Path) -> Verified:
     first_seq = manifest.get("first_seq") or (min((lk.seq for lk in links), default=1))
     findings += verify_links(links, manifest.get("chain_start_hash", GENESIS_HEX), first_seq)
     findings += _manifest_findings(manifest, links, findings)
+    findings += _tree_findings(manifest, links)
     findings += _csv_findings(out, links)
     if not findings:  # a change the chain and the rows already name is not reported twice
         findings += _file_hash_findings(out, manifest)
@@ -298,6 +306,25 @@ def _manifest_findings(manifest: dict[str, Any], links: list[Link], so_far: list
     if manifest.get("format") != FORMAT:
         findings.append(Finding("manifest", None, f"unknown format {manifest.get('format')!r}; expected {FORMAT}"))
     return findings
+
+
+def _tree_findings(manifest: dict[str, Any], links: list[Link]) -> list[Finding]:
+    """`tree_root` recomputed from `tree_start_peaks` (the tree of every link before this
+    export) and this export's links (exports written before the tree have neither: nothing to check)."""
+    if "tree_root" not in manifest or not links:
+        return []
+    ordered = sorted(links, key=lambda lk: lk.seq)
+    try:
+        tree = TreeBuilder(start_peaks=manifest.get("tree_start_peaks") or [], start_size=ordered[0].seq - 1)
+        for link in ordered:
+            tree.add(link.hash)
+        root = tree.root()
+    except (InvariantBroken, ValueError, TypeError) as exc:
+        return [Finding("manifest", None, f"manifest tree_start_peaks unusable: {exc}")]
+    if root != manifest["tree_root"]:
+        return [Finding("manifest", ordered[-1].position, f"manifest tree_root is {manifest['tree_root']!r}, "
+                        f"the events give {root!r}")]
+    return []
 
 
 def _csv_findings(out: Path, links: list[Link]) -> list[Finding]:
@@ -361,12 +388,24 @@ def _previous_findings(out: Path, manifest: dict[str, Any]) -> list[Finding]:
         previous = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         return findings + [Finding("previous_manifest", None, f"previous manifest {name} is not JSON")]
-    if previous.get("last_seq") is not None and previous.get("last_seq") + 1 == manifest.get("first_seq") \
-            and previous.get("head_hash") != manifest.get("chain_start_hash"):
+    consecutive = previous.get("last_seq") is not None and previous.get("last_seq") + 1 == manifest.get("first_seq")
+    if consecutive and previous.get("head_hash") != manifest.get("chain_start_hash"):
         findings.append(Finding("previous_manifest", manifest.get("first_position"),
                                 f"this export continues {name} but its chain start differs from that "
                                 "export's head hash: events before this export were changed"))
+    if consecutive and previous.get("tree_root") and "tree_start_peaks" in manifest \
+            and _peaks_root(manifest, previous["last_seq"]) != previous["tree_root"]:
+        findings.append(Finding("previous_manifest", manifest.get("first_position"),
+                                f"this export continues {name} but its tree_start_peaks do not give that "
+                                "export's tree_root"))
     return findings
+
+
+def _peaks_root(manifest: dict[str, Any], size: int) -> str | None:
+    try:
+        return TreeBuilder(start_peaks=manifest["tree_start_peaks"], start_size=size).root()
+    except (InvariantBroken, ValueError, TypeError, KeyError):
+        return None
 
 
 def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> list[Finding]:
@@ -374,9 +413,18 @@ def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> 
     last = verified.manifest.get("last_position")
     if last is None and verified.links:
         last = max(lk.position for lk in verified.links)
-    store_links = []
+    first = min((lk.position for lk in verified.links), default=None)
+    store_links, before = [], TreeBuilder()
     for link in chain(store_events):
         if last is not None and link.position > last:
             break
         store_links.append(link)
-    return compare_with_store(verified.links, store_links)
+        if first is not None and link.position < first:
+            before.add(link.hash)
+    findings = compare_with_store(verified.links, store_links)
+    peaks = verified.manifest.get("tree_start_peaks")
+    if peaks is not None and peaks != before.peak_hexes() and not findings:
+        # The links before the export are what its tree_root builds on: a forged start is caught here.
+        findings.append(Finding("edited", None, f"events before position {first} in the store do not give this "
+                                "export's tree_start_peaks"))
+    return findings

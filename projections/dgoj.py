@@ -156,15 +156,20 @@ class Session:
     def ruleset_ids(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p.ruleset_id for p in self.plays))
 
-    def content(self, game_type: str) -> str:
+    def content(self, game_type: str, *, with_complete: bool = True) -> str:
         """What an exported record says about this session, canonically: a record
-        whose content changed since it was exported is rectified. `complete` is left
-        out: a session sent as incomplete that then ends without another round or
-        another cent is not sent again."""
-        return json.dumps({
+        whose content changed since it was exported is rectified. `complete` is part of
+        it because the record says it (`SesionCompleta`): a session sent as incomplete
+        that then ends with no other change is rectified once, so the regulator's last
+        record of it says `S`. `with_complete=False`: the content as registers wrote it
+        before the flag was in it (`dgoj_register.place` compares old rows with it)."""
+        content: dict[str, object] = {
             "player": self.player_id, "table": self.table_id, "type": game_type,
             "start": self.start.isoformat(), "end": self.end.isoformat(),
-            "rounds": [p.round_id for p in self.plays], "totals": self.totals()}, sort_keys=True)
+            "rounds": [p.round_id for p in self.plays], "totals": self.totals()}
+        if with_complete:
+            content["complete"] = self.complete
+        return json.dumps(content, sort_keys=True)
 
 
 # ------------------------------------------------------------------ reading the log

@@ -106,11 +106,26 @@ def place(s: Session, rules: ExportRules, before: dict[str, object] | None,
         return "pending", None
     if before is None:
         return "entries", Entry(s, game_type, registro_id(s.session_id, 0), 0, None)
-    if before["content"] == s.content(game_type):
+    if unchanged(str(before["content"]), s, game_type):
         return "unchanged", None
     seq = int(str(before["seq"])) + 1
     rectifies = (str(before["registro_id"]), str(before["fecha"]))
     return "entries", Entry(s, game_type, registro_id(s.session_id, seq), seq, rectifies)
+
+
+def unchanged(sent: str, s: Session, game_type: str) -> bool:
+    """Whether the register's latest content of the session is what a record would say now.
+
+    A row registered before `complete` was part of the content (`Session.content`) does not
+    say whether it was sent complete: it counts as unchanged only while the session is still
+    incomplete, so every such session is rectified once when complete (its figures again,
+    `SesionCompleta` S) and the regulator's last record of it says S. Re-sending the figures
+    of a session that was already sent as complete is harmless; never saying S is not."""
+    if sent == s.content(game_type):
+        return True
+    if '"complete":' in sent:
+        return False
+    return not s.complete and sent == s.content(game_type, with_complete=False)
 
 
 def register_row(e: Entry, fecha: str, lote_id: str) -> tuple[object, ...]:

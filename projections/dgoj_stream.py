@@ -76,7 +76,7 @@ class Tally:
     pending_sessions: int = 0
     pending_rounds_open: int = 0
     omitted_sessions: int = 0
-    omitted_rounds: int = 0
+    omitted_rounds: int = 0  # distinct rounds: a round of five players is in five sessions (`SessionExport`)
     omitted_money: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -93,7 +93,6 @@ class Tally:
             self.pending_rounds_open += sum(1 for p in s.plays if not p.closed)
         else:
             self.omitted_sessions += 1
-            self.omitted_rounds += len(s.plays)
             _add_money(self.omitted_money, s)
 
 
@@ -180,6 +179,9 @@ class SessionExport:
             self._spill = Spill(self._dir.name)
             self.spill.conn.execute("CREATE TABLE register (sesion_id PRIMARY KEY, registro_id, seq, fecha, content)")
             self.spill.conn.execute(f"CREATE TABLE written ({', '.join(REGISTER.column_names)})")
+            # The rounds of the sessions left out, each once however many players it had (on disk:
+            # memory stays flat in the rounds).
+            self.spill.conn.execute("CREATE TABLE omitted_rounds (round_id PRIMARY KEY) WITHOUT ROWID")
             self._copy_register()
             self.tally.through = self.log.head()
             self._spill_plays(self.tally.through)
@@ -231,6 +233,9 @@ class SessionExport:
                 continue
             kind, entry = placed
             self.tally.count(kind, s, entry)
+            if kind == "omitted":
+                self.spill.conn.executemany("INSERT OR IGNORE INTO omitted_rounds VALUES (?)",
+                                            [(p.round_id,) for p in s.plays])
             if entry is not None:
                 written.append(register_row(entry, self.fecha, self.lote_id))
                 if len(written) >= SPILL_PAGE_SIZE:
@@ -238,6 +243,7 @@ class SessionExport:
                     written = []
                 yield entry
         self.spill.conn.executemany(insert, written)
+        self.tally.omitted_rounds = self.spill.conn.execute("SELECT count(*) FROM omitted_rounds").fetchone()[0]
 
     def _before(self, sesion_id: str) -> dict[str, object] | None:
         row = self.spill.conn.execute("SELECT registro_id, seq, fecha, content FROM register WHERE sesion_id = ?",

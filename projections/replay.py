@@ -95,6 +95,9 @@ class Replay(NamedTuple):
     steps: list[Step]
     results: list[BetCheck]
     findings: list[Finding]
+    # What the cards said (the model's `outcome()`, domain/outcome.py) when the facts make a
+    # complete round the model followed to the end; None otherwise and in the bulk check.
+    outcome: dict[str, Any] | None = None
 
 
 @dataclass
@@ -107,6 +110,7 @@ class _State:
     rules: RuleSet | None = None
     model: RoundModel | None = None
     stopped: str | None = None  # why the model can no longer follow the facts
+    closed_phase: str | None = None  # "reversed" / "voided": the round's phase, which the model does not know
     unknown_rules_at: int | None = None  # position of an Opened whose rule set the registry lacks
     table_settings_hash: str | None = None  # the overrides of a configured table (TableApplied)
     round_in_shoe: int = 1
@@ -141,10 +145,30 @@ def recompute(events_of_round: Iterable[Record], *, views: bool = True) -> Repla
             check(s, event)
         if views:
             text, source = _TEXTS[type(event)](s, event) if check is not None else (event_name(event), None)
-            view = s.model.view() if s.model is not None else None
+            view = _with_phase(s, s.model.view() if s.model is not None else None)
             s.steps.append(Step(event.version, event.position, short_name(event), event.studio_time,
                                 iso_utc(event.server_time), text, source, view))
-    return Replay(s.steps, s.results, s.findings)
+    return Replay(s.steps, s.results, s.findings, _outcome(s) if views else None)
+
+
+def _with_phase(s: _State, view: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The model plays cards, not corrections: after a reversal or a void its view would still
+    say e.g. "dealing" or "complete", so the round's own phase is put over it (a tombstone, which
+    has no model, gets a state holding only its phase)."""
+    if s.closed_phase is None:
+        return view
+    return {**(view or {}), "phase": s.closed_phase}
+
+
+def _outcome(s: _State) -> dict[str, Any] | None:
+    """The model's outcome when it followed every fact to a complete round (a void after the
+    last card keeps it: the cards still say who won, though no settlement is in force)."""
+    if s.model is None or s.stopped not in (None, "voided") or not s.model.is_complete():
+        return None
+    try:
+        return s.model.outcome().as_dict()
+    except Refusal:
+        return None
 
 
 def table_config_findings(events: Iterable[Record],
@@ -320,6 +344,7 @@ def _voided(s: _State, e: Voided) -> None:
         _add(net, account, -r.amount_minor)
     _compare_postings(s, e, net)
     s.stopped = s.stopped or "voided"
+    s.closed_phase = "voided"
 
 
 def _settled(s: _State, e: Settled) -> None:
@@ -332,9 +357,11 @@ def _settled(s: _State, e: Settled) -> None:
     if recomputed is not None:
         _compare_postings(s, e, _settlement_net(s, recomputed))
     s.settlements[no] = e.postings
+    s.closed_phase = None  # a resettlement after a reversal: settled again
 
 
 def _settlement_reversed(s: _State, e: SettlementReversed) -> None:
+    s.closed_phase = "reversed"
     original = s.settlements.get(e.settlement_no)
     if original is None:
         s.find("reversal_unmatched", e.position, f"reverses settlement {e.settlement_no}, which is not recorded")

@@ -51,7 +51,7 @@ def render_round_html(eventlog: EventLog, round_ref: str) -> str:
     Raises `domain.errors.Refusal` for a malformed reference (`parse_round_ref`) and
     `RoundNotFound` when the store has no such round."""
     round_id = parse_round_ref(round_ref)
-    document = round_document(eventlog, round_id, with_proof=True)
+    document = round_document(eventlog, round_id, with_proof=True, ref=round_ref)
     if document is None:
         raise RoundNotFound(f"no events for {round_ref} (id {round_id}) in this store")
     return render_html(document)

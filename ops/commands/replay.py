@@ -54,10 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the dispute page: one self-contained HTML file (no network), cards, a step control, "
                    "state per step, settlement with explanations, refunds, the chain proof")
     p.add_argument("--bundle", metavar="FILE.zip",
-                   help="write a self-verifying dispute bundle: canonical events, the chain segment to the head, "
-                   "the page, replay.json and verify.py (python3 verify.py FILE.zip, standard library only)")
+                   help="write a self-verifying dispute bundle: the round's canonical events with their Merkle proof "
+                   "against the chain's tree root, the page, replay.json and verify.py (python3 verify.py FILE.zip, "
+                   "standard library only); its size does not grow with the store")
     p.add_argument("--manifest", metavar="PATH",
-                   help="with --bundle: anchor the chain segment to this audit export's manifest.json head "
+                   help="with --bundle: anchor the proof to this audit export's manifest.json (its tree_root and head) "
                    "(default: the store's head now)")
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.set_defaults(func=run)
@@ -86,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
     replay.findings.extend(table_config_findings(events, log.table_history))
     wants_proof = args.proof or args.html or args.bundle
     proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
-    document = replay_view.replay_document(round_id, events, replay, proof, args.at)
+    document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
     if args.html or args.bundle:
         return _write_files(args, log, document)
     if args.json:
         print(json.dumps(document, indent=2, default=str))
     else:
-        _print_text(round_id, events, replay, proof, args.at)
+        _print_text(round_id, events, replay, proof, args.at, document)
     return 1 if replay.findings else 0
 
 
@@ -127,11 +128,12 @@ def _void(events: list[Record]) -> Voided | None:
     return next((e for e in reversed(events) if isinstance(e, Voided)), None)
 
 
-def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None) -> None:
+def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at: int | None,
+                document: dict[str, Any]) -> None:
     from projections.replay import describe_step
 
     opened = _opened(events)
-    label = f"{opened.table_id}#{opened.round_no}" if opened else str(round_id)
+    label = f"{opened.table_id}#{opened.round_no}" if opened else (document.get("round") or str(round_id))
     print(f"Round {label}  id {round_id}" + (f"  (as of event {at})" if at else ""))
     if opened:
         print(f"rule set {opened.ruleset_id} v{opened.ruleset_version}  recorded hash {opened.ruleset_hash}")
@@ -146,9 +148,11 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
             print(f"       state: {state}")
     void = _void(events)
     if void is None or replay.results:
-        _print_results(replay, opened.currency if opened else None)
+        _print_results(replay, opened.currency if opened else None,
+                       {st["settlement_no"]: st["status"] for st in document["settlements"]})
     if void is not None:
         _print_void(void, opened.currency if opened else None)
+    _print_in_force(document, opened.currency if opened else None)
     if proof:
         print(f"\nStore head: position {proof['head_position']} hash {proof['head_hash']} "
               "(compare with a published audit manifest's head_hash)")
@@ -159,6 +163,15 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
             print(f"  {f}")
     else:
         print(f"No findings: {_verdict(void, replay)}")
+
+
+def _print_in_force(document: dict[str, Any], currency: str | None) -> None:
+    """What stands now (projections/round_story.py): a reversed settlement above is not the result."""
+    from projections.round_story import story_lines
+
+    print("\nWhat is in force:")
+    for line in story_lines(document, currency):
+        print(f"  {line}")
 
 
 def _verdict(void: Voided | None, replay: Any) -> str:
@@ -179,7 +192,7 @@ def _print_void(void: Voided, currency: str | None) -> None:
         print(f"  refund {r.bet_id:<24} {r.player_id:<12} {format_minor(r.amount_minor, currency)}")
 
 
-def _print_results(replay: Any, currency: str | None) -> None:
+def _print_results(replay: Any, currency: str | None, status: dict[int, str] | None = None) -> None:
     if not replay.results:
         print("\nNo settlement in these events.")
         return
@@ -187,7 +200,8 @@ def _print_results(replay: Any, currency: str | None) -> None:
     for check in replay.results:
         if check.settlement_no != current:
             current = check.settlement_no
-            print(f"\nSettlement {current} (position {check.position}), recomputed on a fresh model:")
+            mark = " REVERSED (not in force)" if (status or {}).get(current) == "reversed" else ""
+            print(f"\nSettlement {current} (position {check.position}){mark}, recomputed on a fresh model:")
         mark = "ok " if check.agrees else "DIFF"
         rec, new = check.recorded, check.recomputed
         line = rec or new or {}

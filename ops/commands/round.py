@@ -151,9 +151,12 @@ def run_show(args: argparse.Namespace) -> int:
         return 1
     finally:
         app.close()
+    story = _story(args.db, round_uuid, args.id)
     if args.json:
-        print(json.dumps(info, indent=2, default=str))
+        print(json.dumps({**info, "story": story}, indent=2, default=str))
         return 0
+    if story["tombstone"]:
+        return _print_tombstone(info, story)
     print(f"round {info['table_id']}#{info['round_no']}  {info['round_id']}")
     print(f"  {info['ruleset']}  {info['currency']}  shoe {info['shoe_id']} (round {info['round_in_shoe']})  "
           f"phase {info['phase']}")
@@ -170,9 +173,40 @@ def run_show(args: argparse.Namespace) -> int:
                                                            "recorded_at", "postings", "results")}
         print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} "
               f"{json.dumps(as_money(extra, info['currency']), default=str, ensure_ascii=False)[:120]}")
+    status = {st["settlement_no"]: st["status"] for st in story["settlements"]}
     for s in info["settlements"]:
-        print(f"  settlement {s['settlement_no']}:")
+        mark = "REVERSED, not in force" if status.get(s["settlement_no"]) == "reversed" else "in force"
+        print(f"  settlement {s['settlement_no']} ({mark}):")
         for r in s["results"]:
             print(f"    {r['bet_id']:<16} {r['outcome']:<9} staked {format_minor(r['staked_minor'])} "
                   f"returned {format_minor(r['returned_minor'])}  {r['explanation']}")
+    _print_story(story, info["currency"])
+    return 0
+
+
+def _story(db: str | None, round_uuid: UUID, ref: str) -> dict[str, Any]:
+    """What is in force (projections/round_story.py), from the round's records and a replay,
+    the same the dispute page and `ledger replay` show."""
+    from ledger.eventlog import EventLog
+    from projections.replay import recompute
+    from projections.round_story import round_story
+
+    events = EventLog.open(db).round_records(round_uuid)
+    return round_story(round_uuid, events, recompute(events).outcome, ref)
+
+
+def _print_story(story: dict[str, Any], currency: str | None) -> None:
+    from projections.round_story import story_lines
+
+    print("what is in force:")
+    for line in story_lines(story, currency):
+        print(f"  {line}")
+
+
+def _print_tombstone(info: dict[str, Any], story: dict[str, Any]) -> int:
+    """A void that came before the round opened: no table, rules or cards, only the void."""
+    t = story["tombstone"]
+    name = f"{t['table_id']}#{t['round_no']}" if t["table_id"] else "(table and number not recorded)"
+    print(f"round {name}  {info['round_id']}  phase voided (before it opened)")
+    _print_story(story, None)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.ledger.feed import Feed, baccarat_round, lines
+from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
 
 SPLIT, BACCARAT, VOIDED = "dispute-bj#1", "dispute-bacc#1", "dispute-void#1"
 
@@ -43,5 +43,33 @@ def voided_baccarat() -> list[bytes]:
 
 def ingest_three(app: Any) -> None:
     for feed in (split_with_bet_behind(), lines(*baccarat_round(Feed("dispute-bacc"))), voided_baccarat()):
+        results = app.ingest(feed)
+        assert all(r.status == "accepted" for r in results), [(r.status, r.code) for r in results]
+
+
+# Corrected rounds (issue 20): what a page must say is in force and what was reversed.
+REVERSED_VOIDED, RESETTLED, TOMBSTONE = "dispute-tp#1", "dispute-rs#1", "dispute-tomb#7"
+
+
+def reversed_then_voided() -> list[bytes]:
+    """Teen Patti: A (alice, 10.00) wins with a pair of kings, settled; then the settlement
+    is reversed and the round voided: alice's win is not in force, every stake refunded."""
+    f = Feed("dispute-tp")
+    return lines(*teen_patti_round(f), f.reverse(then="void"))
+
+
+def reversed_then_resettled() -> list[bytes]:
+    """Baccarat (Player natural 8 beats 5), settled, reversed, settled again (settlement 2)."""
+    f = Feed("dispute-rs")
+    return lines(*baccarat_round(f), f.reverse(then="resettle"))
+
+
+def tombstone() -> list[bytes]:
+    """A void that arrived before its round opened: one Voided event, no table in it."""
+    return lines(Feed("dispute-tomb", 7).void("system_error"))
+
+
+def ingest_corrections(app: Any) -> None:
+    for feed in (reversed_then_voided(), reversed_then_resettled(), tombstone()):
         results = app.ingest(feed)
         assert all(r.status == "accepted" for r in results), [(r.status, r.code) for r in results]

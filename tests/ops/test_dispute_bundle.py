@@ -72,7 +72,7 @@ def test_bundle_verifies_with_the_bundled_script_and_gives_the_amounts(store: st
         names = set(zf.namelist())
         zf.extract("verify.py", tmp_path)
         replay = json.loads(zf.read("replay.json"))
-    assert names == {"README.txt", "events.jsonl", "chain.jsonl", "manifest.json", "replay.json", "replay.html",
+    assert names == {"README.txt", "events.jsonl", "proof.json", "manifest.json", "replay.json", "replay.html",
                      "verify.py", "SHA256SUMS"}
     code, report = verify(path, tmp_path / "verify.py")
     assert code == 0 and report["findings"] == []
@@ -89,7 +89,7 @@ def test_voided_round_bundle_recomputes_the_refunds(store: str, tmp_path: Path) 
     assert {(r["bet_id"], r["amount_minor"]) for r in report["refunds"]} == {("v1", 1000), ("v2", 350)}
 
 
-MEMBERS = ["events.jsonl", "chain.jsonl", "manifest.json", "replay.json", "replay.html", "verify.py",
+MEMBERS = ["events.jsonl", "proof.json", "manifest.json", "replay.json", "replay.html", "verify.py",
            "README.txt", "SHA256SUMS"]
 
 
@@ -109,11 +109,10 @@ def test_changed_amount_in_the_round_events_names_the_event(store: str, tmp_path
     def pay_more(data: bytes) -> bytes:  # 4000 -> 5000: one byte
         return data.replace(b'"returned_minor":4000', b'"returned_minor":5000', 1)
 
-    for member in ("events.jsonl", "chain.jsonl"):
-        code, report = verify(rewrite(path, member, pay_more))
-        assert code == 1
-        named = [f for f in report["findings"] if f["position"] == settled.position]
-        assert any(member in f["file"] for f in named), report["findings"]
+    code, report = verify(rewrite(path, "events.jsonl", pay_more))
+    assert code == 1
+    named = [f for f in report["findings"] if f["position"] == settled.position]
+    assert any("events.jsonl" in f["file"] for f in named), report["findings"]
 
 
 def _member_unchanged(flipped: bytes, original: Path, name: str) -> bool:
@@ -129,7 +128,7 @@ def _member_unchanged(flipped: bytes, original: Path, name: str) -> bool:
 def test_one_byte_flipped_in_the_zip_file_names_the_member(store: str, tmp_path: Path) -> None:
     path = bundle(store, SPLIT, tmp_path)
     with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo("chain.jsonl")
+        info = zf.getinfo("events.jsonl")
     original = path.read_bytes()
     name_len, extra_len = int.from_bytes(original[info.header_offset + 26:info.header_offset + 28], "little"), \
         int.from_bytes(original[info.header_offset + 28:info.header_offset + 30], "little")
@@ -139,13 +138,13 @@ def test_one_byte_flipped_in_the_zip_file_names_the_member(store: str, tmp_path:
     for offset in range(0, info.compress_size, max(1, info.compress_size // 12)):
         raw = bytearray(original)
         raw[start + offset] ^= 0x01
-        if _member_unchanged(bytes(raw), path, "chain.jsonl"):
+        if _member_unchanged(bytes(raw), path, "events.jsonl"):
             continue  # a flip in padding bits: the member's content is untouched, nothing to find
         flipped = tmp_path / "flipped.zip"
         flipped.write_bytes(bytes(raw))
         code, report = verify(flipped)
         assert code == 1, offset
-        assert [f["kind"] for f in report["findings"] if f["file"] == "chain.jsonl"][:1] == ["corrupt"], offset
+        assert [f["kind"] for f in report["findings"] if f["file"] == "events.jsonl"][:1] == ["corrupt"], offset
 
 
 def test_bundle_anchored_to_an_audit_export_manifest(store_url: str, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from ledger.store import open_app
 from ops.cli import main
 from ops.simulator import simulate
 from projections.runner import Projector
+from tests.ledger.feed import Feed, baccarat_round, lines
 
 XSD_NAME = "DGOJ_Monitorizacion_3.3.xsd"
 NS = {"d": "http://cnjuego.gob.es/sci/v3.3.xsd"}
@@ -107,6 +108,7 @@ def records(path: Path) -> list[dict]:
             "player": jugador.findtext("d:JugadorId", namespaces=NS),
             "session": jugador.findtext("d:Sesion/d:SesionId", namespaces=NS),
             "new": jugador.findtext("d:Sesion/d:SesionNueva", namespaces=NS),
+            "complete": jugador.findtext("d:Sesion/d:SesionCompleta", namespaces=NS),
         })
     return out
 
@@ -149,6 +151,17 @@ def views(url: str) -> tuple[dict, dict]:
     return dict(recall), dict(ggr)
 
 
+def tp_round_ids(url: str) -> set[str]:
+    """The Teen Patti rounds anyone played (the recall view: one row per player and round)."""
+    log = EventLog.open(url)
+    p = Projector(log)
+    p.catch_up()
+    ids = {r[0] for r in p.db.query("SELECT round_id FROM proj_recall WHERE game = 'teen-patti'")}
+    p.close()
+    log.close()
+    return ids
+
+
 def by_player_table(recs: list[dict]) -> dict:
     out: dict = defaultdict(lambda: {"staked": 0, "refunded": 0, "won": 0, "rounds": 0})
     for r in recs:
@@ -179,10 +192,13 @@ def test_day_is_valid_and_every_euro_equals_the_views(day, tmp_path, capsys, xml
     for table in {t for _, t in exported}:
         mine = [v for (_, t), v in exported.items() if t == table]
         assert {k: sum(v[k] for v in mine) for k in ("staked", "refunded", "won")} == ggr[table]
-    # Teen Patti: left out, counted, its money in the summary equal to the views'.
+    # Teen Patti: left out, counted (rounds as rounds, not one per player), its money in the
+    # summary equal to the views'.
     tp = [v for v in recall.values() if v["game"] == "teen-patti"]
+    tp_rounds = tp_round_ids(day)
     omitted = info["omitted"]
-    assert omitted["rule"] == "teen-patti=omit" and omitted["rounds"] == sum(v["rounds"] for v in tp) > 0
+    assert omitted["rule"] == "teen-patti=omit" and omitted["rounds"] == len(tp_rounds) > 0
+    assert sum(v["rounds"] for v in tp) > len(tp_rounds)  # teeth: more player-plays than rounds
     assert omitted["money"]["EUR"] == {"participacion_minor": sum(v["staked"] for v in tp),
                                        "devolucion_minor": sum(v["refunded"] for v in tp),
                                        "premios_minor": sum(v["won"] for v in tp)}
@@ -209,18 +225,26 @@ def test_reversal_after_an_export_is_rectified_once(day, tmp_path, capsys, xmlsc
     info = export(day, tmp_path / "b.xml", capsys, "--since", "2026-11-22")  # the next day's export carries it
     assert_valid(tmp_path / "b.xml", xmlschema_schema, lxml_schema)
     rects = records(tmp_path / "b.xml")
-    # One rectifying record per player of that round (each in one session), nothing else sent again.
-    assert {r["player"] for r in rects} == players and len(rects) == len(players)
-    assert info["rectifications"] == info["records"] == len(rects) and info["unchanged"] == len(first) - len(rects)
     originals = {r["session"]: r for r in first}
+    figures = ("staked", "refunded", "won", "rounds")
+    money = [r for r in rects if any(r[k] != originals[r["session"]][k] for k in figures)]
+    # One rectifying record per player of that round (each in one session); the others say only
+    # that a session sent incomplete is now complete (the reversal moved the studio's clock on by a
+    # night), nothing else is sent again.
+    assert {r["player"] for r in money} == players and len(money) == len(players)
     for rect in rects:
+        if rect not in money:
+            assert (originals[rect["session"]]["complete"], rect["complete"]) == ("N", "S")
+            assert rect["rectifies"] == (originals[rect["session"]]["registro_id"], originals[rect["session"]]["fecha"])
+    assert info["rectifications"] == info["records"] == len(rects) and info["unchanged"] == len(first) - len(rects)
+    for rect in money:
         original = originals[rect["session"]]
         assert rect["table"] == "bacc-1" and rect["new"] == "N"
         assert rect["rectifies"] == (original["registro_id"], original["fecha"])
         assert rect["registro_id"] != original["registro_id"]
         assert rect["staked"] == original["staked"] and rect["rounds"] == original["rounds"]
         assert rect["refunded"]["EUR"] > original["refunded"]["EUR"]  # the void refunds the round's stakes
-    assert any(r["won"]["EUR"] < originals[r["session"]]["won"]["EUR"] for r in rects)
+    assert any(r["won"]["EUR"] < originals[r["session"]]["won"]["EUR"] for r in money)
     recall, _ = views(day)
     now = by_player_table([r for r in first if r["session"] not in {x["session"] for x in rects}] + rects)
     assert now == {k: {f: v[f] for f in ("staked", "refunded", "won", "rounds")}
@@ -228,6 +252,38 @@ def test_reversal_after_an_export_is_rectified_once(day, tmp_path, capsys, xmlsc
     # Nothing new: nothing sent again, in any period.
     assert export(day, tmp_path / "c.xml", capsys)["records"] == 0 and records(tmp_path / "c.xml") == []
     assert export(day, tmp_path / "d.xml", capsys, "--since", "2026-11-22")["records"] == 0
+
+
+def test_a_session_sent_incomplete_is_completed_when_it_completes(store_url, tmp_path, capsys, xsd,
+                                                                  xmlschema_schema, lxml_schema) -> None:
+    """Sent while the player could still come back (SesionCompleta N), the session ends with no
+    other round or cent: the next export rectifies it with S, and the one after sends nothing."""
+    app = open_app(store_url)
+    first_table = Feed("bacc-s")
+    assert all(r.status == "accepted" for r in app.ingest(lines(*baccarat_round(first_table))))
+    info = export(store_url, tmp_path / "a.xml", capsys, "--xsd", str(xsd))
+    sent = records(tmp_path / "a.xml")
+    assert info["new"] == len(sent) == 2 and {r["complete"] for r in sent} == {"N"}  # the clock is at its end
+    # The studio goes on at another table 30 minutes later (past the 20-minute gap): the
+    # first table's sessions are over, with nothing else changed.
+    later = Feed("bacc-t")
+    later.n = first_table.n + 30 * 60
+    assert all(r.status == "accepted" for r in app.ingest(lines(*baccarat_round(later))))
+    app.close()
+    info = export(store_url, tmp_path / "b.xml", capsys, "--xsd", str(xsd))
+    assert_valid(tmp_path / "b.xml", xmlschema_schema, lxml_schema)
+    again = {r["session"]: r for r in records(tmp_path / "b.xml")}
+    assert info["rectifications"] == 2 and info["new"] == 2 and info["unchanged"] == 0
+    for before in sent:
+        last = again[before["session"]]  # the last word on the session
+        assert last["complete"] == "S" and last["new"] == "N"
+        assert last["rectifies"] == (before["registro_id"], before["fecha"])
+        assert {k: last[k] for k in ("staked", "refunded", "won", "rounds")} == \
+            {k: before[k] for k in ("staked", "refunded", "won", "rounds")}
+    assert {r["complete"] for r in again.values() if r["table"] == "bacc-t"} == {"N"}
+    # Nothing changed since: nothing sent (the second table's sessions are still incomplete).
+    third = export(store_url, tmp_path / "c.xml", capsys)
+    assert third["records"] == 0 and third["unchanged"] == 4
 
 
 def test_teen_patti_under_a_named_code_and_the_period(day, tmp_path, capsys, xmlschema_schema, lxml_schema) -> None:

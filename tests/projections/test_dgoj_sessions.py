@@ -118,3 +118,20 @@ def test_cantidad_refuses_what_dgoj_cannot_hold() -> None:
             cantidad(bad)  # type: ignore[arg-type]
     madrid = datetime(2026, 11, 21, 13, 0, 1, tzinfo=UTC).astimezone(ZoneInfo("Europe/Madrid"))
     assert fecha_tz(madrid) == "20261121130001+0000"  # always written in UTC
+
+
+def test_a_register_row_from_before_the_complete_flag_is_rectified_once_complete() -> None:
+    """Rows registered before `complete` was in the content cannot say whether they were sent
+    complete: unchanged while the session is incomplete, rectified (S) once it is complete."""
+    from projections.dgoj_register import unchanged
+
+    rules = ExportRules(session_gap=GAP)
+    end = T0 + timedelta(seconds=50)
+    (incomplete,) = sessions_of([play("t", 1, 0, 50)], rules, end)
+    (complete,) = sessions_of([play("t", 1, 0, 50)], rules, end + GAP + timedelta(seconds=1))
+    old_row = incomplete.content("PUN", with_complete=False)
+    assert '"complete"' not in old_row
+    assert unchanged(old_row, incomplete, "PUN") and not unchanged(old_row, complete, "PUN")
+    # Rows written now say it: N then S is a change, S then S is not.
+    assert not unchanged(incomplete.content("PUN"), complete, "PUN")
+    assert unchanged(complete.content("PUN"), complete, "PUN")

@@ -108,7 +108,7 @@ def test_two_partitions_in_two_processes(store_url, nats_url, tmp_path, request)
 
 
 def test_results_published_and_publisher_dedup_on_the_shared_server(tmp_path):
-    """On the machine's own nats-server (127.0.0.1:4222, started by .ci/run), in a stream and
+    """On the machine's own nats-server (127.0.0.1:4222, started by ops/deploy/test-services.sh), in a stream and
     subject prefix of this test's own, deleted afterwards."""
     lines = feed(tables=5, rounds=1, fault_rate=0)
     db = f"sqlite:///{tmp_path / 'r.db'}"
