@@ -17,7 +17,7 @@ from domain.cards import CARDS_PER_DECK, Card, CardCounter
 from domain.errorpolicy import policy
 from domain.errors import InvariantBroken, Refusal, require
 from domain.model import Bet, BetResult
-from domain.money import Odds, check_stake_minor, format_minor, win
+from domain.money import Odds, check_stake_minor, format_minor, returns_text, win
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet, limits
@@ -374,7 +374,7 @@ def settle_bet(rules: BaccaratRules, bet: Bet, coup: Coup, described: str | None
     if res.outcome == "win":
         odds = rules.odds(res.line or "")
         pay = win(stake, odds)
-        text = f"{head}: {res.reason} {odds} → {format_minor(pay.winnings_minor)} on {format_minor(stake)}"
+        text = f"{head}: {res.reason} {odds} {returns_text(stake, pay.returned_minor)}"
         rem = pay.remainder
         return BetResult(bet.bet_id, bet.player_id, bet.bet_type, "win", stake, pay.returned_minor,
                          rem.numerator, rem.denominator, text)

@@ -7,7 +7,7 @@ from domain.blackjack_rules import BLACKJACK_TOTAL, BlackjackRules, hand_total
 from domain.blackjack_state import EXTRA_REASONS, Hand, State, holder_bet
 from domain.errors import InvariantBroken
 from domain.model import Bet, BetResult
-from domain.money import ZERO, Odds, format_minor, win
+from domain.money import ZERO, Odds, format_minor, returns_text, win
 
 PUSH = Odds(Fraction(0))
 
@@ -59,14 +59,14 @@ def _component(outcome: str, odds: Odds | None, stake: int) -> tuple[int, Fracti
     if outcome == "surrender":
         half = Fraction(stake, 2)
         back = half.numerator // half.denominator
-        return back, half - back, f"surrender: half back → {format_minor(back)} on {format_minor(stake)}"
+        return back, half - back, f"surrender: half back {returns_text(stake, back, 'surrender')}"
     if odds is None:
         return 0, ZERO, f"lose {format_minor(stake)}"
     if odds.ratio == 0:
-        return stake, ZERO, f"push → {format_minor(stake)} back"
+        return stake, ZERO, f"push {returns_text(stake, stake, 'push')}"
     p = win(stake, odds)
     label = "even money" if outcome == "even_money" else "win"
-    return p.returned_minor, p.remainder, f"{label} {odds} → {format_minor(p.returned_minor)} on {format_minor(stake)}"
+    return p.returned_minor, p.remainder, f"{label} {odds} {returns_text(stake, p.returned_minor)}"
 
 
 def _main_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str) -> BetResult:
@@ -108,8 +108,8 @@ def _pair_line(rules: BlackjackRules, s: State, bet_id: str, player_id: str, spo
     if a.rank == b.rank:
         p = win(stake, rules.odds_pair)
         return _line(bet_id, player_id, "pair", "win", stake, p.returned_minor, p.remainder,
-                     f"{seat} first two cards {a} {b} are a pair: win {rules.odds_pair} → "
-                     f"{format_minor(p.returned_minor)} on {format_minor(stake)}")
+                     f"{seat} first two cards {a} {b} are a pair: win {rules.odds_pair} "
+                     f"{returns_text(stake, p.returned_minor)}")
     return _line(bet_id, player_id, "pair", "lose", stake, 0, ZERO,
                  f"{seat} first two cards {a} {b} are not a pair: lose {format_minor(stake)}")
 
@@ -119,8 +119,8 @@ def _insurance_line(rules: BlackjackRules, s: State, bet: Bet, spot: str, stake:
     if dealer_blackjack(s):
         p = win(stake, rules.odds_insurance)
         return _line(line_id, bet.player_id, "insurance", "win", stake, p.returned_minor, p.remainder,
-                     f"insurance on {spot}: dealer blackjack, win {rules.odds_insurance} → "
-                     f"{format_minor(p.returned_minor)} on {format_minor(stake)}")
+                     f"insurance on {spot}: dealer blackjack, win {rules.odds_insurance} "
+                     f"{returns_text(stake, p.returned_minor)}")
     return _line(line_id, bet.player_id, "insurance", "lose", stake, 0, ZERO,
                  f"insurance on {spot}: {_describe_dealer(s)}, no blackjack: lose {format_minor(stake)}")
 

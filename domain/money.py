@@ -6,6 +6,7 @@ unit and the cut-off part is kept as an exact fraction of one minor unit.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
@@ -98,8 +99,26 @@ def fraction_parts(f: Fraction) -> tuple[int, int]:
     return f.numerator, f.denominator
 
 
-def format_minor(amount_minor: int, currency: str | None = None, exponent: int = 2) -> str:
-    """`123456` -> `1,234.56` (display only; never parse this back)."""
+# Decimals a fraction of a minor unit may add: 1/20 of a cent (0.95:1 odds) needs 2,
+# 1/8 needs 3; a fraction no power of ten makes whole (1/3) is rounded there, marked "≈".
+FRACTION_DIGITS_MAX = 6
+
+
+def format_minor(amount_minor: int | Fraction, currency: str | None = None, exponent: int = 2) -> str:
+    """`123456` -> `1,234.56` (display only; never parse this back).
+
+    A Fraction of minor units (rounding kept by payouts, `Fraction(13, 2)`) is shown
+    with as many more decimals as it needs, `0.065`, so text shows money in the
+    currency's decimal form and never `13/2` of a minor unit; past
+    FRACTION_DIGITS_MAX more decimals it is rounded half-even and marked `≈`."""
+    if isinstance(amount_minor, Fraction) and amount_minor.denominator != 1:
+        for extra in range(1, FRACTION_DIGITS_MAX + 1):
+            scaled = amount_minor * 10**extra
+            if scaled.denominator == 1:
+                return format_minor(scaled.numerator, currency, exponent + extra)
+        return "≈" + format_minor(round(amount_minor * 10**FRACTION_DIGITS_MAX), currency,
+                                  exponent + FRACTION_DIGITS_MAX)
+    amount_minor = int(amount_minor)
     sign = "-" if amount_minor < 0 else ""
     units, cents = divmod(abs(amount_minor), 10**exponent)
     text = f"{sign}{units:,}" + (f".{cents:0{exponent}d}" if exponent else "")
@@ -140,3 +159,40 @@ def round_account(round_id: str) -> str:
 
 def house_account(table_id: str) -> str:
     return f"house:{table_id}"
+
+
+# ------------------------------------------------------------ what a paying line returns
+#
+# Every settlement explanation's arrow has one meaning, labelled: what goes back to the
+# player, stake included, and how it is made up. Before issue 20 the arrow meant the total
+# return in blackjack ("win 1:1 → 50.00 on 25.00") and the winnings alone in baccarat and
+# Teen Patti ("pays 19:20 → 9.50 on 10.00"); stored settlements keep that earlier wording,
+# which `earlier_wording` rebuilds so a replay accepts it as the same explanation.
+
+
+def returns_text(stake_minor: int, returned_minor: int, kind: str = "win") -> str:
+    """`→ returns 50.00 (stake 25.00 + winnings 25.00)` (a win, even with winnings rounded to
+    0.00); kind "push": `→ returns 5.00 (stake back)`; "surrender": `→ returns 5.00 (half the stake 10.00)`."""
+    back = format_minor(returned_minor)
+    if kind == "push":
+        return f"→ returns {back} (stake back)"
+    if kind == "surrender":
+        return f"→ returns {back} (half the stake {format_minor(stake_minor)})"
+    return f"→ returns {back} (stake {format_minor(stake_minor)} + winnings {format_minor(returned_minor - stake_minor)})"
+
+
+_AMOUNT = r"(-?[\d,]+\.\d+)"
+_RETURNS_WIN = re.compile(rf"→ returns {_AMOUNT} \(stake {_AMOUNT} \+ winnings {_AMOUNT}\)")
+_RETURNS_BACK = re.compile(rf"→ returns {_AMOUNT} \(stake back\)")
+_RETURNS_PART = re.compile(rf"→ returns {_AMOUNT} \(half the stake {_AMOUNT}\)")
+
+
+def earlier_wording(explanation: str, game: str) -> str:
+    """The explanation as settlements recorded it before issue 20 (see above): in
+    blackjack `→ RETURNED on STAKE` and `push → STAKE back`, elsewhere `→ WINNINGS on STAKE`."""
+    if game == "blackjack":
+        text = _RETURNS_WIN.sub(r"→ \1 on \2", explanation)
+        text = _RETURNS_BACK.sub(r"→ \1 back", text)
+    else:
+        text = _RETURNS_WIN.sub(r"→ \3 on \2", explanation)
+    return _RETURNS_PART.sub(r"→ \1 on \2", text)

@@ -39,10 +39,16 @@ def projections_section(d: DemoData) -> Section:
         f"all accounts in the balances view sum to zero: {'OK' if zero else 'FAILED ' + str(sums)}",
         f"GGR view total {format_minor(ggr_total)} equals the house accounts {format_minor(house)}: "
         f"{'OK' if ggr_total == house else 'FAILED'}",
-        f"rounding kept by settlements: {rounding} minor unit(s)",
+        f"rounding kept by settlements: {format_minor(rounding, _one_currency(ggr))}",
         "query them: ledger balances | refunds | recall PLAYER | ggr  (--db " + d.db_url + ")",
     ]
     return Section("Projections", _indent(lines), ok=zero and ggr_total == house)
+
+
+def _one_currency(rows: list[dict]) -> str | None:
+    """The code to show money with: the demo studio plays one currency."""
+    codes = {r["currency"] for r in rows}
+    return codes.pop() if len(codes) == 1 else None
 
 
 def _indent(lines: list[str]) -> list[str]:

@@ -56,11 +56,13 @@ class Group:
     expected: Fraction = field(default_factory=Fraction)
     variance: Fraction = field(default_factory=Fraction)
     tail: Fraction = field(default_factory=Fraction)  # b of Bennett's bound
+    currencies: set[str] = field(default_factory=set)  # of the stakes: text shows them with their code
 
     def add(self, row: dict[str, Any]) -> None:
         m = bet_math(row["ruleset_id"], row["ruleset_version"], row["bet_type"])
         if m is None:
             return
+        self.currencies.add(row.get("currency") or "")
         kept = row["rounding_kept"]
         self.lines += row["lines"]
         self.staked += row["staked_minor"]
@@ -134,7 +136,10 @@ def rtp_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
     for g in groups(rows):
         observed = g.returned / g.staked if g.staked else Fraction(0)
         out.append(Finding(g.level, g.table_id, g.dealer_id, g.bet_type, rtp_p_value(g), detail={
-            "lines": g.lines, "staked_minor": g.staked, "observed_rtp": round(float(observed), 6),
+            "lines": g.lines, "staked_minor": g.staked,
+            # one code, or None when a dealer or bet type spans tables of several currencies
+            "currency": next(iter(g.currencies)) if len(g.currencies) == 1 else None,
+            "observed_rtp": round(float(observed), 6),
             "theoretical_rtp": round(float(g.expected / g.staked), 6) if g.staked else None,
             "z": round(float(g.returned - g.expected) / math.sqrt(g.variance), 3)}))
     return out

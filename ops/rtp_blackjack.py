@@ -451,13 +451,15 @@ class Figure:
     """One line of `ledger rtp` for blackjack."""
 
     ruleset_id: str
+    ruleset_version: int  # v1 and v2 of a rule set are both in the registry: name which
     bet_type: str
     rtp: float  # return per unit staked (display only)
     method: str
     exact: Fraction | None = None  # side bets: the exact fraction
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"ruleset_id": self.ruleset_id, "bet_type": self.bet_type,
+        out: dict[str, object] = {"ruleset_id": self.ruleset_id, "ruleset_version": self.ruleset_version,
+                                  "bet_type": self.bet_type,
                                   "rtp_percent": round(100 * self.rtp, 4), "method": self.method}
         if self.exact is not None:
             out["rtp_exact"] = f"{self.exact.numerator}/{self.exact.denominator}"
@@ -481,20 +483,21 @@ def figures(rules: BlackjackRules) -> list[Figure]:
     """main (optimal play), insurance and Pair where offered: infinite deck and shoe."""
     shoe_method = (f"optimal strategy, {rules.decks}-deck shoe, composition-dependent on the first three cards "
                    f"(within {ERROR_BOUND} percentage points of the full composition-dependent figure)")
-    rows = [Figure(rules.id, "main", 1 + infinite_deck(rules), "optimal strategy, infinite deck, exact recursion"),
-            Figure(rules.id, "main", 1 + shoe(rules), shoe_method)]
+    at = (rules.id, rules.version)
+    rows = [Figure(*at, "main", 1 + infinite_deck(rules), "optimal strategy, infinite deck, exact recursion"),
+            Figure(*at, "main", 1 + shoe(rules), shoe_method)]
     full = SHOE_CD_PRECOMPUTED.get(rules.content_hash())
     if full is not None:
-        rows.append(Figure(rules.id, "main", full, f"optimal strategy, {rules.decks}-deck shoe, composition-dependent "
+        rows.append(Figure(*at, "main", full, f"optimal strategy, {rules.decks}-deck shoe, composition-dependent "
                            "on every card of the hand (precomputed; post-split hands as in the line above)"))
     if rules.bet_behind:  # the behind stake rides the seat's hand: same money flow when it follows every split/double
-        rows += [Figure(rules.id, "behind", f.rtp, f.method + "; the seat plays optimally, every split and double "
+        rows += [Figure(*at, "behind", f.rtp, f.method + "; the seat plays optimally, every split and double "
                         "followed") for f in list(rows)]
     side = [("insurance", insurance_rtp)] + ([("pair", pair_rtp)] if rules.pair_side_bet else [])
     for bet_type, rtp_of in side:
         for decks, method in ((None, "exact, infinite deck"), (rules.decks, f"exact, {rules.decks}-deck shoe")):
             value = rtp_of(rules, decks)
-            rows.append(Figure(rules.id, bet_type, float(value), method, value))
+            rows.append(Figure(*at, bet_type, float(value), method, value))
     return rows
 
 

@@ -231,7 +231,7 @@ def reconcile(wallet_rows: list[dict[str, Any]], movements: list[Movement]) -> R
         expected_keys.add(m.key)
         found = wallet.get(m.key, [])
         ident = {"type": m.type, "reference": m.reference, "player": m.player, "round": m.round,
-                 "round_id": m.round_id}
+                 "round_id": m.round_id, "currency": m.currency}  # the amounts' currency, for text
         if not found:
             report.add("missing_in_wallet", m.day, m.table_id, **ident, ledger_amount_minor=m.amount_minor)
             continue
@@ -251,7 +251,8 @@ def reconcile(wallet_rows: list[dict[str, Any]], movements: list[Movement]) -> R
         base = key[1].split("+")[0].split("@")[0]
         table = tables_by_ref.get(base, UNKNOWN_TABLE)
         report.add("missing_in_ledger", rows[0]["time"][:10], table, type=key[0], reference=key[1],
-                   player=rows[0]["player"], wallet_amount_minor=rows[0]["amount_minor"], times=len(rows),
+                   player=rows[0]["player"], currency=rows[0]["currency"],
+                   wallet_amount_minor=rows[0]["amount_minor"], times=len(rows),
                    transaction_ids=[w["transaction_id"] for w in rows])
     return report
 

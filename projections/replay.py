@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal
 from domain.model import Bet, RoundModel
-from domain.money import format_minor, house_account, player_account, round_account
+from domain.money import earlier_wording, format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
 from domain.ruleset import RuleSet
 from domain.tableconfig import TableSettings, effective_rules, settings_hash
@@ -77,10 +78,13 @@ class BetCheck:
     bet_id: str
     recorded: dict[str, Any] | None
     recomputed: dict[str, Any] | None
+    # the same line, its explanation recorded in the wording before issue 20 (domain/money.py
+    # `earlier_wording`): stores written then replay clean, and the money is still compared
+    earlier_wording: bool = False
 
     @property
     def agrees(self) -> bool:
-        return self.recorded == self.recomputed
+        return self.recorded == self.recomputed or self.earlier_wording
 
     def as_dict(self) -> dict[str, Any]:
         return {"settlement_no": self.settlement_no, "position": self.position, "bet_id": self.bet_id,
@@ -119,7 +123,7 @@ class _State:
     def find(self, kind: str, position: int, message: str) -> None:
         self.findings.append(Finding(kind, position, message))
 
-    def money(self, amount_minor: int) -> str:
+    def money(self, amount_minor: int | Fraction) -> str:
         return format_minor(amount_minor, self.currency)
 
 
@@ -534,15 +538,25 @@ def _compare_results(s: _State, e: Settled, no: int, recorded: list[dict[str, An
         s.results += [BetCheck(no, e.position, b, r, None) for b, r in rec.items()]
         return
     new = {r["bet_id"]: {k: r.get(k) for k in RESULT_KEYS} for r in recomputed}
+    game = s.rules.game if s.rules is not None else ""
     for bet_id in list(rec) + [b for b in new if b not in rec]:
-        check = BetCheck(no, e.position, bet_id, rec.get(bet_id), new.get(bet_id))
+        check = BetCheck(no, e.position, bet_id, rec.get(bet_id), new.get(bet_id),
+                         _in_earlier_wording(rec.get(bet_id), new.get(bet_id), game))
         s.results.append(check)
         _result_finding(s, e, check)
 
 
+def _in_earlier_wording(rec: dict[str, Any] | None, new: dict[str, Any] | None, game: str) -> bool:
+    """Whether `rec` is `new` but for its explanation, recorded in the earlier wording."""
+    if rec is None or new is None or rec == new:
+        return False
+    return (rec["explanation"] == earlier_wording(new["explanation"], game)
+            and all(rec[k] == new[k] for k in RESULT_KEYS if k != "explanation"))
+
+
 def _result_finding(s: _State, e: Settled, c: BetCheck) -> None:
     rec, new = c.recorded, c.recomputed
-    if rec == new:
+    if c.agrees:
         return
     if rec is None and new is not None:
         s.find("result_missing", e.position, f"bet {c.bet_id}: the rules settle it ({_money_text(s, new)}) "
@@ -561,7 +575,8 @@ def _result_finding(s: _State, e: Settled, c: BetCheck) -> None:
 
 
 def _money_text(s: _State, r: dict[str, Any]) -> str:  # a result line as a dict
-    rem = f" + {r['remainder_num']}/{r['remainder_den']} kept" if r.get("remainder_num") else ""
+    rem = f" + {s.money(Fraction(r['remainder_num'], r['remainder_den']))} kept by rounding" \
+        if r.get("remainder_num") else ""
     return f"{r['outcome']}, staked {s.money(r['staked_minor'])}, returned {s.money(r['returned_minor'])}{rem}"
 
 

@@ -8,7 +8,8 @@ void or resettlement) | voided. A void that arrived before the round opened
 (tombstone) gives a row with NULL table and game. `studio_time` is the
 studio's time of the round's opening, in UTC (`studio_instant`), so rounds
 can be listed in the order and period the studio played them
-(`round_list_rows`, `ledger round list`). `timezone` is the time zone of the
+(`round_list_rows`, `ledger round list`). `void_cause` is the cause of the void
+that closed a voided round (NULL otherwise). `timezone` is the time zone of the
 table configuration the round opened under (NULL at an unconfigured table):
 its gaming days are days there.
 """
@@ -31,6 +32,7 @@ ROUNDS = Table(
         ("ruleset_id", "text"), ("ruleset_version", "int"), ("currency", "text"), ("shoe_id", "text"),
         ("dealer_id", "text"), ("status", "text"), ("settlement_no", "int"), ("opened_at", "text"),
         ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"), ("timezone", "text"),
+        ("void_cause", "text"),
     ),
     indexes=(("table_id", "round_no"), ("studio_time",)),
 )
@@ -76,7 +78,7 @@ def fold(rows: Rows, ev: Record) -> None:
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
             "opened_position": ev.position, "studio_time": _studio_text_of(ev.studio_time),
-            "timezone": None,
+            "timezone": None, "void_cause": None,
         })
         return
     if isinstance(ev, TableApplied):
@@ -90,6 +92,7 @@ def fold(rows: Rows, ev: Record) -> None:
     match ev:
         case Voided():
             row["closed_at"] = iso(ev.server_time)
+            row["void_cause"] = ev.cause  # why, beside the status: `ledger round list --status voided`
         case Settled():
             row["closed_at"] = iso(ev.server_time)
             row["settlement_no"] = ev.settlement_no
@@ -133,7 +136,7 @@ def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None =
 
 VIEW = View(
     name="rounds",
-    version=3,  # 2: studio_time; 3: timezone of the table configuration the round opened under
+    version=4,  # 2: studio_time; 3: timezone of the table configuration the round opened under; 4: void_cause
     tables=(ROUNDS,),
     handles=frozenset({Opened, TableApplied, *_STATUS_BY_EVENT}),
     fold=fold,

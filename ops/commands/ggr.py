@@ -16,7 +16,8 @@ EPILOG = """\
 GGR = staked - paid - refunded, booked on the gaming day of the settlement, void
 or reversal: the day of its studio time in the studio's zone (--timezone, UTC by
 default). Rounding kept = the exact sum of the fractions of a minor unit cut
-by rounding payouts down (e.g. 19/20 of a cent), shown as n/d.
+by rounding payouts down, in the currency with the decimals it needs (19/20 of
+a cent is 0.0095 EUR); --json keeps it exact as "n/d" minor units.
 
 Examples:
   ledger ggr
@@ -54,15 +55,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"rows": rows, "totals": totals}, indent=2))
         return 0
     print(f"{'day':<10}  {'table':<16} {'game':<10} cur  {'rounds':>6} {'staked':>14} {'paid':>14} "
-          f"{'refunded':>12} {'GGR':>14}  rounding kept")
+          f"{'refunded':>12} {'GGR':>14} {'rounding kept':>14}")
     for r in rows:
         print(f"{r['day']:<10}  {r['table_id']:<16} {r['game']:<10} {r['currency']}  {r['rounds_closed']:>6} "
               f"{format_minor(r['staked_minor']):>14} {format_minor(r['paid_minor']):>14} "
-              f"{format_minor(r['refunded_minor']):>12} {format_minor(r['ggr_minor']):>14}  {r['rounding_kept']}")
+              f"{format_minor(r['refunded_minor']):>12} {format_minor(r['ggr_minor']):>14} {_kept(r['rounding_kept']):>14}")
     for currency, t in sorted(totals.items()):
         print(f"{'total':<10}  {'':<16} {'':<10} {currency}  {'':>6} {format_minor(t['staked_minor']):>14} "
               f"{format_minor(t['paid_minor']):>14} {format_minor(t['refunded_minor']):>12} "
-              f"{format_minor(t['ggr_minor']):>14}  {t['rounding_kept']}")
+              f"{format_minor(t['ggr_minor']):>14} {_kept(t['rounding_kept']):>14}")
     if not rows:
         print("(no settled or voided rounds yet)")
     return 0
+
+
+def _kept(text: str) -> str:
+    """The view's exact `n/d` minor units as money (`13/2` -> `0.065`): text shows
+    amounts in the currency's decimal form, JSON keeps the exact fraction."""
+    return format_minor(parse_fraction(text))

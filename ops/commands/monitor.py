@@ -9,6 +9,7 @@ import argparse
 import json
 from typing import Any
 
+from domain.money import format_minor
 from ops.commands.project import add_db_argument, open_views
 from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
 from ops.options import add_period_arguments, number_range, period_days
@@ -70,6 +71,26 @@ def _print(findings: list[Finding], shown: list[Finding], alpha: float) -> None:
         print(f"  {'test':<16} {'table':<16} {'dealer':<12} {'bet type':<38} {'p-value':>10} {'adjusted':>10}  "
               "detail")
     for f in shown:
-        detail = ", ".join(f"{k} {v}" for k, v in f.detail.items())
+        detail = detail_text(f.detail)
         print(f"  {f.level:<16} {f.table_id or '-':<16} {f.dealer_id or '-':<12} {f.bet_type or '-':<38} "
               f"{f.p_value:>10.3g} {f.p_adjusted:>10.3g}  {'FLAGGED ' if f.flagged else ''}{detail}")
+
+
+_RATES = {"observed_rtp": "observed RTP", "theoretical_rtp": "theoretical RTP", "rate": "rate",
+          "studio_rate": "studio rate"}
+
+
+def detail_text(detail: dict[str, Any]) -> str:
+    """A test's figures as people read them: the stake as money with its currency, RTPs and
+    rates as percentages (`--json` keeps `staked_minor` and the ratios)."""
+    parts = []
+    for key, value in detail.items():
+        if key == "currency":
+            continue
+        if key == "staked_minor":
+            parts.append(f"staked {format_minor(value, detail.get('currency') or '(several currencies)')}")
+        elif key in _RATES:
+            parts.append(f"{_RATES[key]} {'-' if value is None else f'{value * 100:.2f}%'}")
+        else:
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
+from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones
 from ops.errors import CliError, ErrorCode, check_input_file
@@ -73,7 +75,23 @@ def run(args: argparse.Namespace) -> int:
 SHORT = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
          "duplicated": "duplicated", "amount_differs": "amount", "player_differs": "player",
          "currency_differs": "currency", "invalid_row": "invalid", "repeated_transaction_id": "rep.txn"}
-SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id")
+SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id", "currency")
+AMOUNT_KEYS = {"ledger_amount_minor": "ledger", "wallet_amount_minor": "wallet"}
+
+
+def finding_text(f: dict[str, Any]) -> str:
+    """A finding's other fields, amounts as money with the currency (`ledger=1.00 EUR
+    wallet=4.34 EUR`, never minor units: --json keeps those)."""
+    money = f["category"] == "amount_differs"
+    parts = []
+    for k, v in f.items():
+        if k in SHOWN_APART:
+            continue
+        if k in AMOUNT_KEYS or (money and k in ("ledger", "wallet")):
+            parts.append(f"{AMOUNT_KEYS.get(k, k)}={format_minor(v, f.get('currency'))}")
+        else:
+            parts.append(f"{k}={v}")
+    return " ".join(parts)
 
 
 def print_report(report: Reconciliation, findings_max: int) -> None:
@@ -82,7 +100,7 @@ def print_report(report: Reconciliation, findings_max: int) -> None:
         print(f"{day:<10}  {table:<18}" + "".join(f"{counts[c]:>12}" for c in CATEGORIES))
     print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>12}" for c in CATEGORIES))
     for f in report.findings[:findings_max]:
-        extra = " ".join(f"{k}={v}" for k, v in f.items() if k not in SHOWN_APART)
+        extra = finding_text(f)
         print(f"  {f['category']:<23} {f.get('round', '-'):<16} {f['type']:<6} {f['reference']:<32} {extra}")
     if len(report.findings) > findings_max:
         print(f"  ... {len(report.findings) - findings_max} more (--findings N or --json)")

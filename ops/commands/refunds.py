@@ -1,5 +1,5 @@
 """`ledger refunds`: one line per refunded bet (round, table, game, cause, who
-voided, when, player, amount) and totals by day and cause, from the `refunds` view."""
+voided, when, player, amount, the void's note) and totals by day and cause, from the `refunds` view."""
 from __future__ import annotations
 
 import argparse
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     for r in lines:
         print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
               f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "
-              f"{format_minor(r['amount_minor'], r['currency'])}")
+              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {r['note']}" if r["note"] else ""))
     if lines:
         print()
     print("day         cause                   refunds          amount")

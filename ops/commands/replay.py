@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
@@ -146,7 +147,8 @@ def _print_text(round_id: Any, events: list[Record], replay: Any, proof: Any, at
             print(f"       state: {state}")
     void = _void(events)
     if void is None or replay.results:
-        _print_results(replay, {st["settlement_no"]: st["status"] for st in document["settlements"]})
+        _print_results(replay, opened.currency if opened else None,
+                       {st["settlement_no"]: st["status"] for st in document["settlements"]})
     if void is not None:
         _print_void(void, opened.currency if opened else None)
     _print_in_force(document, opened.currency if opened else None)
@@ -189,7 +191,7 @@ def _print_void(void: Voided, currency: str | None) -> None:
         print(f"  refund {r.bet_id:<24} {r.player_id:<12} {format_minor(r.amount_minor, currency)}")
 
 
-def _print_results(replay: Any, status: dict[int, str] | None = None) -> None:
+def _print_results(replay: Any, currency: str | None, status: dict[int, str] | None = None) -> None:
     if not replay.results:
         print("\nNo settlement in these events.")
         return
@@ -203,17 +205,20 @@ def _print_results(replay: Any, status: dict[int, str] | None = None) -> None:
         rec, new = check.recorded, check.recomputed
         line = rec or new or {}
         print(f"  [{mark}] {check.bet_id:<14} {line.get('player_id', ''):<12} {line.get('bet_type', ''):<14} "
-              f"recorded {_short(rec)}  |  recomputed {_short(new)}")
+              f"recorded {_short(rec, currency)}  |  recomputed {_short(new, currency)}")
         explanation = (new or rec or {}).get("explanation")
         if explanation:
             print(f"         {explanation}")
 
 
-def _short(r: dict[str, Any] | None) -> str:
+def _short(r: dict[str, Any] | None, currency: str | None) -> str:
+    """`win: staked 50.00, returned 75.00 EUR`: money as people read it (--json keeps minor units)."""
     if r is None:
         return "—"
-    rem = f" (+{r['remainder_num']}/{r['remainder_den']} kept)" if r.get("remainder_num") else ""
-    return f"{r['outcome']} {r['staked_minor']}->{r['returned_minor']}{rem}"
+    rem = (f" (+{format_minor(Fraction(r['remainder_num'], r['remainder_den']), currency)} kept by rounding)"
+           if r.get("remainder_num") else "")
+    return (f"{r['outcome']}: staked {format_minor(r['staked_minor'])}, "
+            f"returned {format_minor(r['returned_minor'], currency)}{rem}")
 
 
 def compact_state(view: dict[str, Any] | None) -> str:

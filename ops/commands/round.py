@@ -61,7 +61,7 @@ Examples:
   ledger round list --status open --json | jq -r .round
 """
 LIST_FIELDS = ("round", "round_id", "status", "game", "table_id", "round_no", "studio_time", "ruleset_id",
-               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at")
+               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at", "void_cause")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -77,10 +77,12 @@ def run_list(args: argparse.Namespace) -> int:
         print("no rounds match", file=sys.stderr)
         return 0
     width = max(len(r["round"]) for r in listed)
-    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  round id")
+    cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
+    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
+          "round id")
     for r in listed:
         print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
-              f"{r['round_id']}")
+              f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
     return 0
 
 
@@ -111,6 +113,19 @@ def describe(app: Any, round_uuid: UUID) -> dict[str, Any]:
         "cards": [{"seq_no": s, "card": c, "target": t} for s, c, t in rnd.cards],
         "settlements": rnd.settlements, "view": rnd.model.view() if rnd.model else None, "events": events,
     }
+
+
+def as_money(value: Any, currency: str | None) -> Any:
+    """An event's fields for text: each `..._minor` field under the name without the
+    suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
+    --json keeps them."""
+    if isinstance(value, dict):
+        return {(k.removesuffix("_minor")): (format_minor(v, currency) if k.endswith("_minor") and type(v) is int
+                                             else as_money(v, currency))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_money(v, currency) for v in value]
+    return value
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -147,7 +162,8 @@ def run_show(args: argparse.Namespace) -> int:
     for e in info["events"]:
         extra = {k: v for k, v in e.items() if k not in ("version", "event", "command_id", "studio_time",
                                                            "recorded_at", "postings", "results")}
-        print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} {json.dumps(extra, default=str)[:120]}")
+        print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} "
+              f"{json.dumps(as_money(extra, info['currency']), default=str, ensure_ascii=False)[:120]}")
     status = {st["settlement_no"]: st["status"] for st in story["settlements"]}
     for s in info["settlements"]:
         mark = "REVERSED, not in force" if status.get(s["settlement_no"]) == "reversed" else "in force"

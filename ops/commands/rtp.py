@@ -8,7 +8,7 @@ import json
 import time
 
 GAMES = ("baccarat", "teen-patti", "blackjack")
-RULE_SET_OF = {"baccarat": "baccarat/live-8d", "teen-patti": "teen-patti/20-20"}
+RULE_SET_OF = {"baccarat": ("baccarat/live-8d", 1), "teen-patti": ("teen-patti/20-20", 1)}  # what ops/rtp.py enumerates
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rtp",
         help="exact game math: probability of win/push/lose and RTP of every bet type",
         description="Enumerate every deal exhaustively (weighted by card counts, no sampling) "
-        "under the v1 rule sets and print each bet type's win/push/lose probability and RTP.",
+        "under the rule sets named (id and version) and print each bet type's win/push/lose probability "
+        "and RTP.",
     )
     parser.add_argument("--game", choices=(*GAMES, "all"), default="all")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,7 +45,8 @@ def handler(args: argparse.Namespace) -> int:
         seconds = round(time.perf_counter() - started, 2)
         report[game]["seconds"] = seconds
         how = "optimal play" if game == "blackjack" else "exhaustive enumeration"
-        text += [f"{game}  ({how}, {seconds} s)", *lines, ""]
+        name = game if game == "blackjack" else "{} v{}".format(*RULE_SET_OF[game])  # blackjack: a column
+        text += [f"{name}  ({how}, {seconds} s)", *lines, ""]
     print(json.dumps(report, indent=2) if args.json else "\n".join(text))
     return 0
 
@@ -53,7 +55,8 @@ def _enumerated(game: str, row: dict[str, object]) -> dict[str, object]:
     """A baccarat / Teen Patti row with the fields every `ledger rtp` row has."""
     rtp = row["rtp"]
     assert isinstance(rtp, float)
-    return {"ruleset_id": RULE_SET_OF[game], "bet_type": row["bet"], "rtp_percent": round(100 * rtp, 4),
+    ruleset_id, version = RULE_SET_OF[game]
+    return {"ruleset_id": ruleset_id, "ruleset_version": version, "bet_type": row["bet"], "rtp_percent": round(100 * rtp, 4),
             "method": "exact, exhaustive enumeration of the shoe", **row}
 
 
@@ -63,16 +66,19 @@ def _blackjack(effects: bool) -> tuple[dict[str, object], list[str]]:
     from ops import rtp_blackjack
 
     figures = rtp_blackjack.all_figures()
-    lines = [f"  {'rule set':<24}{'bet type':<11}{'RTP':>10}  method"] + [
-        f"  {f.ruleset_id:<24}{f.bet_type:<11}{100 * f.rtp:>9.4f}%  {f.method}" for f in figures]
+    lines = [f"  {'rule set':<24}{'version':<9}{'bet type':<11}{'RTP':>10}  method"] + [
+        f"  {f.ruleset_id:<24}{f'v{f.ruleset_version}':<9}{f.bet_type:<11}{100 * f.rtp:>9.4f}%  {f.method}"
+        for f in figures]
     report: dict[str, object] = {"bets": [f.as_dict() for f in figures]}
     if effects:
-        flips = {r.id: rtp_blackjack.rule_effects(r) for r in RULE_SETS}
-        for ruleset_id, changes in flips.items():
-            lines += ["", f"  {ruleset_id}: RTP change with one field flipped (shoe, percentage points)"]
+        # per version: keyed by the id alone, v2's flips replaced v1's and the text named neither
+        flips = [(r, rtp_blackjack.rule_effects(r)) for r in RULE_SETS]
+        for r, changes in flips:
+            lines += ["", f"  {r.id} v{r.version}: RTP change with one field flipped (shoe, percentage points)"]
             lines += [f"    {e.field:<26}-> {e.value:<14}{e.delta_percent:>+9.4f}" for e in changes]
         lines += ["", "  no effect on optimal play: "
                   + "; ".join(f"{k} ({v})" for k, v in rtp_blackjack.NO_EFFECT.items())]
-        report.update(rule_effects={k: [vars(e) for e in v] for k, v in flips.items()},
+        report.update(rule_effects=[{"ruleset_id": r.id, "ruleset_version": r.version,
+                                     "effects": [vars(e) for e in v]} for r, v in flips],
                       no_effect=rtp_blackjack.NO_EFFECT)
     return report, lines

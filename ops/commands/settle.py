@@ -77,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
     if played.outcome is not None:
         _print_outcome(played.outcome)
     for r in played.results:
-        rem = "" if r.remainder_num == 0 else f"  remainder {r.remainder_num}/{r.remainder_den}"
+        # a fraction of a minor unit, as money (a round file names no currency): 19/20 -> 0.0095
+        rem = "" if r.remainder_num == 0 else \
+            f"  kept by rounding {format_minor(Fraction(r.remainder_num, r.remainder_den))}"
         print(f"  {r.bet_id:<12} {r.player_id:<10} {r.bet_type:<16} {r.outcome:<9} "
               f"staked {format_minor(r.staked_minor):>12}  returned {format_minor(r.returned_minor):>12}{rem}")
         print(f"      {r.explanation}")
-    print(f"rounding kept: {total_remainder} minor unit(s)")
+    print(f"rounding kept: {format_minor(total_remainder)} (cut off by rounding payouts down)")
     return 0
 
 

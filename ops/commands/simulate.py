@@ -60,19 +60,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.wallet_out and args.out == "-":
-        raise usage("--wallet-out needs the feed in a file too: give --out FILE")
     try:
         studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate,
                         biased_tables=frozenset(args.biased_table))
     except ValueError as exc:  # a biased table that the studio does not have
         raise usage(str(exc)) from None
     started = time.monotonic()
+    # The wallet is made from the lines as written, kept here: reading --out back gave
+    # nothing when it was /dev/null or a pipe (and "5 discrepancies need more than the
+    # 0 movements" ended as an internal error). write_wallet holds them all anyway.
+    kept: list[bytes] | None = [] if args.wallet_out else None
     if args.out == "-":
-        written = _write(studio, sys.stdout.buffer, args.quiet or not sys.stderr.isatty())
+        written = _write(studio, sys.stdout.buffer, args.quiet or not sys.stderr.isatty(), kept)
     else:
         with open(args.out, "wb") as out:
-            written = _write(studio, out, args.quiet)
+            written = _write(studio, out, args.quiet, kept)
     stats = studio.stats
     if not args.quiet:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(stats.faults.items())) or "none"
@@ -81,18 +83,22 @@ def run(args: argparse.Namespace) -> int:
     if args.wallet_out:
         from ops.wallet import write_wallet
 
-        with open(args.out, "rb") as feed:
-            planted = write_wallet(list(feed), args.wallet_out, args.wallet_discrepancies, args.seed)
+        try:
+            planted = write_wallet(kept, args.wallet_out, args.wallet_discrepancies, args.seed)
+        except ValueError as exc:  # more discrepancies asked for than the feed has movements
+            raise usage(f"--wallet-discrepancies: {exc}") from None
         if not args.quiet:
             print(f"wallet transactions written to {args.wallet_out} "
                   f"({len(planted or [])} planted discrepancies)", file=sys.stderr)
     return 0
 
 
-def _write(studio: Studio, out: BinaryIO, quiet: bool) -> int:
+def _write(studio: Studio, out: BinaryIO, quiet: bool, kept: list[bytes] | None = None) -> int:
     n = 0
     for line in studio.lines():
         out.write(line)
+        if kept is not None:
+            kept.append(line)
         n += 1
         if not quiet and n % PROGRESS_EVERY_LINES == 0:
             print(f"  {n} commands, {studio.stats.rounds_total} rounds ...", file=sys.stderr)

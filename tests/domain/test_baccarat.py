@@ -181,7 +181,7 @@ def test_banker_commission_rounds_down_and_keeps_the_remainder():
 
 def test_explanation_names_the_rule_and_amounts():
     [result] = play(B6_TWO, [bet("banker", 100_000, mode="no_commission")]).settle()
-    assert result.explanation == "Banker wins 6–5, no-commission mode: Banker 6 pays 1:2 → 500.00 on 1,000.00"
+    assert result.explanation == "Banker wins 6–5, no-commission mode: Banker 6 pays 1:2 → returns 1,500.00 (stake 1,000.00 + winnings 500.00)"
 
 
 def test_pair_needs_the_same_rank_ten_king_is_no_pair():

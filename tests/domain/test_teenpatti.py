@@ -173,7 +173,7 @@ def test_player_a_rounds_down_and_keeps_the_remainder():
     assert r.returned_minor == 1001 + 950
     assert (r.remainder_num, r.remainder_den) == (19, 20)
     assert "Player A wins: Pair of aces, kicker K beats High Card Q-J-9" in r.explanation
-    assert "19:20 → 9.50 on 10.01" in r.explanation
+    assert "19:20 → returns 19.51 (stake 10.01 + winnings 9.50)" in r.explanation  # issue 20: one labelled arrow
 
 
 # ------------------------------------------------------------ deal order, limits, refusals

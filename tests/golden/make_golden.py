@@ -1,6 +1,11 @@
 """Regenerate the golden files (run only on purpose, and say why in the commit):
 
     .venv/bin/python -m tests.golden.make_golden
+    .venv/bin/python -m tests.golden.make_golden --events-only   # keep the feed and store-v0
+
+`--events-only` is for an intended change of what new events record (issue 20: the
+settlement explanations' wording) while `store-v0.db.gz` stays the earlier version's
+store that later versions must still read and replay cleanly.
 
 - `day.feed.jsonl.gz`: a seeded simulated studio day with faults (the input);
 - `day.events.jsonl.gz`: every stored event it gives, decoded from the raw rows
@@ -90,11 +95,12 @@ def result_dicts(results: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def main() -> None:
+def main(events_only: bool = False) -> None:
     from ledger.store import open_app
     from ops.simulator import simulate
 
-    _write_gz(FEED, b"".join(simulate(**SIM_ARGS)))
+    if not events_only:
+        _write_gz(FEED, b"".join(simulate(**SIM_ARGS)))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "ledger.db"
         app = open_app(f"sqlite:///{db}")
@@ -103,7 +109,8 @@ def main() -> None:
         lines = [json.dumps({"results": result_dicts(results)}, sort_keys=True)]
         lines += [json.dumps(event, sort_keys=True) for event in decoded_events(str(db))]
         _write_gz(EVENTS, ("\n".join(lines) + "\n").encode("utf-8"))
-        _write_gz(STORE, db.read_bytes())
+        if not events_only:
+            _write_gz(STORE, db.read_bytes())
 
 
 def _write_gz(path: Path, data: bytes) -> None:
@@ -111,4 +118,6 @@ def _write_gz(path: Path, data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(events_only="--events-only" in sys.argv[1:])

@@ -208,8 +208,8 @@ def test_figures_rows_and_json_fields() -> None:
     assert {(r.bet_type, r.method.split(",")[1].strip()) for r in rows} >= {
         ("main", "infinite deck"), ("main", "8-deck shoe"), ("pair", "8-deck shoe"), ("insurance", "infinite deck")}
     main = next(r.as_dict() for r in rows if r.bet_type == "main" and "shoe" in r.method)
-    assert set(main) == {"ruleset_id", "bet_type", "rtp_percent", "method"}
-    assert main["ruleset_id"] == "blackjack/live-8d" and main["rtp_percent"] == 99.2892
+    assert set(main) == {"ruleset_id", "ruleset_version", "bet_type", "rtp_percent", "method"}  # issue 20: the version
+    assert main["ruleset_id"] == "blackjack/live-8d" and main["ruleset_version"] == 1 and main["rtp_percent"] == 99.2892
     assert not any(r.bet_type in ("pair", "behind") for r in bj.figures(SPIELBANK_V1))  # not offered there
     behind = [r.rtp for r in rows if r.bet_type == "behind"]
     assert behind == [r.rtp for r in rows if r.bet_type == "main"] and len(behind) == 3
