@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from ops.commands.project import add_db_argument, open_views
-from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
-from projections.monitor import monitor_rows, ops_rows
+from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate, untested_tables
+from projections.monitor import deal_rows, monitor_rows, ops_rows
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
@@ -21,7 +21,10 @@ paid + rounding remainders (what the paytable pays exactly) against the exact
 mean and variance of each bet type (docs/monitor.md); house side:
 normal approximation, player side: Bennett's bound (exact). Blackjack main and
 insurance bets are shown in the view but not tested (they depend on the
-players' decisions). Operational tests: each dealer's void and human-error
+players' decisions); every blackjack table is tested on its deals instead:
+up cards (ace or ten-value) against the shoe and dealer busts against the
+exact odds by up card. Tables with no test are named, with the reason
+(`untested` lines, always shown). Operational tests: each dealer's void and human-error
 rates against the rest of the studio (exact binomial tail). Holm's correction
 per family at --alpha. See docs/monitor.md.
 
@@ -57,16 +60,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         with open_views(args.db) as views:
             rtp_rows, ops = monitor_rows(views.db), ops_rows(views.db)
+            deals = deal_rows(views.db)
     except Exception as exc:  # any failure to read the store: the monitor could not run
         print(f"ledger monitor: could not read the views: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    findings = evaluate(_in_days(args, rtp_rows), _in_days(args, ops), args.alpha)
+    rtp_rows, ops, deals = _in_days(args, rtp_rows), _in_days(args, ops), _in_days(args, deals)
+    findings = evaluate(rtp_rows, ops, args.alpha, deals=deals)
+    untested = untested_tables(rtp_rows, deals, ops, findings)
     shown = [f for f in findings if args.all or f.flagged]
     if args.json:
         for f in shown:
             print(json.dumps(f.as_dict()))
+        for u in untested:
+            print(json.dumps(u.as_dict()))
     else:
         _print(findings, shown, args.alpha)
+        for u in untested:
+            print(f"  untested: {u.table_id}: {u.reason}")
     return 1 if any(f.flagged for f in findings) else 0
 
 
