@@ -194,7 +194,7 @@ def deal_groups(rows: Iterable[dict[str, Any]]) -> list[Group]:
         n, up, outcome = row["rounds"], row["up"], row["outcome"]
         for table, dealer in ((row["table_id"], None), (None, row["dealer_id"])):
             g = found.setdefault(("up_card", table, dealer), _indicator_group("up_card", table, dealer))
-            strong = sum(up_card_probability(u) for u in STRONG_UP)
+            strong = sum((up_card_probability(u) for u in STRONG_UP), Fraction(0))
             _add_indicators(g, n, n if up in STRONG_UP else 0, strong)
             if probs is not None and outcome != NOT_PLAYED_OUT:
                 g = found.setdefault(("dealer_bust", table, dealer), _indicator_group("dealer_bust", table, dealer))

@@ -98,7 +98,7 @@ def dealer_outcomes(stands_soft_17: bool, decks: int) -> dict[str, dict[str, Fra
         counts = [4 * decks] * 9 + [16 * decks]
         counts[up - 1] -= 1
         left = sum(counts)
-        acc: Counter[str] = Counter()
+        acc: dict[str, Fraction] = {}
         den: dict[int, int] = {}
         for drawn, ways, outcome in rtp_blackjack.dealer_paths(stands_soft_17, up):
             n = sum(drawn)
@@ -108,7 +108,8 @@ def dealer_outcomes(stands_soft_17: bool, decks: int) -> dict[str, dict[str, Fra
             for c, k in zip(counts, drawn, strict=True):
                 num *= _falling(c, k)
             if num:
-                acc[DEALER_OUTCOME_NAMES[outcome]] += Fraction(num, den[n])  # type: ignore[assignment]
+                name = DEALER_OUTCOME_NAMES[outcome]
+                acc[name] = acc.get(name, Fraction(0)) + Fraction(num, den[n])
         assert sum(acc.values()) == 1, (stands_soft_17, decks, up)
         out["A" if up == 1 else "T" if up == 10 else str(up)] = dict(sorted(acc.items()))
     return out

@@ -70,7 +70,7 @@ def studio(seed: int, rounds: int, *, tables: int = 3, rules: list[RuleSet] | No
             if isinstance(rs, BlackjackRules):
                 found = deal_outcome(_deal_of(played.lines), rs)
                 assert found is not None
-                state = ctx.model._s  # type: ignore[attr-defined]  # the model's own view of the dealer
+                state = ctx.model._s  # the model's own view of the dealer
                 assert (found[1] != NOT_PLAYED_OUT) == (state.dealer_mode == "full"), (table_id, round_no, found)
                 dkey = (table_id, dealer, rs.id, rs.version, *found)
                 deals[dkey] = deals.get(dkey, 0) + 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -26,10 +27,10 @@ from ops.simulator import Studio, simulated_rule_sets
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
     UP_CLASSES,
+    deal_outcome,
     dealer_key,
     dealer_outcome_probabilities,
     dealer_table_keys,
-    deal_outcome,
     new_deal,
     on_card,
     on_decision,
@@ -82,7 +83,7 @@ def test_every_blackjack_rule_set_has_dealer_math_and_the_up_cards_are_the_shoe(
 
 
 # ------------------------------------------------------------------ the round tracker
-def _deal(cards: list[tuple[str, str]], decisions: list[tuple[str, str]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+def _deal(cards: Sequence[tuple[str, str]], decisions: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     deal = new_deal()
     for card, target in cards:
         on_card(deal, card, target)
