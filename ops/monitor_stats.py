@@ -24,12 +24,12 @@ not depend on the players' decisions, per table and per dealer (across
 tables), counted from the `proj_monitor_deals` view:
 - `up_card`: the number of rounds whose dealer up card is an ace or a
   ten-value card against the shoe's composition (5/13 of the cards), every
-  settled round;
+  settled round: Binomial(n, 5/13), tested with its exact two-sided tail;
 - `dealer_bust`: the number of rounds in which the dealer busted against the
   exact bust probability of each round's up card (S17/H17 and the shoe's
   decks), over the rounds in which the dealer played out.
-Both are sums of independent indicators with probabilities p below 1/2 (at
-most 5/13 and 0.43), so they are tested like a return: the lower tail by the
+The bust count is a sum of independent indicators with probabilities p below
+1/2 (at most 0.43), different by up card, so it is tested like a return: the lower tail by the
 normal approximation (a sum of such indicators is skewed to the right, its
 lower tail lighter than the normal's), the upper tail by Bennett's bound
 (b = the largest 1 - p). A shoe stacked for the house shows more strong up
@@ -202,10 +202,39 @@ def deal_groups(rows: Iterable[dict[str, Any]]) -> list[Group]:
     return [g for g in found.values() if g.variance > 0]
 
 
+def binomial_two_sided(k: int, n: int, p: float) -> float:
+    """Twice the tail of Binomial(n, p) on k's side of the mean, capped at 1 (exact, log space).
+    From k outward the terms only shrink (k is at or past the mode), so the sum stops once
+    they no longer count: a million rounds cost a few hundred terms, not a million."""
+    if n == 0:
+        return 1.0
+    if k < n * p:  # the lower tail of X is the upper tail of n - X
+        k, p = n - k, 1 - p
+    if p <= 0:
+        return 1.0 if k <= 0 else 0.0
+    if p >= 1:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+
+    def term(i: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+
+    first = term(k)
+    total = 0.0
+    for i in range(k, n + 1):
+        x = math.exp(term(i) - first)
+        total += x
+        if x < 1e-17 * total:
+            break
+    return min(1.0, 2 * math.exp(first) * total)
+
+
 def deal_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
     out = []
+    strong = float(sum((up_card_probability(u) for u in STRONG_UP), Fraction(0)))
     for g in deal_groups(rows):
-        out.append(Finding(g.level, g.table_id, g.dealer_id, None, rtp_p_value(g), detail={
+        p = binomial_two_sided(int(g.returned), g.lines, strong) if g.level == "up_card" else rtp_p_value(g)
+        out.append(Finding(g.level, g.table_id, g.dealer_id, None, p, detail={
             "rounds": g.lines, "count": int(g.returned), "rate": round(float(g.returned) / g.lines, 6),
             "expected_rate": round(float(g.expected) / g.lines, 6),
             "z": round(float(g.returned - g.expected) / math.sqrt(g.variance), 3)}))

@@ -22,7 +22,7 @@ import pytest
 from domain.blackjack_rules import RULE_SETS as BJ_RULE_SETS
 from ops import rtp_blackjack
 from ops.cli import main
-from ops.monitor_stats import Finding, deal_findings, holm, rtp_findings, untested_tables
+from ops.monitor_stats import Finding, binomial_two_sided, deal_findings, holm, rtp_findings, untested_tables
 from ops.simulator import Studio, simulated_rule_sets
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
@@ -80,6 +80,16 @@ def test_every_blackjack_rule_set_has_dealer_math_and_the_up_cards_are_the_shoe(
     assert dealer_key("baccarat/live-8d", 1) is None and dealer_key("no-such", 1) is None
     assert sum(up_card_probability(u) for u in UP_CLASSES) == 1
     assert up_card_probability("T") + up_card_probability("A") == Fraction(5, 13)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 30), (5, 30), (12, 30), (20, 30), (30, 30), (192, 400), (150, 400),
+                                      (4, 10), (0, 0)])
+def test_the_up_card_test_is_the_exact_binomial_tail(k: int, n: int) -> None:
+    p = Fraction(5, 13)
+    upper = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+    lower = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+    exact = min(Fraction(1), 2 * (upper if k >= n * p else lower))
+    assert binomial_two_sided(k, n, float(p)) == pytest.approx(float(exact), rel=1e-12)
 
 
 # ------------------------------------------------------------------ the round tracker
@@ -157,6 +167,17 @@ def _fair_sweep(rounds: int) -> tuple[int, dict[str, list[float]]]:
     return flagged_studios, zs
 
 
+def _report(lines: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Figures: printed (pytest -s), and appended to $LEDGER_MONITOR_FIGURES when set (pytest -n
+    does not show a worker's output)."""
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    path = os.environ.get("LEDGER_MONITOR_FIGURES")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+
+
 def _mean_sd(xs: list[float]) -> tuple[float, float]:
     mean = sum(xs) / len(xs)
     return mean, math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
@@ -170,28 +191,41 @@ def test_fair_tables_of_every_rule_set_flag_nothing_and_every_table_is_tested() 
         assert len(z) == 3 * len(FAIR_SEEDS) and abs(mean) < 0.6 and 0.5 < sd < 1.5, (level, mean, sd)
 
 
+SLOW_REASON = "20 seeds x 400 rounds: minutes of CPU; LEDGER_SLOW=1 runs it (-s prints the figures)"
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not SLOW, reason="20 seeds x 5 tables x 400 rounds and 20 rigged tables per rule set: "
-                    "minutes of CPU; LEDGER_SLOW=1 runs it")
-def test_power_and_false_alarms_over_20_seeds_of_400_rounds(capsys: pytest.CaptureFixture[str]) -> None:
-    """The figures of docs/monitor.md: printed (pytest -s), and held to what was measured."""
+@pytest.mark.skipif(not SLOW, reason=SLOW_REASON)
+def test_false_alarms_over_20_fair_studios_of_400_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    """The false-alarm figures of docs/monitor.md, held to what was measured."""
     flagged, zs = _fair_sweep(BIASED_ROUNDS)
-    report = [f"fair studios flagged: {flagged} of {len(FAIR_SEEDS)}"]
+    report = [f"fair studios (5 tables x {BIASED_ROUNDS} rounds) flagged: {flagged} of {len(FAIR_SEEDS)}"]
     for level, z in zs.items():
         mean, sd = _mean_sd(z)
         report.append(f"fair {level} table z: mean {mean:.3f} sd {sd:.3f} over {len(z)}")
+    _report(report, capsys)
+    assert flagged == 0
+    for level, z in zs.items():
+        mean, sd = _mean_sd(z)
         assert abs(mean) < 0.5 and 0.7 < sd < 1.3, (level, mean, sd)
-    assert flagged <= 1
-    for ruleset_id, table in sorted(RIGGED.items()):
-        rules = [r for r in simulated_rule_sets() if r.id == ruleset_id]
-        caught = 0
-        for seed in FAIR_SEEDS:
-            rows, deals = studio(seed, BIASED_ROUNDS, tables=1, rules=rules, biased=frozenset({table}))
-            caught += any(f.flagged and f.table_id == table for f in _found(rows, deals))
-        report.append(f"power {ruleset_id}: {caught} of {len(FAIR_SEEDS)} rigged tables flagged")
-        assert caught == len(FAIR_SEEDS), ruleset_id
-    with capsys.disabled():
-        print("\n" + "\n".join(report))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SLOW, reason=SLOW_REASON)
+@pytest.mark.parametrize("ruleset_id", sorted(RIGGED))
+def test_power_over_20_seeds_of_400_rounds(ruleset_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The power figures of docs/monitor.md: a rigged table is flagged at every seed."""
+    table = RIGGED[ruleset_id]
+    rules = [r for r in simulated_rule_sets() if r.id == ruleset_id]
+    caught, zs = 0, []
+    for seed in FAIR_SEEDS:
+        rows, deals = studio(seed, BIASED_ROUNDS, tables=1, rules=rules, biased=frozenset({table}))
+        found = [f for f in _found(rows, deals) if f.table_id == table and f.dealer_id is None]
+        caught += any(f.flagged for f in found)
+        zs.append(min(f.detail["z"] for f in found if f.level in ("table", "dealer_bust")))
+    _report([f"power {ruleset_id}: {caught} of {len(FAIR_SEEDS)} rigged tables flagged at {BIASED_ROUNDS} "
+             f"rounds; z from {min(zs):.1f} to {max(zs):.1f}"], capsys)
+    assert caught == len(FAIR_SEEDS), ruleset_id
 
 
 # ------------------------------------------------------------------ end to end
