@@ -178,6 +178,8 @@ def fold(rows: Rows, ev: Record) -> None:
             _reversed(rows, ev)
         case Voided() | Paused():
             _incident(rows, ev)
+            if type(ev) is Voided and _round_state(rows, ev.aggregate_id)["deal"] is not None:
+                _edit_round_state(rows, ev.aggregate_id)["deal"] = None  # never settled: its cards are not kept
 
 
 def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0, voided: int = 0,
