@@ -21,7 +21,7 @@ rule sets skip when no player hand stands (`dealer_draws_only_if_needed`);
 choosing rounds by the players' cards shifts the dealer's odds by the little
 those cards took out of the shoe (measured: docs/monitor.md).
 
-The tracker (`DealState`) follows one round's cards and the decisions that
+The tracker (`new_deal`, `on_card`, `on_decision`, `deal_outcome`) follows one round's cards and the decisions that
 change which hands exist or whether they stand (split, surrender, even money),
 so the view knows, from facts recorded before the dealer drew, whether the
 dealer had to play out; never from the dealer's own cards, which would select
