@@ -19,6 +19,23 @@ Two one-sided p-values, the smaller one doubled (two-sided, capped at 1):
 Bet types without exact math (blackjack main, insurance: projections/
 monitor_math.py says why) are left out of every group.
 
+Blackjack deals (every rule set; projections/monitor_deal.py): tests that do
+not depend on the players' decisions, per table and per dealer (across
+tables), counted from the `proj_monitor_deals` view:
+- `up_card`: the number of rounds whose dealer up card is an ace or a
+  ten-value card against the shoe's composition (5/13 of the cards), every
+  settled round: Binomial(n, 5/13), tested with its exact two-sided tail;
+- `dealer_bust`: the number of rounds in which the dealer busted against the
+  exact bust probability of each round's up card (S17/H17 and the shoe's
+  decks), over the rounds in which the dealer played out.
+The bust count is a sum of independent indicators with probabilities p below
+1/2 (at most 0.43), different by up card, so it is tested like a return: the lower tail by the
+normal approximation (a sum of such indicators is skewed to the right, its
+lower tail lighter than the normal's), the upper tail by Bennett's bound
+(b = the largest 1 - p). A shoe stacked for the house shows more strong up
+cards (upper tail) and fewer dealer busts (lower tail); one stacked for the
+players the other way. They join the RTP family in the Holm correction.
+
 Operations. A dealer's voided rounds and rounds with a human error are
 tested against the rest of the studio: the exact binomial upper tail of the
 dealer's count given the studio's rate without that dealer (Laplace-smoothed,
@@ -37,6 +54,12 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from projections.monitor_deal import (
+    NOT_PLAYED_OUT,
+    dealer_key,
+    dealer_outcome_probabilities,
+    up_card_probability,
+)
 from projections.monitor_math import bet_math
 
 ALPHA_DEFAULT = 0.001
@@ -145,6 +168,122 @@ def rtp_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
     return out
 
 
+# ------------------------------------------------------------------ blackjack deals
+STRONG_UP = ("A", "T")  # the up cards that favour the dealer most
+
+
+def _indicator_group(level: str, table: str | None, dealer: str | None) -> Group:
+    return Group(table, dealer, None, level)
+
+
+def _add_indicators(g: Group, rounds: int, hits: int, p: Fraction) -> None:
+    """`rounds` independent indicators of probability p, `hits` of them 1 (Group's fields:
+    returned = hits, expected = sum of p, variance = sum of p(1-p), tail = the largest 1-p)."""
+    g.lines += rounds
+    g.staked += rounds
+    g.returned += hits
+    g.expected += p * rounds
+    g.variance += p * (1 - p) * rounds
+    g.tail = max(g.tail, 1 - p)
+
+
+def deal_groups(rows: Iterable[dict[str, Any]]) -> list[Group]:
+    """View rows of proj_monitor_deals -> `up_card` and `dealer_bust` groups per table and
+    per dealer. Rows of a rule set without exact dealer math count for `up_card` only."""
+    found: dict[tuple[str, str | None, str | None], Group] = {}
+    for row in rows:
+        probs = None
+        key = dealer_key(row["ruleset_id"], row["ruleset_version"])
+        if key is not None:
+            probs = dealer_outcome_probabilities(*key)
+        n, up, outcome = row["rounds"], row["up"], row["outcome"]
+        for table, dealer in ((row["table_id"], None), (None, row["dealer_id"])):
+            g = found.setdefault(("up_card", table, dealer), _indicator_group("up_card", table, dealer))
+            strong = sum((up_card_probability(u) for u in STRONG_UP), Fraction(0))
+            _add_indicators(g, n, n if up in STRONG_UP else 0, strong)
+            if probs is not None and outcome != NOT_PLAYED_OUT:
+                g = found.setdefault(("dealer_bust", table, dealer), _indicator_group("dealer_bust", table, dealer))
+                _add_indicators(g, n, n if outcome == "bust" else 0, probs[up]["bust"])
+    return [g for g in found.values() if g.variance > 0]
+
+
+def binomial_two_sided(k: int, n: int, p: float) -> float:
+    """Twice the tail of Binomial(n, p) on k's side of the mean, capped at 1 (exact, log space).
+    From k outward the terms only shrink (k is at or past the mode), so the sum stops once
+    they no longer count: a million rounds cost a few hundred terms, not a million."""
+    if n == 0:
+        return 1.0
+    if k < n * p:  # the lower tail of X is the upper tail of n - X
+        k, p = n - k, 1 - p
+    if p <= 0:
+        return 1.0 if k <= 0 else 0.0
+    if p >= 1:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+
+    def term(i: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+
+    first = term(k)
+    total = 0.0
+    for i in range(k, n + 1):
+        x = math.exp(term(i) - first)
+        total += x
+        if x < 1e-17 * total:
+            break
+    return min(1.0, 2 * math.exp(first) * total)
+
+
+def deal_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
+    out = []
+    strong = float(sum((up_card_probability(u) for u in STRONG_UP), Fraction(0)))
+    for g in deal_groups(rows):
+        p = binomial_two_sided(int(g.returned), g.lines, strong) if g.level == "up_card" else rtp_p_value(g)
+        out.append(Finding(g.level, g.table_id, g.dealer_id, None, p, detail={
+            "rounds": g.lines, "count": int(g.returned), "rate": round(float(g.returned) / g.lines, 6),
+            "expected_rate": round(float(g.expected) / g.lines, 6),
+            "z": round(float(g.returned - g.expected) / math.sqrt(g.variance), 3)}))
+    return out
+
+
+@dataclass(frozen=True)
+class Untested:
+    """A table the monitor has no test for, and why."""
+
+    table_id: str
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"level": "untested", "table_id": self.table_id, "dealer_id": None, "bet_type": None,
+                "p_value": None, "p_adjusted": None, "flagged": False, "reason": self.reason}
+
+
+def untested_tables(rtp_rows: Iterable[dict[str, Any]], deal_rows: Iterable[dict[str, Any]],
+                    ops: Iterable[dict[str, Any]], findings: Iterable[Finding]) -> list[Untested]:
+    """Every table seen in the views (rounds opened, settled or dealt) with no test of its own."""
+    tested = {f.table_id for f in findings if f.table_id is not None}
+    seen: dict[str, set[str]] = {}  # table -> why-nots, by rule set and bet type
+    for row in ops:
+        seen.setdefault(row["table_id"], set())
+    for row in rtp_rows:
+        why = seen.setdefault(row["table_id"], set())
+        if bet_math(row["ruleset_id"], row["ruleset_version"], row["bet_type"]) is None:
+            why.add(f"{row['ruleset_id']} v{row['ruleset_version']} {row['bet_type']}: no exact math "
+                    "(shown, not tested)")
+    for row in deal_rows:
+        why = seen.setdefault(row["table_id"], set())
+        key = dealer_key(row["ruleset_id"], row["ruleset_version"])
+        if key is None or dealer_outcome_probabilities(*key) is None:
+            why.add(f"{row['ruleset_id']} v{row['ruleset_version']}: no exact dealer math")
+    out = []
+    for table, why in sorted(seen.items()):
+        if table in tested:
+            continue
+        reason = "; ".join(sorted(why)) if why else "no settled round in the period"
+        out.append(Untested(table, reason))
+    return out
+
+
 # ------------------------------------------------------------------ operations
 def binomial_upper(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p), exactly (summed in log space)."""
@@ -196,6 +335,6 @@ def holm(findings: Sequence[Finding], alpha: float) -> list[Finding]:
 
 
 def evaluate(rtp_rows: Iterable[dict[str, Any]], ops: Iterable[dict[str, Any]],
-             alpha: float = ALPHA_DEFAULT) -> list[Finding]:
-    """Every test, Holm-corrected per family (RTP, operations)."""
-    return holm(rtp_findings(rtp_rows), alpha) + holm(ops_findings(ops), alpha)
+             alpha: float = ALPHA_DEFAULT, deals: Iterable[dict[str, Any]] = ()) -> list[Finding]:
+    """Every test, Holm-corrected per family (game math: RTP and blackjack deals; operations)."""
+    return holm(rtp_findings(rtp_rows) + deal_findings(deals), alpha) + holm(ops_findings(ops), alpha)

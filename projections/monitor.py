@@ -20,14 +20,36 @@ more conservative).
 `proj_monitor_ops`: per table, dealer and day of the round's opening: rounds
 opened, rounds voided, rounds with a human error (a pause or void whose cause
 is `human_error`, counted once per round).
-`proj_monitor_rounds` keeps per round what the folds above need later.
+`proj_monitor_deals` (blackjack, view version 2): per table, dealer, rule set,
+gaming day (of the round's first settlement), dealer up-card class (`A`,
+`2`..`9`, `T`) and dealer outcome (`bust`, `17`..`21`, `blackjack`, or `none`
+when the dealer did not play out because no hand stood): the number of
+settled rounds. Counted once per round at its first settlement and kept
+through a reversal (the cards were dealt all the same). What decides
+"played out" and why: projections/monitor_deal.py.
+`proj_monitor_rounds` keeps per round what the folds above need later (a
+blackjack round's cards until its first settlement).
 """
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from ledger.records import BetPlaced, Opened, Paused, Record, Settled, SettlementLine, SettlementReversed, Voided
+from domain.blackjack_rules import BlackjackRules
+from domain.registry import get_rule_set
+from ledger.records import (
+    BetPlaced,
+    CardDealt,
+    DecisionTaken,
+    Opened,
+    Paused,
+    Record,
+    Settled,
+    SettlementLine,
+    SettlementReversed,
+    Voided,
+)
+from projections.monitor_deal import deal_outcome, new_deal, on_card, on_decision
 from projections.monitor_math import bet_math_texts, ratio_text
 from projections.rounds import round_row
 from projections.sql import Db, Table
@@ -56,7 +78,13 @@ ROUNDS = Table(
     "proj_monitor_rounds",
     key=("round_id",),
     columns=(("round_id", "text"), ("modes", "json"), ("settled", "json"), ("day", "text"),
-             ("human_error", "int")),
+             ("human_error", "int"), ("deal", "json")),
+)
+DEALS = Table(
+    "proj_monitor_deals",
+    key=("table_id", "dealer_id", "ruleset_id", "ruleset_version", "day", "up", "outcome"),
+    columns=(("table_id", "text"), ("dealer_id", "text"), ("ruleset_id", "text"), ("ruleset_version", "int"),
+             ("day", "text"), ("up", "text"), ("outcome", "text"), ("rounds", "int")),
 )
 
 
@@ -116,12 +144,12 @@ def _edit_round_state(rows: Rows, round_id: str) -> dict[str, Any]:
     """The page's own copy of the round's state (a new one if none)."""
     state = rows.edit(ROUNDS.name, (round_id,))
     if state is None:
-        state = {"round_id": round_id, "modes": None, "settled": None, "day": None, "human_error": 0}
+        state = {"round_id": round_id, "modes": None, "settled": None, "day": None, "human_error": 0, "deal": None}
         rows.put(ROUNDS.name, state)
     return state
 
 
-_NO_STATE: dict[str, Any] = {"modes": None, "settled": None, "day": None, "human_error": 0}
+_NO_STATE: dict[str, Any] = {"modes": None, "settled": None, "day": None, "human_error": 0, "deal": None}
 
 
 def fold(rows: Rows, ev: Record) -> None:
@@ -134,14 +162,24 @@ def fold(rows: Rows, ev: Record) -> None:
             state["modes"][ev.bet_id] = mode
         return  # no mode (all but Banker bets): nothing to keep
     match ev:
+        case CardDealt():
+            if _round_state(rows, ev.aggregate_id)["deal"] is not None:  # blackjack, not yet settled
+                on_card(_edit_round_state(rows, ev.aggregate_id)["deal"], ev.card, ev.target)
+        case DecisionTaken():
+            if _round_state(rows, ev.aggregate_id)["deal"] is not None:
+                on_decision(_edit_round_state(rows, ev.aggregate_id)["deal"], ev.hand, ev.action)
         case Opened():
             _ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)
+            if ev.game == "blackjack":
+                _edit_round_state(rows, ev.aggregate_id)["deal"] = new_deal()
         case Settled():
             _settled(rows, ev)
         case SettlementReversed():
             _reversed(rows, ev)
         case Voided() | Paused():
             _incident(rows, ev)
+            if type(ev) is Voided and _round_state(rows, ev.aggregate_id)["deal"] is not None:
+                _edit_round_state(rows, ev.aggregate_id)["deal"] = None  # never settled: its cards are not kept
 
 
 def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0, voided: int = 0,
@@ -177,9 +215,30 @@ def _settled(rows: Rows, ev: Settled) -> None:
     day = day_of(ev.server_time)
     for key, s in sums.items():
         _add(rows, info, ev.ruleset_id, ev.ruleset_version, key, day, s, 1)
+    if state["deal"] is not None:
+        _count_deal(rows, info, ev, day, state["deal"])
+        state["deal"] = None  # counted once: a resettlement after a reversal deals no new cards
     state["settled"] = {"ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
                         "sums": {k: [*s[:3], fraction_text(s.kept), *s[4:]] for k, s in sums.items()}}
     state["day"] = day
+
+
+def _count_deal(rows: Rows, info: dict[str, Any], ev: Settled, day: str, deal: dict[str, Any]) -> None:
+    try:
+        rules = get_rule_set(ev.ruleset_id, ev.ruleset_version)
+    except Exception:  # a rule set this build does not know: no deal facts to count
+        return
+    if not isinstance(rules, BlackjackRules):
+        return
+    found = deal_outcome(deal, rules)
+    if found is None:
+        return
+    key = (info["table_id"], info["dealer_id"], ev.ruleset_id, ev.ruleset_version, day, *found)
+    row = rows.edit(DEALS.name, key)
+    if row is None:
+        row = dict(zip(DEALS.key, key), rounds=0)
+        rows.put(DEALS.name, row)
+    row["rounds"] += 1
 
 
 def _reversed(rows: Rows, ev: SettlementReversed) -> None:
@@ -238,11 +297,17 @@ def ops_rows(db: Db) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in found]
 
 
+def deal_rows(db: Db) -> list[dict[str, Any]]:
+    cols = DEALS.column_names
+    found = db.query(f"SELECT {', '.join(cols)} FROM {DEALS.name} ORDER BY day, table_id, dealer_id, up, outcome")
+    return [dict(zip(cols, r)) for r in found]
+
+
 VIEW = View(
     name="monitor",
-    version=1,
-    tables=(MONITOR, OPS, ROUNDS),
-    handles=frozenset({BetPlaced, Opened, Settled, SettlementReversed, Voided, Paused}),
+    version=2,  # 2: proj_monitor_deals (blackjack up cards and dealer outcomes)
+    tables=(MONITOR, OPS, ROUNDS, DEALS),
+    handles=frozenset({BetPlaced, Opened, Settled, SettlementReversed, Voided, Paused, CardDealt, DecisionTaken}),
     fold=fold,
     reads=("rounds",),
 )

@@ -19,7 +19,9 @@ the odds); ops/rtp_blackjack.py's figure assumes optimal play, while real
 players (and the simulator's bet-behind followers) play otherwise, so a
 fair table would be flagged for its players' mistakes. Insurance is only
 offered when the dealer shows an ace and its odds depend on the cards seen
-(composition-dependent); it is rare and small. See docs/monitor.md.
+(composition-dependent); it is rare and small. Blackjack tables are tested on
+their deal instead (up cards, dealer busts: projections/monitor_deal.py). See
+docs/monitor.md.
 """
 from __future__ import annotations
 

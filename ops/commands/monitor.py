@@ -11,9 +11,9 @@ from typing import Any
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, open_views
-from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate
+from ops.monitor_stats import ALPHA_DEFAULT, Finding, evaluate, untested_tables
 from ops.options import add_period_arguments, number_range, period_days
-from projections.monitor import monitor_rows, ops_rows
+from projections.monitor import deal_rows, monitor_rows, ops_rows
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
@@ -22,7 +22,10 @@ excluded). Return = paid + rounding remainders (what the paytable pays exactly)
 against the exact mean and variance of each bet type (docs/monitor.md); house side:
 normal approximation, player side: Bennett's bound (exact). Blackjack main and
 insurance bets are shown in the view but not tested (they depend on the
-players' decisions). Operational tests: each dealer's void and human-error
+players' decisions); every blackjack table is tested on its deals instead:
+up cards (ace or ten-value) against the shoe and dealer busts against the
+exact odds by up card. Tables with no test are named, with the reason
+(`untested` lines, always shown). Operational tests: each dealer's void and human-error
 rates against the rest of the studio (exact binomial tail). Holm's correction
 per family at --alpha. See docs/monitor.md.
 
@@ -53,14 +56,20 @@ def _in_days(days: tuple[str | None, str | None], rows: list[dict[str, Any]]) ->
 def run(args: argparse.Namespace) -> int:
     days = period_days(args)
     with open_views(args.db) as views:  # a store that cannot be read: the one-line error (ops/cli.py)
-        rtp_rows, ops = monitor_rows(views.db), ops_rows(views.db)
-    findings = evaluate(_in_days(days, rtp_rows), _in_days(days, ops), args.alpha)
+        rtp_rows, ops, deals = monitor_rows(views.db), ops_rows(views.db), deal_rows(views.db)
+    rtp_rows, ops, deals = _in_days(days, rtp_rows), _in_days(days, ops), _in_days(days, deals)
+    findings = evaluate(rtp_rows, ops, args.alpha, deals=deals)
+    untested = untested_tables(rtp_rows, deals, ops, findings)
     shown = [f for f in findings if args.all or f.flagged]
     if args.json:
         for f in shown:
             print(json.dumps(f.as_dict()))
+        for u in untested:
+            print(json.dumps(u.as_dict()))
     else:
         _print(findings, shown, args.alpha)
+        for u in untested:
+            print(f"  untested: {u.table_id}: {u.reason}")
     return 1 if any(f.flagged for f in findings) else 0
 
 
@@ -76,7 +85,7 @@ def _print(findings: list[Finding], shown: list[Finding], alpha: float) -> None:
               f"{f.p_value:>10.3g} {f.p_adjusted:>10.3g}  {'FLAGGED ' if f.flagged else ''}{detail}")
 
 
-_RATES = {"observed_rtp": "observed RTP", "theoretical_rtp": "theoretical RTP", "rate": "rate",
+_RATES = {"observed_rtp": "observed RTP", "theoretical_rtp": "theoretical RTP", "rate": "rate", "expected_rate": "expected rate",
           "studio_rate": "studio rate"}
 
 

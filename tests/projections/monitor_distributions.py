@@ -84,6 +84,44 @@ def all_distributions(*, long: bool = True) -> dict[tuple[str, str], Distributio
     return out
 
 
+DEALER_OUTCOME_NAMES = {rtp_blackjack.BUST: "bust", rtp_blackjack.DEALER_BJ: "blackjack",
+                        **{t: str(t) for t in range(17, 22)}}
+
+
+def dealer_outcomes(stands_soft_17: bool, decks: int) -> dict[str, dict[str, Fraction]]:
+    """The dealer's final outcome by up-card value class (A, 2..9, T), exactly: every
+    drawing path of ops/rtp_blackjack.dealer_paths (the engine's dealer rule and hand
+    totals), weighted by drawing it without replacement from a full shoe of `decks`
+    decks less the up card (the same weights as rtp_blackjack.dealer_shoe, in integers)."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for up in rtp_blackjack.VALUES:
+        counts = [4 * decks] * 9 + [16 * decks]
+        counts[up - 1] -= 1
+        left = sum(counts)
+        acc: dict[str, Fraction] = {}
+        den: dict[int, int] = {}
+        for drawn, ways, outcome in rtp_blackjack.dealer_paths(stands_soft_17, up):
+            n = sum(drawn)
+            if n not in den:
+                den[n] = _falling(left, n)
+            num = ways
+            for c, k in zip(counts, drawn, strict=True):
+                num *= _falling(c, k)
+            if num:
+                name = DEALER_OUTCOME_NAMES[outcome]
+                acc[name] = acc.get(name, Fraction(0)) + Fraction(num, den[n])
+        assert sum(acc.values()) == 1, (stands_soft_17, decks, up)
+        out["A" if up == 1 else "T" if up == 10 else str(up)] = dict(sorted(acc.items()))
+    return out
+
+
+def _falling(c: int, k: int) -> int:
+    out = 1
+    for i in range(k):
+        out *= c - i
+    return out
+
+
 def moments(d: Distribution) -> tuple[Fraction, Fraction, Fraction]:
     """(mean, variance, largest return) per unit staked."""
     mean = sum((x * p for x, p in d.items()), Fraction(0))
@@ -92,6 +130,15 @@ def moments(d: Distribution) -> tuple[Fraction, Fraction, Fraction]:
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["dealer"]:
+        for key in ((True, 8), (True, 6), (False, 8), (False, 6)):
+            print(f"    {key}: {{")
+            for up, dist in dealer_outcomes(*key).items():
+                print(f'        "{up}": {{' + ", ".join(f'"{k}": "{v}"' for k, v in dist.items()) + "},")
+            print("    },")
+        sys.exit(0)
     for (ruleset, bet), d in all_distributions().items():
         m, v, top = moments(d)
         print(f'    ("{ruleset}", "{bet}"): ("{m.numerator}/{m.denominator}", "{v.numerator}/{v.denominator}", "{top}"),')
