@@ -3,6 +3,7 @@ PostgreSQL, the same feed, runs taking turns; medians.
 
     python -m ops.bench.jetstream_bench                         # 30,000 commands, 1 vs 2, 5 runs each
     python -m ops.bench.jetstream_bench --commands 60000 --consumers 1,2,4 --repeats 3 --batch 500
+    python -m ops.bench.jetstream_bench --tables 200 --repeats 3     # a split close to even
 
 Each run publishes the feed (50 tables, clean commands) to a stream of its own on the
 machine's nats-server, makes a fresh PostgreSQL schema, starts the consumers with
@@ -129,12 +130,14 @@ def main() -> int:
     p.add_argument("--consumers", default="1,2", help="consumer counts to compare, comma-separated (powers of two)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--tables", type=int, default=50,
+                   help="tables in the feed (more split more evenly over the consumers; a studio has hundreds)")
     args = p.parse_args()
     counts = [int(c) for c in args.consumers.split(",")]
     rates: dict[int, list[int]] = {c: [] for c in counts}
     for r in range(args.repeats):
         for c in counts:  # taking turns: a noisy minute hits every count alike
-            lines = feed(args.commands, f"jsb{r}c{c}-{uuid.uuid4().hex[:6]}")
+            lines = feed(args.commands, f"jsb{r}c{c}-{uuid.uuid4().hex[:6]}", args.tables)
             row = one_run(lines, c, args.batch)
             rates[c].append(row["commands_per_s"])
             print(json.dumps({"run": r + 1, **row}), flush=True)

@@ -65,13 +65,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def feed(commands: int, tag: str) -> list[bytes]:
-    """At least `commands` clean commands of 50 tables, table and command ids tagged (each step its own rounds)."""
+def feed(commands: int, tag: str, tables: int = TABLES) -> list[bytes]:
+    """At least `commands` clean commands of `tables` tables (50), table and command ids tagged (each step its own rounds)."""
     from ops.simulator import simulate
 
     rounds = 1
     while True:
-        lines = [x.rstrip(b"\n") for x in simulate(TABLES, rounds, seed=11)]
+        lines = [x.rstrip(b"\n") for x in simulate(tables, rounds, seed=11)]
         if len(lines) >= commands:
             break
         rounds = rounds * 2
