@@ -144,8 +144,13 @@ def test_kill_9_under_load_then_resend_equals_a_clean_ingest(store_url, second_s
                    for t in tables]
         for s in senders:
             s.start()
-        time.sleep(random.Random(trial).uniform(0.3, 1.5))
-        served.kill()  # mid-load: requests in flight, batches committing
+        # Killed mid-load, after a share of the feed picked per trial has been answered (a fixed
+        # delay killed before the first answer on a loaded machine): requests in flight, batches committing.
+        target = int(len(lines) * random.Random(trial).uniform(0.05, 0.6))
+        deadline = time.monotonic() + START_S
+        while sum(map(len, answered.values())) < target and time.monotonic() < deadline:
+            time.sleep(0.005)
+        served.kill()
         stop.set()
         for s in senders:
             s.join(timeout=60)
