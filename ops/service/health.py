@@ -48,6 +48,7 @@ class StoreHealth:
         # The store answered at startup (the apps were opened on it): ready until a probe says otherwise.
         self.status = Status(True, None, None, time.monotonic())
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._pool = ThreadPoolExecutor(max_workers=self.STUCK_MAX + 1, thread_name_prefix="store-health")
         self._running = 0
 
@@ -59,12 +60,13 @@ class StoreHealth:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="store-health")
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: on Python 3.11 a wait_for whose inner future completes
+        # as it is cancelled can swallow the cancellation, and the loop would run on (a server's
+        # shutdown hung on it). asyncio.wait neither raises nor cancels: at most one more round.
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.wait({self._task}, timeout=self.interval_s + self.timeout_s + 1.0)
         self._pool.shutdown(wait=False)
         closer = getattr(self.probe, "close", None)
         if closer is not None:
@@ -93,7 +95,7 @@ class StoreHealth:
             future.exception()  # retrieved: a late failure of an abandoned probe is no "never retrieved" warning
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await self.check()
             await asyncio.sleep(self.interval_s)
 
