@@ -11,6 +11,7 @@ same way; ops/service/http.py renders its 408 and 431 with `problem_bytes`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -75,7 +76,7 @@ def problem_bytes(status: int, code: str, detail: str) -> bytes:
     return json.dumps(problem(status, code, detail)).encode()
 
 
-def problem_response(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None,
+def problem_response(status: int, code: str, detail: str, *, headers: Mapping[str, str] | None = None,
                      errors: list[ProblemItem] | None = None) -> JSONResponse:
     return JSONResponse(problem(status, code, detail, errors), status_code=status, headers=headers,
                         media_type=PROBLEM_JSON)
