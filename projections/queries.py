@@ -15,7 +15,8 @@ Queries (result types in parentheses):
 - `recall(db, player_id, last, zone)` (Recall) (`ledger recall`, GET /v1/recall/{player})
 - `ggr(db, zone, day_from, day_to)` (Ggr) (`ledger ggr`, GET /v1/ggr)
 - `rejections(log, code, after, limit)` (list[Rejection]) (`ledger rejections`, GET /v1/rejections)
-- `reconcile_wallet(log, path, zone)` (Reconciliation) (`ledger reconcile`, POST /v1/reconcile)
+- `reconcile_wallet(log, path, zone)` (Reconciliation) (POST /v1/reconcile), `reconcile_rows(log,
+  wallet_rows, zone)` (Reconciliation) for rows already read (`ledger reconcile`)
 - `verify_export(directory, log)` (ExportCheck) (POST /v1/audit/verify)
 - `audit_export_lines(log, start, stop)` (Iterator[str]): events.jsonl (GET /v1/audit/export)
 - `projection_lag(log)` (int): events not yet folded into every view (/metrics)
@@ -458,10 +459,16 @@ class Reconciliation:
 def reconcile_wallet(log: EventLog, wallet: str | Path, zone: tzinfo | Zones = UTC) -> Reconciliation:
     """Reconcile a wallet CSV with the movements the ledger expects; raises WalletFormatError
     (WalletEmpty for an empty file) for a file that is not a wallet file."""
-    from projections.reconcile import expected_movements, read_wallet, reconcile
+    from projections.reconcile import read_wallet
 
-    rows = read_wallet(wallet)
-    report = reconcile(rows, expected_movements(log.records(), zone)).as_dict()
+    return reconcile_rows(log, read_wallet(wallet), zone)
+
+
+def reconcile_rows(log: EventLog, wallet_rows: list[dict[str, Any]], zone: tzinfo | Zones = UTC) -> Reconciliation:
+    """As `reconcile_wallet`, for the rows of a wallet file already read (`read_wallet`)."""
+    from projections.reconcile import expected_movements, reconcile
+
+    report = reconcile(wallet_rows, expected_movements(log.records(), zone)).as_dict()
     return Reconciliation(**_plain(report))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -68,6 +69,19 @@ def test_every_read_command_prints_its_query(store: str, capsys: pytest.CaptureF
         assert cli_json(capsys, *argv, "--db", store, "--json") == plain(result), argv
     assert cli_json(capsys, "round", "list", "--db", store, "--json", lines=True) == listed
     assert cli_json(capsys, "rejections", "--db", store, "--json", lines=True) == refused
+
+
+def test_reconcile_prints_its_query(store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wallet = tmp_path / "wallet.csv"
+    wallet.write_text("transaction_id,type,reference,player,amount_minor,currency,time\n"
+                      "t1,debit,nowhere:1,p1,100,EUR,2026-01-01T00:00:00Z\n", encoding="utf-8")
+    log = EventLog.open(store)
+    try:
+        expected = plain(queries.reconcile_wallet(log, wallet))
+    finally:
+        log.close()
+    assert expected["discrepancies"] >= 1 and expected["findings"]
+    assert cli_json(capsys, "reconcile", str(wallet), "--db", store, "--json") == expected
 
 
 def test_a_round_the_store_does_not_hold_is_none(store: str) -> None:
