@@ -91,7 +91,8 @@ def _title(status: int) -> str:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     """An HTTPException (ours with its code; Starlette's and FastAPI's by their status) as a problem."""
-    assert isinstance(exc, StarletteHTTPException)
+    if not isinstance(exc, StarletteHTTPException):
+        return await internal_error(request, exc)
     code = getattr(exc, "code", None) or _BY_STATUS.get(exc.status_code, ErrorCode.INTERNAL)
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
     if exc.status_code == 404 and code == ErrorCode.NOT_FOUND:
@@ -103,7 +104,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def validation_error(request: Request, exc: Exception) -> Response:
     """FastAPI's request validation (path, query, form) as 422 `request_invalid`, each error named."""
-    assert isinstance(exc, RequestValidationError)
+    if not isinstance(exc, RequestValidationError):
+        return await internal_error(request, exc)
     items = [ProblemItem(location=".".join(str(part) for part in error.get("loc", ())), message=str(error.get("msg")))
              for error in exc.errors()]
     detail = "; ".join(f"{i.location}: {i.message}" for i in items[:3]) or "the request is not valid"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from fastapi import Depends, Request, UploadFile
@@ -23,7 +23,7 @@ UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
 READ = [Depends(role(*ROLE_READ))]
 AUDIT = [Depends(role(*ROLE_AUDIT))]
-READ_TAGS: list[str | Any] = ["backoffice", "auditor"]
+READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may read (and admin)
 # Every /v1 route: no key or a wrong one, a role that may not, the store down.
 KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.STORE_UNAVAILABLE)
 ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF)
