@@ -197,6 +197,10 @@ class LedgerAPI(FastAPI):
             return
         await super().__call__(scope, receive, send)
 
+    async def commands_response(self, request: Request) -> Response:
+        """The answer of FastAPI's route for POST /v1/commands (ops/service/routes/commands.py)."""
+        return await commands_response(request)
+
     def _store_ready(self) -> bool:
         health = getattr(self.state, "health", None)
         return health is None or health.ready

@@ -38,7 +38,7 @@ def _encoded(log: EventLog, start: int | None, stop: int | None) -> Iterator[byt
 
 @router.post("/verify", summary="verify an export (events.jsonl, manifest.json, events.csv)",
              response_model=queries.ExportCheck,
-             responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.BODY_TOO_LARGE))
+             responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
 def post_audit_verify(request: Request, events_jsonl: Annotated[UploadFile, File()],
                       manifest_json: Annotated[UploadFile, File()],
                       events_csv: Annotated[UploadFile | None, File()] = None,

@@ -44,9 +44,8 @@ COMMANDS_BODY: dict[str, Any] = {
 
 
 async def post_commands(request: Request) -> Response:
-    from ops.service.app import commands_response
-
-    return await commands_response(request)
+    answer: Response = await request.app.commands_response(request)  # LedgerAPI's (ops/service/app.py)
+    return answer
 
 
 def install(api: FastAPI) -> APIRoute:

@@ -57,7 +57,7 @@ def get_rejections(request: Request, code: Annotated[str | None, Query(max_lengt
 @router.post("/reconcile", summary="reconcile an operator wallet CSV with the ledger",
              response_model=queries.Reconciliation,
              responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.INPUT_INVALID, ErrorCode.INPUT_EMPTY,
-                                  ErrorCode.INPUT_NOT_UTF8, ErrorCode.BODY_TOO_LARGE))
+                                  ErrorCode.INPUT_NOT_UTF8, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
 def post_reconcile(request: Request, wallet: Annotated[UploadFile, File()]) -> queries.Reconciliation:
     from projections.reconcile import WalletEmpty, WalletFormatError
 
