@@ -478,6 +478,10 @@ class ExportFinding:
     position: int | None
     message: str
 
+    def __str__(self) -> str:
+        where = f"position {self.position}" if self.position is not None else "export"
+        return f"{self.kind} at {where}: {self.message}"
+
 
 @dataclass(frozen=True)
 class ExportCheck:
@@ -487,6 +491,9 @@ class ExportCheck:
     head_hash: str | None
     checked_store: bool
     findings: list[ExportFinding] = field(default_factory=list)
+    events_read: int = 0  # the lines of events.jsonl read
+    first_position: int | None = None  # as the manifest says
+    last_position: int | None = None
 
 
 def verify_export(directory: str | Path, log: EventLog | None = None) -> ExportCheck:
@@ -500,9 +507,16 @@ def verify_export(directory: str | Path, log: EventLog | None = None) -> ExportC
     if log is not None and verified.manifest:
         store = log.stored(1, last, page_size=5000) if isinstance(last, int) else iter(())
         findings += verify_against_store(verified, store)
-    count, head = verified.manifest.get("count"), verified.manifest.get("head_hash")
-    return ExportCheck(count=count if isinstance(count, int) else None, head_hash=head if isinstance(head, str) else None,
-                       checked_store=log is not None, findings=[ExportFinding(**f.as_dict()) for f in findings])
+    manifest = verified.manifest
+    head = manifest.get("head_hash")
+    return ExportCheck(count=_int(manifest.get("count")), head_hash=head if isinstance(head, str) else None,
+                       checked_store=log is not None, findings=[ExportFinding(**f.as_dict()) for f in findings],
+                       events_read=len(verified.links), first_position=_int(manifest.get("first_position")),
+                       last_position=_int(last))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def audit_export_lines(log: EventLog, start: int | None = None, stop: int | None = None) -> Iterator[str]:

@@ -84,6 +84,22 @@ def test_reconcile_prints_its_query(store: str, tmp_path: Path, capsys: pytest.C
     assert cli_json(capsys, "reconcile", str(wallet), "--db", store, "--json") == expected
 
 
+def test_audit_verify_prints_its_query(store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "export"
+    assert main(["audit", "export", str(out), "--db", store]) == 0
+    (out / "events.csv").write_text("tampered\n", encoding="utf-8")  # a finding, so the comparison is not vacuous
+    capsys.readouterr()
+    log = EventLog.open(store)
+    try:
+        check = queries.verify_export(out, log)
+    finally:
+        log.close()
+    assert check.findings and check.checked_store and check.events_read == check.count
+    printed = cli_json(capsys, "audit", "verify", str(out), "--db", store, "--json")
+    assert printed == {"directory": str(out), "count": check.count, "head_hash": check.head_hash,
+                       "checked_store": True, "findings": plain(check)["findings"]}
+
+
 def test_a_round_the_store_does_not_hold_is_none(store: str) -> None:
     log = EventLog.open(store)
     try:
