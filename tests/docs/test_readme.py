@@ -139,11 +139,17 @@ def test_the_main_command_runs_after_the_install(readme_blocks: list[tuple[str, 
 def test_the_tour_and_the_service_run_as_written(readme_blocks: list[tuple[str, str]], tmp_path: Path) -> None:
     clone = fresh_copy(tmp_path)
     port = free_port()
+    said = ""
     for number, (kind, body) in enumerate(readme_blocks):
         if kind != "bash":
             continue
         done = run_script(checked_script(body.replace(SERVICE_PORT, port)), clone)
         assert done.returncode == 0, f"README block {number}:\n{done.stderr[-3000:]}"
+        said += done.stdout + done.stderr
+    # what the README says these commands show
+    assert "3911 commands: " in said and " 6 refused," in said and "reconciled: no discrepancies" in said
+    assert "table bj-sb-2: 2 configuration version(s)" in said and "valid against" in said
+    assert said.count('"status":"duplicate"') == 2 and "403\n" in said and '"status":"ready"' in said
     assert (clone / "round.html").stat().st_size > 0 and (clone / "lote.xml").stat().st_size > 0
 
 
