@@ -161,6 +161,26 @@ def test_a_line_that_exits_otherwise_than_written_fails_the_block(tmp_path: Path
     assert run_script(checked_script("true  # exit 1\n"), tmp_path).returncode == 99
 
 
+def test_the_routes_the_readme_says_need_no_key_are_exactly_those(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+    from starlette.routing import Route
+
+    from ledger.store import open_app
+    from ops.service.app import Settings, create_app
+
+    sentence = re.search(r"((?:`/[a-z.]+`,? (?:and )?)+)answer without a key", " ".join(README.read_text().split()))
+    assert sentence, "the README says which routes answer without a key"
+    keyless = set(re.findall(r"`(/[a-z.]+)`", sentence.group(1)))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    open_app(url).close()
+    app = create_app(Settings(db_url=url, key_cache_s=0.0))
+    with TestClient(app) as client:
+        routes = [(m, re.sub(r"{[^}]+}", "x", r.path)) for r in app.routes if isinstance(r, Route)
+                  for m in sorted(r.methods or ()) if m in ("GET", "POST") and "oauth2" not in r.path]
+        answers = {(m, path): client.request(m, path).status_code for m, path in routes}
+    assert {path for (_, path), status in answers.items() if status != 401} == keyless, answers
+
+
 def markdown_files() -> list[Path]:
     return [README, *sorted((ROOT / "docs").glob("*.md"))]
 
