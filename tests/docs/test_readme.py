@@ -1,13 +1,13 @@
 """The README is a front door: every shell block in it runs as written on a fresh copy of the
 tree, and every relative link in it and in docs/*.md names a file of the repository.
 
-The copy holds the files git tracks (and new, not ignored ones), without `.venv`, stores or
-outputs; its `.venv` is a link to this checkout's, so the install commands are not re-run:
-they are checked instead (valid bash, the files and extras they name exist, .ci/run reads the
-test command), and what the main command runs after installing is run. Every other `bash`
-block runs in order in one copy, each line checked for its status: 0, or N where the line
-has the comment `# exit N` (or `# exit N: why`). The one change made to a block: the service's port 8080 becomes a free
-one, so a run never meets another process's server.
+The copy holds the files git tracks (and new ones in the source folders), without `.venv`,
+stores or outputs; its `.venv` is a link to this checkout's, so the install commands are not
+re-run: they are checked instead (valid bash, the files and extras they name exist, .ci/run
+reads the test command), and what the main command runs after installing is run. Every other
+`bash` block runs in order in one copy, each line checked for its status: 0, or N where the
+line has the comment `# exit N` (or `# exit N: why`). The one change made to a block: the
+service's port 8080 becomes a free one, so a run never meets another process's server.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ DOC_MENTION = re.compile(r"(?<![\w/.-])(docs/[\w./-]+\.(?:md|jsonl?))(?![\w])")
 INSTALL = ("python3 -m venv .venv", ".venv/bin/pip install ")
 SERVICE_PORT = "8080"
 BLOCK_TIMEOUT_S = 180
+SOURCE_FOLDERS = {"docs", "domain", "ledger", "projections", "ops", "tests", ".ci"}
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
@@ -61,15 +62,22 @@ def _quote(text: str) -> str:
 
 
 def fresh_copy(dest: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
+    """What a clone holds: the tracked files, and new ones in the source folders (not what a
+    tour run here left at the top, such as audit-out/, which would make the copy's differ)."""
+    tracked = git_files("--cached")
+    new = [n for n in git_files("--others", "--exclude-standard") if n.split("/")[0] in SOURCE_FOLDERS]
+    for name in tracked + new:
         source = ROOT / name
         if source.is_file():  # a tracked file deleted in the working tree is not in a clone either
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
     (dest / ".venv").symlink_to(ROOT / ".venv")
     return dest
+
+
+def git_files(*options: str) -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-z", *options], cwd=ROOT, capture_output=True, check=True)
+    return [name for name in listed.stdout.decode().split("\0") if name]
 
 
 def run_script(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
