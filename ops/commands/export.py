@@ -50,7 +50,7 @@ not valid against --xsd: then nothing is written and nothing registered).
 
 Examples:
   ledger export dgoj --operator-id OP01 --store-id ALM1 --out lote.xml \\
-      --since 2026-11-21 --until 2026-11-22 --xsd DGOJ_Monitorizacion_3.3.xsd
+      --since 2026-11-21 --until 2026-11-22 --xsd ops/schemas/DGOJ_Monitorizacion_3.3.xsd
   ledger export dgoj --operator-id OP01 --store-id ALM1 --out preview.xml --no-register --json
 """
 
