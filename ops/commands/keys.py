@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from ledger.keys import ROLES
+
 EPILOG = """\
 Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
 reconcile), auditor (reads, audit export and verify), admin (everything).
@@ -22,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = p.add_subparsers(dest="keys_action", metavar="ACTION")
     add = actions.add_parser("add", help="make a key (printed once)")
-    add.add_argument("--role", required=True, choices=("studio", "backoffice", "auditor", "admin"))
+    add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--tables", default="", help="comma-separated table ids a studio key may write (default all)")
     add.add_argument("--name", default="", help="a name to find the key by (default role-keyid)")
     _common(add)
