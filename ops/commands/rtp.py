@@ -1,5 +1,5 @@
 """`ledger rtp`: exact return to player of every bet type, by exhaustive enumeration
-through the engine's own settlement functions (see ops/rtp.py); blackjack: optimal
+through the engine's own settlement functions (see domain/gamemath.py); blackjack: optimal
 play for an infinite deck and the shoe, side bets, rule effects (ops/rtp_blackjack.py)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import time
 
 GAMES = ("baccarat", "teen-patti", "blackjack")
-RULE_SET_OF = {"baccarat": ("baccarat/live-8d", 1), "teen-patti": ("teen-patti/20-20", 1)}  # what ops/rtp.py enumerates
+RULE_SET_OF = {"baccarat": ("baccarat/live-8d", 1), "teen-patti": ("teen-patti/20-20", 1)}  # what ops/rtp.py reports
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
