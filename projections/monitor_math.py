@@ -55,8 +55,8 @@ def decimal_text(f: Fraction, places: int = 6) -> str:
 
 def ratio_text(num: int, den: int, places: int = 6) -> str:
     """`decimal_text(Fraction(num, den), places)` in integer arithmetic (`den` != 0): the
-    monitor writes an observed RTP per bet type and settlement, and Fraction arithmetic
-    was most of that view's time."""
+    monitor writes an observed RTP per bet type and settlement, so this runs for every
+    settlement line it folds, and a Fraction is built and normalised each time."""
     if den < 0:
         num, den = -num, -den
     scaled, rest = divmod(num * 10**places, den)
