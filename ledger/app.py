@@ -523,7 +523,7 @@ class UnitOfWork:
 
     def apply(self, cmd: Command | Refusal, raw: Raw) -> Result:
         if isinstance(cmd, Refusal):
-            return self._reject(None, raw, cmd, None)
+            return self._refuse(None, raw, cmd, None)
         cid = cmd.command_id
         digest = payload_hash(cmd)
         prior = self.seen.get(cid)
@@ -546,7 +546,7 @@ class UnitOfWork:
                 f"command id {cid} was already used for a different command "
                 f"({first.status}); a retry must repeat the same payload",
             )
-            return self._reject(cmd, raw, refusal, first.round_id)
+            return self._refuse(cmd, raw, refusal, first.round_id)
         return Result(
             status="duplicate", command_id=cid, code=first.code,
             message=f"command {cid} was already handled ({first.status}); nothing recorded",
@@ -580,10 +580,10 @@ class UnitOfWork:
                 self._new_events() == (),
                 f"command {cmd.command_id} was refused after recording events: {refusal}",
             )
-            return self._reject(cmd, raw, refusal, rtext)
+            return self._refuse(cmd, raw, refusal, rtext)
         events = self._new_events()
         if consequence is not None:  # a human error: refused, but the round got its consequence
-            return self._reject(cmd, raw, consequence, rtext, events)
+            return self._refuse(cmd, raw, consequence, rtext, events)
         return Result(status="accepted", command_id=cmd.command_id, round_id=rtext, events=events)
 
     def _dispatch(self, cmd: Command, stamp: Stamp) -> Refusal | None:
@@ -685,7 +685,7 @@ class UnitOfWork:
         if r.phase == "voided" and r.voided is not None and rules.error_policy.replace_shoe_on_void:
             shoe.retire(stamp, r.id, r.voided["cause"])
 
-    def _reject(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
+    def _refuse(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
                 events: tuple[str, ...] = ()) -> Result:
         ids: Ids = _peek(raw)
         if cmd is not None:

@@ -47,7 +47,7 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
     (app.UnitOfWork, "apply", "per command: index row, result, marks"),
     (app.UnitOfWork, "_run", "per command: index row, result, marks"),
-    (app.UnitOfWork, "_reject", "rejection rows"),
+    (app.UnitOfWork, "_refuse", "rejection rows"),
     (app.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
     (persistence.LedgerSQLiteRecorder, "_insert_events", "SQL: executemany (events, index, rejections)"),
