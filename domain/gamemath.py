@@ -46,7 +46,7 @@ from domain.blackjack_rules import BlackjackRules
 from domain.blackjack_settle import settle
 from domain.blackjack_state import State
 from domain.cards import RANKS, SUITS, Card, CardCounter
-from domain.errors import require
+from domain.errors import InvariantBroken, require
 from domain.model import Bet
 from domain.money import Odds
 from domain.registry import get_rule_set
@@ -380,8 +380,9 @@ def blackjack_odds(rules: BlackjackRules) -> OddsOf:
     """A blackjack rule set's paytable as a line -> odds lookup (its odds are fields `odds_<line>`)."""
     def odds_of(line: str) -> Odds:
         odds = getattr(rules, f"odds_{line}", None)
-        require(isinstance(odds, Odds), f"no paytable line {line!r} in {rules.id} v{rules.version}")
-        return odds  # type: ignore[no-any-return]  # checked just above
+        if not isinstance(odds, Odds):
+            raise InvariantBroken(f"no paytable line {line!r} in {rules.id} v{rules.version}")
+        return odds
 
     return odds_of
 
@@ -407,8 +408,9 @@ def odds_of(ruleset_id: str, version: int) -> OddsOf:
     rules = get_rule_set(ruleset_id, version)
     if isinstance(rules, BlackjackRules):
         return blackjack_odds(rules)
-    require(isinstance(rules, (bac.BaccaratRules, tp.TeenPattiRules)), f"no paytable lookup for {rules.id}")
-    return rules.odds  # type: ignore[attr-defined, no-any-return]  # both table games have one
+    if isinstance(rules, (bac.BaccaratRules, tp.TeenPattiRules)):
+        return rules.odds
+    raise InvariantBroken(f"no paytable lookup for {rules.id}")
 
 
 @cache

@@ -171,7 +171,7 @@ class LedgerRecorder(Protocol):
 _LEDGER_RECORDER_TYPES: set[type] = set()
 
 
-class LedgerApp(Application):
+class LedgerApp(Application[UUID]):
     name = "Ledger"
     # Hot rounds stay in the repository cache. Public reads fast-forward them from
     # the store; the write path (UnitOfWork.load) takes them from the cache as they

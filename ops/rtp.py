@@ -59,11 +59,16 @@ def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetM
     return rows
 
 
+RULE_SETS: dict[str, bac.BaccaratRules | tp.TeenPattiRules] = {"baccarat": bac.LIVE_8D_V1,
+                                                                "teen-patti": tp.TWENTY_TWENTY_V1}
+
+
 @cache
 def tables(game: str) -> tuple[BetMath, ...]:
-    """Memoized: 'baccarat' or 'teen-patti' under the current (v1) rule sets."""
-    if game == "baccarat":
-        return tuple(baccarat_table())
-    if game == "teen-patti":
-        return tuple(teenpatti_table())
+    """Memoized: 'baccarat' or 'teen-patti' under the rule sets of RULE_SETS."""
+    rules = RULE_SETS.get(game)
+    if isinstance(rules, bac.BaccaratRules):
+        return tuple(baccarat_table(rules))
+    if isinstance(rules, tp.TeenPattiRules):
+        return tuple(teenpatti_table(rules))
     raise ValueError(f"unknown game {game!r}")

@@ -6,6 +6,7 @@ import json
 import sys
 
 from ledger.keys import ROLES
+from ops.options import help_for
 
 EPILOG = """\
 Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
@@ -19,7 +20,7 @@ The key is printed once; only its hash is stored.
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("keys", help="API keys of `ledger serve`: add, list, revoke", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = p.add_subparsers(dest="keys_action", metavar="ACTION")
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rev.add_argument("key", metavar="KEY_ID_OR_NAME")
     _common(rev)
     rev.set_defaults(func=run_revoke)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
