@@ -103,3 +103,13 @@ def test_one_blackjack_rule_set_is_written_out_the_others_are_derived() -> None:
     built = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "BlackjackRules"]
     derived = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "replace"]
     assert len(built) == 1 and len(derived) == len(blackjack_rules.RULE_SETS) - 1
+
+
+def test_the_simulator_places_only_the_rule_sets_bet_types() -> None:
+    """The simulator's bet mix is its own (how players bet), the bet types are the games'."""
+    from domain import teenpatti as tp
+    from ops.sim_games import BaccaratDriver, TeenPattiDriver
+
+    for driver, game in ((BaccaratDriver, bac), (TeenPattiDriver, tp)):
+        placed = set(driver.main_types) | {t for t, _ in driver.side_types}
+        assert placed <= set(game.BET_TYPES), placed - set(game.BET_TYPES)
