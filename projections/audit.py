@@ -126,11 +126,13 @@ class Link:
 
     @property
     def position(self) -> int:
-        return self.record["position"]
+        position: int = self.record["position"]
+        return position
 
     @property
     def seq(self) -> int:
-        return self.record["seq"]
+        seq: int = self.record["seq"]
+        return seq
 
     def line(self) -> str:
         return canonical_json({"hash": self.hash, "prev": self.prev, "record": self.record})

@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from domain.blackjack_rules import BlackjackRules
+from domain.gamemath import line_key
 from domain.registry import get_rule_set
 from ledger.records import (
     BetPlaced,
@@ -100,8 +101,8 @@ class Sums(NamedTuple):
 
 
 def bet_key(line: SettlementLine, modes: dict[str, str]) -> str:
-    mode = modes.get(line.bet_id)
-    return f"{line.bet_type}:{mode}" if mode else line.bet_type
+    """The bet line a settlement line counts under (domain/gamemath.py names them)."""
+    return line_key(line.bet_type, modes.get(line.bet_id))
 
 
 def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) -> dict[str, Sums]:

@@ -48,7 +48,11 @@ from projections.balances import PLAYER_PREFIX
 from projections.state import Zones, as_zones, studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
-MOVEMENT_TYPES = ("debit", "credit", "cancel")
+# The wallet file's movement types, its format and not the ledger's words: a stake the wallet
+# takes from the player, a payout it credits, and money given back by a void's refund or
+# taken back by a settlement's reversal (the wallet's word for both of those is "cancel").
+DEBIT, CREDIT, REFUND_OR_REVERSAL = "debit", "credit", "cancel"
+MOVEMENT_TYPES = (DEBIT, CREDIT, REFUND_OR_REVERSAL)
 CATEGORIES = ("matched", "missing_in_wallet", "missing_in_ledger", "duplicated", "amount_differs",
               "player_differs", "currency_differs", "invalid_row", "repeated_transaction_id")
 UNKNOWN_TABLE = "-"
@@ -105,29 +109,29 @@ class _Movements:
                 if zone is not None:
                     self.round_zones[ev.aggregate_id] = zone
             case BetPlaced():
-                self.emit(ev, "debit", ev.bet_id, ev.player_id, ev.stake_minor)
+                self.emit(ev, DEBIT, ev.bet_id, ev.player_id, ev.stake_minor)
             case DecisionTaken() | FollowDecided():
                 for m in ev.stake_moves:
                     base = f"{m.bet_id}+{m.reason}"
                     self.moves_seen[base] += 1
                     reference = base if self.moves_seen[base] == 1 else f"{base}.{self.moves_seen[base]}"
-                    self.emit(ev, "debit", reference, m.player_id, m.amount_minor)
+                    self.emit(ev, DEBIT, reference, m.player_id, m.amount_minor)
             case Settled():
                 n = ev.settlement_no
                 for r in ev.results:
                     if r.returned_minor > 0:
-                        self.emit(ev, "credit", r.bet_id if n == 1 else f"{r.bet_id}@s{n}", r.player_id,
+                        self.emit(ev, CREDIT, r.bet_id if n == 1 else f"{r.bet_id}@s{n}", r.player_id,
                                   r.returned_minor)
             case Voided():
                 refunded: dict[tuple[str, str], int] = {}
                 for f in ev.refunds:
                     refunded[(f.bet_id, f.player_id)] = refunded.get((f.bet_id, f.player_id), 0) + f.amount_minor
                 for (bet_id, player), amount in refunded.items():
-                    self.emit(ev, "cancel", bet_id, player, amount)
+                    self.emit(ev, REFUND_OR_REVERSAL, bet_id, player, amount)
             case SettlementReversed():
                 for leg in ev.postings:
                     if leg.account.startswith(PLAYER_PREFIX) and leg.amount_minor < 0:
-                        self.emit(ev, "cancel", f"{ev.aggregate_id}@s{ev.settlement_no}",
+                        self.emit(ev, REFUND_OR_REVERSAL, f"{ev.aggregate_id}@s{ev.settlement_no}",
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
@@ -271,7 +275,7 @@ def _usable_rows(wallet_rows: list[dict[str, Any]], report: Reconciliation) -> d
         elif row["transaction_id"] in seen:
             report.add("repeated_transaction_id", day, UNKNOWN_TABLE, **where,
                        first_line=seen[row["transaction_id"]])
-        elif not (row["type"] == "credit" and row["amount_minor"] == 0):
+        elif not (row["type"] == CREDIT and row["amount_minor"] == 0):
             seen[row["transaction_id"]] = row["line"]
             wallet[(row["type"], row["reference"])].append(row)
     return wallet

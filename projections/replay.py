@@ -78,7 +78,7 @@ class BetCheck:
     bet_id: str
     recorded: dict[str, Any] | None
     recomputed: dict[str, Any] | None
-    # the same line, its explanation recorded in the wording before issue 20 (domain/money.py
+    # the same line, its explanation recorded in the earlier wording (domain/money.py
     # `earlier_wording`): stores written then replay clean, and the money is still compared
     earlier_wording: bool = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from fractions import Fraction
+from typing import Any
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
@@ -27,7 +28,7 @@ Examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ggr", help="gross gaming revenue per table, game and day",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(p)
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
         rows = [r for r in ggr_rows(views.db, gaming_day_zones(args.timezone))
                 if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
-    totals: dict[str, dict] = {}
+    totals: dict[str, dict[str, Any]] = {}
     for r in rows:
         t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,
                                               "ggr_minor": 0, "rounding_kept": Fraction(0)})

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
 from ops.options import int_range
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
                        description="Every refused command is kept: command id, round, code, message, raw payload.")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
@@ -29,7 +30,8 @@ def refusal_code(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     log = EventLog.open(args.db)
     try:
-        rows, after = [], 0
+        rows: list[dict[str, Any]] = []
+        after = 0
         while len(rows) < args.limit:
             page = log.rejections(after_id=after, limit=min(1000, args.limit))
             if not page:
