@@ -33,6 +33,7 @@ from ledger import persistence
 from ledger.aggregate import LedgerEvent, PendingEvents, Stamp
 from ledger.eventlog import EventLog
 from ledger.store import open_app
+from ledger.transcoder import OrjsonTranscoder
 
 GOLDEN_FEED = Path(__file__).resolve().parents[2] / "tests" / "golden" / "day.feed.jsonl.gz"
 
@@ -94,7 +95,7 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
         def fields_of(e: Any) -> dict[str, Any]:
             return {k: v for k, v in vars(e).items()
                     if k not in ("originator_id", "originator_version", "timestamp", "command_id", "studio_time")}
-        args = [(type(e), e.originator_id, e.originator_version, e.timestamp, Stamp(e.command_id, e.studio_time),
+        args: list[tuple[Any, ...]] = [(type(e), e.originator_id, e.originator_version, e.timestamp, Stamp(e.command_id, e.studio_time),
                  fields_of(e)) for e in events if isinstance(e, LedgerEvent)]
         same = all(vars(c(originator_id=i, originator_version=v, timestamp=t, command_id=s.command_id,
                           studio_time=s.studio_time, **f)) == vars(c.recorded(i, v, t, s, f))
@@ -118,10 +119,11 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
                          lambda: [ours.to_domain_event(s) for s in notifications], n, repeat, same))
 
         library_transcoder = library_mapper.transcoder
+        transcoder = cast(OrjsonTranscoder, ours.transcoder)
         out.append(_pair("  stored state -> dict (transcoder.py decode_state, the event log's)",
                          lambda: [library_transcoder.decode(s.state) for s in notifications],
-                         lambda: [ours.transcoder.decode_state(s.state) for s in notifications], n, repeat,
-                         all(library_transcoder.decode(s.state) == ours.transcoder.decode_state(s.state)
+                         lambda: [transcoder.decode_state(s.state) for s in notifications], n, repeat,
+                         all(library_transcoder.decode(s.state) == transcoder.decode_state(s.state)
                              for s in notifications)))
         out.append(_pair("  stored state -> dict (transcoder.py decode, the mapper's)",
                          lambda: [library_transcoder.decode(s.state) for s in notifications],
@@ -156,7 +158,7 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
                          insert(SQLiteApplicationRecorder), insert(persistence.LedgerSQLiteRecorder),
                          n, repeat, True))
         # 6. Application.save's protocol checks: per aggregate, against once per batch (PendingEvents)
-        aggregates = [app.repository.get(i) for i in {e.originator_id for e in events}][:175]
+        aggregates: list[Any] = [app.repository.get(i) for i in {e.originator_id for e in events}][:175]
         pending = PendingEvents(aggregates, uuid4())
 
         def checks(objs: Sequence[object]) -> Callable[[], object]:

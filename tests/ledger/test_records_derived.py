@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ def test_the_records_in_the_module_are_the_derived_ones() -> None:
 
 
 @pytest.mark.parametrize(("name", "event_class"), records.written_events(), ids=lambda v: getattr(v, "__qualname__", v))
-def test_each_record_has_its_event_fields_with_the_same_names(name: str, event_class: type[LedgerEvent]) -> None:
+def test_each_record_has_its_event_fields_with_the_same_names(name: str, event_class: type[LedgerEvent[Any]]) -> None:
     record = getattr(records, name)
     stored = [f.name for f in dataclasses.fields(event_class)]
     assert list(record._fields) == ["position", *stored]
