@@ -146,6 +146,8 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
         # 5. SQLite insert: the library's application recorder against LedgerSQLiteRecorder
         stored = [StoredEvent(uuid4(), 1, s.topic, s.state) for s in notifications]
 
+        used: dict[type, list[Any]] = {}
+
         def insert(kind: type[SQLiteApplicationRecorder]) -> Callable[[], object]:
             """Each call inserts into a recorder made beforehand on its own new file (the insert alone timed)."""
             fresh = []
@@ -153,10 +155,20 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
                 recorder = kind(SQLiteDatastore(f"{tmp}/ins-{uuid4().hex}.db"))
                 recorder.create_table()
                 fresh.append(recorder)
-            return lambda: fresh.pop().insert_events(stored)
-        out.append(_pair("SQLite insert of a batch (persistence.py LedgerSQLiteRecorder)",
-                         insert(SQLiteApplicationRecorder), insert(persistence.LedgerSQLiteRecorder),
-                         n, repeat, True))
+
+            def run() -> object:
+                recorder = fresh.pop()
+                used.setdefault(kind, []).append(recorder)
+                return recorder.insert_events(stored)
+            return run
+
+        def rows_of(recorder: Any) -> list[tuple[Any, ...]]:
+            return [(s.id, s.originator_id, s.originator_version, s.topic, s.state)
+                    for s in recorder.select_notifications(start=1, limit=n + 1)]
+        row = _pair("SQLite insert of a batch (persistence.py LedgerSQLiteRecorder)",
+                    insert(SQLiteApplicationRecorder), insert(persistence.LedgerSQLiteRecorder), n, repeat, True)
+        row["same"] = rows_of(used[SQLiteApplicationRecorder][0]) == rows_of(used[persistence.LedgerSQLiteRecorder][0])
+        out.append(row)
         # 6. Application.save's protocol checks: per aggregate, against once per batch (PendingEvents)
         aggregates: list[Any] = [app.repository.get(i) for i in {e.originator_id for e in events}][:175]
         pending = PendingEvents(aggregates, uuid4())
