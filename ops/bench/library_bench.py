@@ -24,7 +24,7 @@ from typing import Any, cast
 from uuid import uuid4
 
 from eventsourcing.domain import CollectEventsProtocol, DomainEventProtocol
-from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent
+from eventsourcing.persistence import EventStore, JSONTranscoder, Mapper, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 from psycopg.adapt import Dumper, Transformer
 from psycopg.types.array import ListBinaryDumper
@@ -32,6 +32,7 @@ from psycopg.types.array import ListBinaryDumper
 from ledger import persistence
 from ledger.aggregate import LedgerEvent, PendingEvents, Stamp
 from ledger.eventlog import EventLog
+from ledger.eventstore import LedgerEventStore
 from ledger.store import open_app
 from ledger.transcoder import OrjsonTranscoder
 
@@ -111,6 +112,17 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
         out.append(_pair("event -> stored bytes (transcoder.py encode, the library's mapper)",
                          lambda: [library_mapper.to_stored_event(e) for e in events],
                          lambda: [ours.to_stored_event(e) for e in events], n, repeat, same))
+
+        # 2b. saving: the library's EventStore.put (a Recording and a Notification per event) against
+        # LedgerEventStore.put(recordings=False), both on a recorder that only numbers the rows
+        class Numbering:
+            def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> list[int]:
+                return list(range(1, len(stored_events) + 1))
+        library_store = EventStore[Any](mapper=ours, recorder=cast(Any, Numbering()))
+        our_store = LedgerEventStore(mapper=ours, recorder=cast(Any, Numbering()))
+        out.append(_pair("saving events, recordings skipped (eventstore.py LedgerEventStore)",
+                         lambda: library_store.put(events), lambda: our_store.put(events, recordings=False),
+                         n, repeat, True))
 
         # 3. reading: the library's mapper (JSON) against the event log's decode into records
         same = all(vars(library_mapper.to_domain_event(s)) == vars(ours.to_domain_event(s)) for s in notifications)
