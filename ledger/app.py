@@ -24,7 +24,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.domain import DomainEvent
-from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, RecordConflictError
+from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, Mapper, RecordConflictError
 from pydantic import ValidationError
 
 from domain import registry
@@ -55,7 +55,7 @@ from ledger.commands import (
     is_command,
     parse_command,
 )
-from ledger.eventstore import LedgerEventStore
+from ledger.eventstore import LedgerEventStore, LedgerMapper
 from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow, VersionRead
 from ledger.round import Round, round_id_for, round_text_for
 from ledger.shards import can_fork, ingest_sharded, sharded_batches
@@ -182,6 +182,10 @@ class LedgerApp(Application):
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         super().__init__(env)
         self.shoes_in_use = ShoesInUse(int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0))
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper, with its per-event work done once per event class (ledger/eventstore.py)."""
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=LedgerMapper)
 
     def construct_event_store(self) -> EventStore[UUID]:
         """The library's event store, which can skip the per-event recordings (ledger/eventstore.py)."""

@@ -1,4 +1,5 @@
-"""The library's EventStore, able to skip the recordings nobody reads.
+"""The library's EventStore, able to skip the recordings nobody reads, and its Mapper,
+doing per event class what it did per event.
 
 `Application.save(*aggregates, **kwargs)` hands its keyword arguments to
 `EventStore.put(events, **kwargs)`, which maps the events to stored events, has the
@@ -10,19 +11,26 @@ the driver's own insert of a row is about 5 us on SQLite). So the ledger saves w
 `recordings=False`: the same mapping and the same insert, and no recordings (save
 returns an empty list). Without the keyword, `put` is the library's.
 
-Selected by `LedgerApp.construct_event_store` (ledger/app.py), the library's public
-hook; tests/ledger/test_ingest_levers.py pins what this relies on. The mapper is the
-library's own (a mapper doing its per-class work once per class measured no faster:
-ops/bench/library_bench.py).
+Selected by `LedgerApp.construct_event_store` and `construct_mapper` (ledger/app.py),
+the library's public hooks; tests/ledger/test_ingest_levers.py pins what this relies on.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import DomainEventProtocol
-from eventsourcing.persistence import EventStore, Recording
+from eventsourcing.persistence import (
+    Cipher,
+    Compressor,
+    EventStore,
+    Mapper,
+    Recording,
+    StoredEvent,
+    Transcoder,
+)
+from eventsourcing.utils import get_topic
 
 RECORDINGS = "recordings"  # the keyword of Application.save that says whether recordings are wanted
 
@@ -33,3 +41,36 @@ class LedgerEventStore(EventStore[UUID]):
             return super().put(domain_events, **kwargs)
         self.recorder.insert_events(list(map(self.mapper.to_stored_event, domain_events)), **kwargs)
         return []
+
+
+class LedgerMapper(Mapper[UUID]):
+    """The library's Mapper, doing once per event class what it does per event (the topic,
+    the class version), and handing the transcoder the state dict it made for the event,
+    so the dict is not copied again (ledger/transcoder.py `encode_state`). Same rows."""
+
+    def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None,
+                 cipher: Cipher | None = None) -> None:
+        super().__init__(transcoder, compressor=compressor, cipher=cipher)
+        self._classes: dict[type, tuple[str, int]] = {}
+        encode_state = getattr(transcoder, "encode_state", None)
+        self._encode: Callable[[dict[str, Any]], bytes] = encode_state or transcoder.encode
+
+    def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
+        cls = type(domain_event)
+        known = self._classes.get(cls)
+        if known is None:
+            known = self._classes[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
+        topic, class_version = known
+        state = vars(domain_event).copy()
+        originator_id = state.pop("originator_id")
+        originator_version = state.pop("originator_version")
+        if class_version > 1:
+            state["class_version"] = class_version
+        stored_state = self._encode(state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        return StoredEvent(
+            originator_id=originator_id, originator_version=originator_version, topic=topic, state=stored_state,
+        )

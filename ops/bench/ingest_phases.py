@@ -26,9 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventsourcing.persistence import Mapper
-
-from ledger import aggregate, app, persistence
+from ledger import aggregate, app, eventstore, persistence
 from ops.bench.ingest_bench import (
     BATCH_SIZE_DEFAULT,
     batched,
@@ -51,7 +49,7 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.UnitOfWork, "_run", "per command: index row, result, marks"),
     (app.UnitOfWork, "_reject", "rejection rows"),
     (app.UnitOfWork, "save", "save: plumbing, cache"),
-    (Mapper, "to_stored_event", "events: map + encode (orjson)"),  # the library's mapper
+    (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
     (persistence.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
     (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),

@@ -97,6 +97,25 @@ def test_save_without_recordings_stores_the_same_rows_and_returns_none(tmp_path:
     assert rows[0] == rows[1] and len(rows[0]) == 1
 
 
+def test_the_ledgers_mapper_stores_what_the_librarys_mapper_stores(tmp_path: Path) -> None:
+    from eventsourcing.persistence import Mapper
+
+    from ledger.eventstore import LedgerMapper
+
+    app = open_app(f"sqlite:///{tmp_path / 'm.db'}")
+    assert type(app.mapper) is LedgerMapper
+    app.ingest(list(simulate(3, 4, seed=11, fault_rate=30)))
+    library = Mapper(app.mapper.transcoder)
+    notes = app.recorder.select_notifications(1, 10_000)
+    events = [app.mapper.to_domain_event(n) for n in notes]
+    assert len({type(e) for e in events}) >= 6
+    for note, event in zip(notes, events):
+        ours, theirs = app.mapper.to_stored_event(event), library.to_stored_event(event)
+        assert ours == theirs
+        assert (ours.topic, ours.state) == (note.topic, note.state)
+    app.close()
+
+
 @pytest.mark.parametrize("in_shoe", [0, 1, 5, 6, 7, 8])
 @pytest.mark.parametrize("in_round", [0, 1, 2])
 @pytest.mark.parametrize("others", [0, 3, 7])

@@ -73,6 +73,16 @@ def test_a_timestamp_shared_by_many_events_is_written_as_the_library_writes_it(
 
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(states, min_size=1, max_size=3), stamps)
+def test_encode_state_writes_what_encode_writes(rest: list[dict[str, Any]], stamp: datetime) -> None:
+    """The mapper's path (the dict is the caller's own copy, changed in place): the same bytes."""
+    fast = _registered(OrjsonTranscoder())
+    for state in rest:
+        for event in (state, {**state, "timestamp": stamp}):
+            assert fast.encode_state(dict(event)) == LIBRARY.encode(event)
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, with the same types all the way down (1 == 1.0 == True would hide a change)."""
     if type(a) is not type(b):

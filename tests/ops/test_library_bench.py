@@ -13,7 +13,7 @@ def test_every_override_gives_what_the_library_gives(capsys: pytest.CaptureFixtu
     assert library_bench.main(["--events", "300", "--repeat", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     names = " ".join(r["override"] for r in rows)
-    for part in ("LedgerEvent.recorded", "transcoder.py encode", "decode_state", "eventlog.py rows",
+    for part in ("LedgerEvent.recorded", "LedgerMapper", "LedgerEventStore", "decode_state", "eventlog.py rows",
                  "LedgerSQLiteRecorder", "PendingEvents", "Int8Array of 1000"):
         assert part in names
     assert [r["override"] for r in rows if r["same"] is not True] == []
