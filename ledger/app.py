@@ -253,10 +253,8 @@ class LedgerApp(Application[UUID]):
 
     def forget_cached(self) -> None:
         """Drop every cached round and shoe (another process changed them): the next use reads the store."""
-        cache = self.repository.cache
-        if cache is not None:
-            for aggregate_id in list(cache.cache):
-                cache.get(aggregate_id, evict=True)
+        if self.repository.cache is not None:  # an empty cache as the library's repository makes it
+            self.repository.cache = self.construct_repository().cache
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         return self.ledger_recorder().select_rejections(after_id, limit)
@@ -332,9 +330,8 @@ class LedgerApp(Application[UUID]):
             if type(p) is OpenRound:
                 shoes.add((p.table_id, p.shoe_id))
                 tables.add(p.table_id)
-        held = cache.cache
         ids = [*(round_id_for(*k) for k in rounds), *(shoe_id_for(*k) for k in shoes), *map(table_id_for, tables)]
-        return list({i for i in ids if i not in held})
+        return list({i for i in ids if not _is_cached(cache, i)})
 
     def _parse(self, raw: Raw) -> Command | Refusal:
         kind = type(raw)
@@ -743,6 +740,14 @@ class ShoesInUse:
         while len(by_table) > self.tables_max:
             del by_table[next(iter(by_table))]
         return left
+
+
+def _is_cached(cache: Cache[UUID, Any], aggregate_id: UUID) -> bool:
+    try:
+        cache.get(aggregate_id)
+    except KeyError:
+        return False
+    return True
 
 
 def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:

@@ -99,11 +99,11 @@ def canonical_record(event: Record, fields: dict[str, Any], seq: int) -> dict[st
     return {
         "event": event_name(event),
         "fields": fields,
-        "originator_id": event.aggregate_id,
-        "originator_version": event.version,
+        "originator_id": event.originator_id,
+        "originator_version": event.originator_version,
         "position": event.position,
         "seq": seq,
-        "timestamp": iso_utc(event.server_time),
+        "timestamp": iso_utc(event.timestamp),
     }
 
 

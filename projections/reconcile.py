@@ -90,24 +90,24 @@ class _Movements:
         self.round_zones: dict[str, str] = {}  # round id -> timezone of the configuration it opened under
 
     def emit(self, ev: RoundRecord, type_: str, reference: str, player: str, amount: int) -> None:
-        table, currency, label = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE, "", ev.aggregate_id))
+        table, currency, label = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE, "", ev.originator_id))
         self.keys[(type_, reference)] += 1
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
         self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
-                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zones.of(self.round_zones.get(ev.aggregate_id))).date().isoformat(), table, ev.aggregate_id, label))
+                                 studio_utc(ev.studio_time, ev.timestamp).astimezone(self.zones.of(self.round_zones.get(ev.originator_id))).date().isoformat(), table, ev.originator_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
             case Opened():
-                self.rounds[ev.aggregate_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
+                self.rounds[ev.originator_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
             case TableConfigured():
                 self.config_zones[(ev.table_id, ev.config_version)] = ev.timezone
             case TableApplied():
-                table = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE,))[0]
+                table = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE,))[0]
                 zone = self.config_zones.get((table, ev.config_version))
                 if zone is not None:
-                    self.round_zones[ev.aggregate_id] = zone
+                    self.round_zones[ev.originator_id] = zone
             case BetPlaced():
                 self.emit(ev, DEBIT, ev.bet_id, ev.player_id, ev.stake_minor)
             case DecisionTaken() | FollowDecided():
@@ -131,7 +131,7 @@ class _Movements:
             case SettlementReversed():
                 for leg in ev.postings:
                     if leg.account.startswith(PLAYER_PREFIX) and leg.amount_minor < 0:
-                        self.emit(ev, REFUND_OR_REVERSAL, f"{ev.aggregate_id}@s{ev.settlement_no}",
+                        self.emit(ev, REFUND_OR_REVERSAL, f"{ev.originator_id}@s{ev.settlement_no}",
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 

@@ -258,7 +258,7 @@ def _label(first: Record) -> str:
     """`TABLE#ROUND_NO` of a round from its first record (its id when it never opened)."""
     if isinstance(first, Opened):
         return f"{first.table_id}#{first.round_no}"
-    return f"{first.aggregate_id}#?"
+    return f"{first.originator_id}#?"
 
 
 # --------------------------------------------------------------------------- workers

@@ -55,7 +55,7 @@ def ref_parts(round_id: UUID | str, ref: str | None) -> tuple[str, int] | None:
 
 
 def _stamp(e: Record) -> dict[str, Any]:
-    return {"position": e.position, "command_id": e.command_id, "server_time": iso_utc(e.server_time),
+    return {"position": e.position, "command_id": e.command_id, "server_time": iso_utc(e.timestamp),
             "studio_time": e.studio_time}
 
 

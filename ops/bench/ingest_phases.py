@@ -50,8 +50,8 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.UnitOfWork, "_refuse", "rejection rows"),
     (app.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
-    (persistence.LedgerSQLiteRecorder, "_insert_events", "SQL: executemany (events, index, rejections)"),
-    (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),  # the library's, inherited
+    (persistence.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
+    (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),
 )
 
