@@ -25,6 +25,7 @@ from operator import attrgetter
 from typing import Any
 
 from domain.errors import require
+from domain.model import StakeMove
 from ledger.records import (
     SHORT_NAMES,
     BetPlaced,
@@ -42,7 +43,6 @@ from ledger.records import (
     Settled,
     SettlementLine,
     SettlementReversed,
-    StakeMove,
     Voided,
     postings_of,
 )

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal
-from domain.model import Bet, RoundModel
+from domain.model import Bet, RoundModel, StakeMove
 from domain.money import earlier_wording, format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
 from domain.ruleset import RuleSet
@@ -37,7 +37,6 @@ from ledger.records import (
     Settled,
     SettlementLine,
     SettlementReversed,
-    StakeMove,
     TableApplied,
     TableConfigured,
     Voided,
