@@ -4,7 +4,7 @@ A coup is dealt P, B, P, B, then third cards by the drawing rules
 (`player_draws`, `banker_draws`). A new shoe (round 1 of the shoe) starts
 with the burn: the revealed card's value says how many more cards are burned.
 Settlement goes through `resolve_bet()`, a pure function of the rule set, the
-bet type, the Banker mode and a `Coup` summary; `ops/rtp.py` enumerates the
+bet type, the Banker mode and a `Coup` summary; domain/gamemath.py enumerates the
 exact game math through the same function, so the RTP check tests the very
 code that settles real bets.
 """
@@ -341,7 +341,7 @@ def _lucky(bet_type: str, coup: Coup, rules: BaccaratRules) -> Resolution:
 
 
 def resolve_bet(rules: BaccaratRules, bet_type: str, mode: str | None, coup: Coup) -> Resolution:
-    """The outcome of one bet type in `coup` (pure; shared by settlement and ops/rtp.py)."""
+    """The outcome of one bet type in `coup` (pure; shared by settlement and domain/gamemath.py)."""
     if bet_type not in BET_TYPES:  # the message is built only when broken
         raise InvariantBroken(f"unknown bet type {bet_type!r}")
     if bet_type in MAIN_BETS:

@@ -5,8 +5,8 @@ first card is an ace) -> play (hands in order) -> dealer -> complete.
 
 Every public mutator makes all its checks (each may raise `Refusal`) before
 it changes anything, so a `Refusal` leaves the model exactly as it was; the
-change itself raises nothing but `InvariantBroken` (a bug). No state copy is
-needed (copying the state per call was a fifth of the engine's time).
+change itself raises nothing but `InvariantBroken` (a bug). So no call copies the
+state to roll it back: every decision of every round would pay for the copy.
 """
 from __future__ import annotations
 

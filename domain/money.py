@@ -164,7 +164,7 @@ def house_account(table_id: str) -> str:
 # ------------------------------------------------------------ what a paying line returns
 #
 # Every settlement explanation's arrow has one meaning, labelled: what goes back to the
-# player, stake included, and how it is made up. Before issue 20 the arrow meant the total
+# player, stake included, and how it is made up. In the earlier wording the arrow meant the total
 # return in blackjack ("win 1:1 → 50.00 on 25.00") and the winnings alone in baccarat and
 # Teen Patti ("pays 19:20 → 9.50 on 10.00"); stored settlements keep that earlier wording,
 # which `earlier_wording` rebuilds so a replay accepts it as the same explanation.
@@ -188,7 +188,7 @@ _RETURNS_PART = re.compile(rf"→ returns {_AMOUNT} \(half the stake {_AMOUNT}\)
 
 
 def earlier_wording(explanation: str, game: str) -> str:
-    """The explanation as settlements recorded it before issue 20 (see above): in
+    """The explanation as settlements recorded it in the earlier wording (see above): in
     blackjack `→ RETURNED on STAKE` and `push → STAKE back`, elsewhere `→ WINNINGS on STAKE`."""
     if game == "blackjack":
         text = _RETURNS_WIN.sub(r"→ \1 on \2", explanation)

@@ -62,4 +62,5 @@ def latest_version(ruleset_id: str) -> int:
 def new_round(rules: RuleSet, *, round_in_shoe: int = 1) -> RoundModel:
     """A fresh pure round model for `rules` (see domain/model.py for the contract)."""
     _load()
-    return _GAMES[rules.game].new_round(rules, round_in_shoe=round_in_shoe)
+    model: RoundModel = _GAMES[rules.game].new_round(rules, round_in_shoe=round_in_shoe)
+    return model

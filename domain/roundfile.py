@@ -88,8 +88,8 @@ def _rule_set(data: dict[str, object]) -> RuleSet:
 
 def play(data: object, *, outcome: bool = True) -> Played:
     """Play a round file (parsed JSON) to its settlement, or to the first refusal.
-    `outcome=False` skips describing what happened (the settlement benchmark measures
-    play + settle only; describing a Teen Patti round costs about a third more)."""
+    `outcome=False` skips describing what happened: the settlement benchmark measures
+    play and settle only, and a description is no part of settling."""
     if not isinstance(data, dict):
         raise Refusal(RefusalCode.BAD_ROUND_FILE, "the round file must be a JSON object")
     rules = _rule_set(data)

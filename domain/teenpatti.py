@@ -4,7 +4,7 @@ One 52-card deck, reshuffled after every round (so a repeated card within a
 round is `impossible_card`). Hands A and B get three cards each, dealt A1, B1,
 A2, B2, A3, B3. `rank_hand()` gives a comparable key, `compare_hands()` says
 who wins, `six_card_category()` classifies the best five of all six cards.
-Settlement goes through `resolve_bet()`; `ops/rtp.py` enumerates the exact game
+Settlement goes through `resolve_bet()`; domain/gamemath.py enumerates the exact game
 math with these same functions.
 """
 from __future__ import annotations
@@ -269,17 +269,18 @@ class Resolution:
 
 
 def resolve_bet(rules: TeenPattiRules, bet_type: str, a: tuple[Card, ...], b: tuple[Card, ...]) -> Resolution:
-    """How a bet type fares given both finished hands (pure; shared with ops/rtp.py)."""
+    """How a bet type fares given both finished hands (pure; shared with domain/gamemath.py)."""
     if bet_type not in BET_TYPES:  # the message is built only when broken
         raise InvariantBroken(f"unknown bet type {bet_type!r}")
     if bet_type in ("player_a", "player_b", "tie"):
-        return _main(rules, bet_type, compare_hands(a, b, rules))
+        return resolve_main(rules, bet_type, compare_hands(a, b, rules))
     if bet_type in ("pair_plus_a", "pair_plus_b"):
         return resolve_pair_plus(bet_type, a if bet_type == "pair_plus_a" else b)
     return resolve_six_card(six_card_category(a + b, rules))
 
 
-def _main(rules: TeenPattiRules, bet_type: str, result: int) -> Resolution:
+def resolve_main(rules: TeenPattiRules, bet_type: str, result: int) -> Resolution:
+    """Player A, Player B or Tie given the comparison (1: A wins, 0: tie, -1: B wins)."""
     if bet_type == "tie":
         return Resolution("win", "tie", "Tie pays") if result == 0 else Resolution("lose", None, "no tie")
     if result == 0:

@@ -66,7 +66,7 @@ from ledger.table import Table, table_id_for
 A = TypeVar("A", bound=LedgerAggregate)
 __all__ = ["BATCH_SIZE_DEFAULT", "BATCH_SIZE_MAX", "STATUSES", "LedgerApp", "Result", "UnitOfWork", "batches"]
 
-BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a 500-command batch writes ~20% less per command than 200
+BATCH_SIZE_DEFAULT = 500  # fewer, larger commits: a commit's fixed cost is shared by more commands
 BATCH_SIZE_MAX = 10_000
 # The id `Application.save` files a batch's PendingEvents under (no aggregate has it: theirs are
 # uuid5 names in the ledger's namespace, ledger/round.py); nothing is stored under it.
@@ -166,12 +166,12 @@ class LedgerRecorder(Protocol):
 
 
 # Recorder classes that passed the LedgerRecorder check. Its members are all methods, so the
-# check is a check of the class; a runtime protocol check costs ~25 us on Python 3.11 (typing
-# walks the protocol's class dictionaries on every call), once per batch on the live path.
+# check is a check of the class, made once per class: a runtime protocol check walks the
+# protocol's class dictionaries on every call, and the live path would make it every batch.
 _LEDGER_RECORDER_TYPES: set[type] = set()
 
 
-class LedgerApp(Application):
+class LedgerApp(Application[UUID]):
     name = "Ledger"
     # Hot rounds stay in the repository cache. Public reads fast-forward them from
     # the store; the write path (UnitOfWork.load) takes them from the cache as they
@@ -253,10 +253,8 @@ class LedgerApp(Application):
 
     def forget_cached(self) -> None:
         """Drop every cached round and shoe (another process changed them): the next use reads the store."""
-        cache = self.repository.cache
-        if cache is not None:
-            for aggregate_id in list(cache.cache):
-                cache.get(aggregate_id, evict=True)
+        if self.repository.cache is not None:  # an empty cache as the library's repository makes it
+            self.repository.cache = self.construct_repository().cache
 
     def rejections(self, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         return self.ledger_recorder().select_rejections(after_id, limit)
@@ -332,9 +330,8 @@ class LedgerApp(Application):
             if type(p) is OpenRound:
                 shoes.add((p.table_id, p.shoe_id))
                 tables.add(p.table_id)
-        held = cache.cache
         ids = [*(round_id_for(*k) for k in rounds), *(shoe_id_for(*k) for k in shoes), *map(table_id_for, tables)]
-        return list({i for i in ids if i not in held})
+        return list({i for i in ids if not _is_cached(cache, i)})
 
     def _parse(self, raw: Raw) -> Command | Refusal:
         kind = type(raw)
@@ -424,10 +421,11 @@ class UnitOfWork:
 
     def _cached(self, aggregate_id: UUID) -> LedgerAggregate | None:
         """The cached aggregate as it is, without fast-forwarding it from the store
-        (that read cost a third of ingest). If another writer appended meanwhile, the
-        save's version check fails (`read_at`: refusals and duplicates' neighbours too,
-        not only the aggregates written), the batch evicts what it touched and reruns on
-        fresh state: a stale cache can delay a command, never decide it."""
+        (a read per command, for rounds this process wrote itself). If another writer
+        appended meanwhile, the save's version check fails (`read_at`: refusals and
+        duplicates' neighbours too, not only the aggregates written), the batch evicts what
+        it touched and reruns on fresh state: a stale cache can delay a command, never
+        decide it."""
         cache = self.app.repository.cache
         if cache is None:
             return None
@@ -522,7 +520,7 @@ class UnitOfWork:
 
     def apply(self, cmd: Command | Refusal, raw: Raw) -> Result:
         if isinstance(cmd, Refusal):
-            return self._reject(None, raw, cmd, None)
+            return self._refuse(None, raw, cmd, None)
         cid = cmd.command_id
         digest = payload_hash(cmd)
         prior = self.seen.get(cid)
@@ -545,7 +543,7 @@ class UnitOfWork:
                 f"command id {cid} was already used for a different command "
                 f"({first.status}); a retry must repeat the same payload",
             )
-            return self._reject(cmd, raw, refusal, first.round_id)
+            return self._refuse(cmd, raw, refusal, first.round_id)
         return Result(
             status="duplicate", command_id=cid, code=first.code,
             message=f"command {cid} was already handled ({first.status}); nothing recorded",
@@ -579,16 +577,16 @@ class UnitOfWork:
                 self._new_events() == (),
                 f"command {cmd.command_id} was refused after recording events: {refusal}",
             )
-            return self._reject(cmd, raw, refusal, rtext)
+            return self._refuse(cmd, raw, refusal, rtext)
         events = self._new_events()
         if consequence is not None:  # a human error: refused, but the round got its consequence
-            return self._reject(cmd, raw, consequence, rtext, events)
+            return self._refuse(cmd, raw, consequence, rtext, events)
         return Result(status="accepted", command_id=cmd.command_id, round_id=rtext, events=events)
 
     def _dispatch(self, cmd: Command, stamp: Stamp) -> Refusal | None:
         """The command as a typed call on its round (and the round's shoe)."""
         # `type(...) is`: isinstance against a pydantic model class runs its metaclass's
-        # Python-level check (0.2 us a miss, several per command); the commands are final.
+        # Python-level check on every miss, several per command; the commands are final.
         if type(cmd) is OpenRound:
             self._open_round(cmd, stamp)
             return None
@@ -684,7 +682,7 @@ class UnitOfWork:
         if r.phase == "voided" and r.voided is not None and rules.error_policy.replace_shoe_on_void:
             shoe.retire(stamp, r.id, r.voided["cause"])
 
-    def _reject(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
+    def _refuse(self, cmd: Command | None, raw: Raw, refusal: Refusal, round_id: str | None,
                 events: tuple[str, ...] = ()) -> Result:
         ids: Ids = _peek(raw)
         if cmd is not None:
@@ -724,7 +722,7 @@ class ShoesInUse:
     """The shoe each table deals from: the shoe of its latest round opened. A shoe its
     table has moved on from leaves the aggregate cache (a late round on it reads it from
     the store): Teen Patti opens a shoe a round and a blackjack shoe lasts some 25
-    rounds, so old shoes kept in the cache grew ingest's memory with the rounds (issue 9).
+    rounds, so old shoes kept in the cache would grow ingest's memory with the rounds.
     At most `tables_max` tables are followed (the longest unseen go first)."""
 
     def __init__(self, tables_max: int) -> None:
@@ -742,6 +740,14 @@ class ShoesInUse:
         while len(by_table) > self.tables_max:
             del by_table[next(iter(by_table))]
         return left
+
+
+def _is_cached(cache: Cache[UUID, Any], aggregate_id: UUID) -> bool:
+    try:
+        cache.get(aggregate_id)
+    except KeyError:
+        return False
+    return True
 
 
 def _evict(cache: Cache[UUID, Any], aggregate_id: UUID) -> None:

@@ -20,8 +20,7 @@ T = TypeVar("T")
 
 class Result(NamedTuple):
     """One command's answer. A tuple: immutable, and made for every command, where a
-    frozen dataclass cost 1.7 us against 0.6 (its __init__ sets each field through
-    object.__setattr__)."""
+    frozen dataclass's __init__ sets each field through object.__setattr__."""
 
     status: str  # accepted | duplicate | refused | conflict
     command_id: str | None
@@ -53,7 +52,7 @@ def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
 def collector_spared() -> Iterator[Callable[[], None]]:
     """Yields what to call after each batch: what survived the batch (cached rounds and
     their models, results) is frozen, so the cyclic collector stops re-walking it on
-    every older-generation pass (a tenth of ingest CPU). Refcounting still frees what
+    every older-generation pass, which grows with everything ingest keeps. Refcounting still frees what
     dies; everything goes back to the collector when ingest ends, however it ends.
     A caller that froze objects itself (e.g. before forking) is left alone."""
     if gc.get_freeze_count() != 0:

@@ -164,8 +164,7 @@ Command = Annotated[
     Field(discriminator="type"),
 ]
 # Only keys go to pydantic's process-wide JSON string cache: ids are new on every line, so
-# caching values filled it with ~1 MiB of command ids (issue 9) and parsed no faster
-# (2.2 us a command with keys only, 2.5-3.0 with every string).
+# caching values would fill it with command ids that never come again, and parse no faster.
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command, config=ConfigDict(cache_strings="keys"))
 
 

@@ -371,7 +371,7 @@ class EventLog:
         for record in map(self.decode, self._rows_where("topic", TABLE_CONFIGURED_TOPIC)):
             if isinstance(record, TableConfigured):
                 found.setdefault(record.table_id, []).append(record)
-        return {t: sorted(found[t], key=lambda r: r.version) for t in sorted(found)}
+        return {t: sorted(found[t], key=lambda r: r.originator_version) for t in sorted(found)}
 
     def _rows_where(self, column: str, value: UUID | str) -> list[Notification]:
         """Stored rows whose `column` (originator_id or topic) equals `value`, in global order."""

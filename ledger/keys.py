@@ -26,7 +26,12 @@ from ledger.app import LedgerApp
 from ledger.startup import tables_created_alone
 
 KEYS_TABLE = "ledger_api_keys"
+# The roles, declared here only: the key table stores them, `ledger keys add --role`
+# offers them and the HTTP service's route dependencies (ops/service/auth.py) check them.
 ROLES = ("studio", "backoffice", "auditor", "admin")
+ROLE_WRITE = ("studio", "admin")  # may post commands
+ROLE_READ = ("backoffice", "auditor", "admin")  # may read views and reports
+ROLE_AUDIT = ("auditor", "admin")  # may export and verify the audit chain
 KEY_PREFIX = "lk_"
 COLUMNS = ("key_id", "name", "role", "tables", "secret_hash", "created_at", "revoked_at")
 

@@ -1,9 +1,9 @@
 """Application recorders that also keep the command index and the rejections log.
 
 `Application.save(*aggregates, ledger_rows=LedgerRows(...))` passes its keyword
-arguments down to `recorder.insert_events(stored_events, **kwargs)`, which runs
-`_insert_events(cursor, stored_events, **kwargs)` inside the SAME database
-transaction as the event inserts (the way the library's ProcessRecorder writes
+arguments down to `recorder.insert_events(stored_events, **kwargs)`, which these
+recorders override (a public method) to write the rows inside the SAME database
+transaction as the event inserts (as the library's ProcessRecorder writes its
 tracking records). So a command's index row, its rejection row and its events
 commit together or not at all; a command id used twice anywhere in the store
 breaks the index's primary key and the whole transaction rolls back.
@@ -123,9 +123,13 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
             "type TEXT, code TEXT NOT NULL, message TEXT NOT NULL, payload TEXT NOT NULL, received_at TEXT NOT NULL)",
         ]
 
-    def _insert_events(
-        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """The library's write transaction (its datastore's), with the batch's rows in it."""
+        with self.datastore.transaction(commit=True) as c:
+            return self._write_batch(c, stored_events, kwargs.get("ledger_rows"))
+
+    def _write_batch(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
+                     rows: LedgerRows | None) -> list[int]:
         """The events with one `executemany` (the library runs one `execute` per event to
         read each rowid), then the command index and rejection rows, in the caller's
         transaction. The rowids are consecutive: a write transaction in SQLite is the
@@ -140,7 +144,6 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
             c.execute("SELECT last_insert_rowid()")
             last = int(c.fetchone()[0])
             returning = list(range(last - len(stored_events) + 1, last + 1))
-        rows: LedgerRows | None = kwargs.get("ledger_rows")
         if rows is not None:
             if rows.commands:
                 c.executemany(
@@ -464,7 +467,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         if count <= self.one_statement_rows_max:
             return self._insert_one_statement(stored_events, rows)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-            self._insert_events(curs, stored_events, **kwargs)
+            self._copy_rows(curs, rows)
             if stored_events:  # lock (held to the commit), then the check, then the events
                 curs.execute(SQL("; ").join([*self.lock_table_statements, self.notify_statement]))
             if rows is not None and rows.reads:
@@ -535,8 +538,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         if any(stored.get(r.originator_id, 0) != r.read for r in reads):
             raise stale([r._replace(after=r.read) for r in reads], stored)
 
-    def _insert_events(self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        rows: LedgerRows | None = kwargs.get("ledger_rows")
+    def _copy_rows(self, curs: Cursor[DictRow], rows: LedgerRows | None) -> None:
+        """The command index and rejection rows, by COPY (they need no lock)."""
         if rows is None:
             return
         if rows.commands:

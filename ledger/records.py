@@ -6,12 +6,14 @@ record of its own type; readers dispatch on that type (`match` / isinstance)
 and read attributes, never strings. `fields_of` gives back the stored fields
 as plain data (the audit chain hashes them exactly as stored).
 
-Every record starts with the same envelope: `position` (global, 1-based),
-`aggregate_id` (the round or shoe UUID as text), `version` (1-based within the
-aggregate), `server_time` (aware datetime the ledger recorded), `command_id`
-and `studio_time` (ISO 8601 text). Records are NamedTuples: cheap to build,
-immutable, and nested lines (`Posting`, `StakeMove`, `SettlementLine`,
-`Refund`) are tuples of NamedTuples.
+The record types are derived from the ledger's event classes (one declaration
+per event: the write side's; see "event records" below), with the write side's
+field names. Every record starts with the same envelope: `position` (global,
+1-based), `originator_id` (the round, shoe or table UUID as text),
+`originator_version` (1-based within the aggregate), `timestamp` (the aware
+datetime the ledger recorded), `command_id` and `studio_time` (ISO 8601 text).
+Records are NamedTuples: cheap to build, immutable, and nested lines
+(`Posting`, `StakeMove`, `SettlementLine`, `Refund`) are tuples of NamedTuples.
 """
 from __future__ import annotations
 
@@ -21,59 +23,53 @@ from operator import itemgetter
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 from domain.errors import require
+from domain.model import BetResult, StakeMove
+from domain.money import Leg
 
 ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
 TABLE_TOPIC_PREFIX = "ledger.table:Table."
 TABLE_CONFIGURED_TOPIC = TABLE_TOPIC_PREFIX + "Configured"
-ENVELOPE = ("position", "aggregate_id", "version", "server_time", "command_id", "studio_time")
+ENVELOPE = ("position", "originator_id", "originator_version", "timestamp", "command_id", "studio_time")
 LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
 
 
 # ------------------------------------------------------------------ lines inside events
-class Posting(NamedTuple):
-    """One leg: `amount_minor > 0` increases `account` (`player:`, `round:`, `house:`)."""
-
-    account: str
-    amount_minor: int
-
-
-class StakeMove(NamedTuple):
-    bet_id: str
-    player_id: str
-    amount_minor: int
-    reason: str
-
-
-class SettlementLine(NamedTuple):
-    """One bet's result in a settlement (the rules' BetResult)."""
-
-    bet_id: str
-    player_id: str
-    bet_type: str
-    outcome: str
-    staked_minor: int
-    returned_minor: int
-    remainder_num: int
-    remainder_den: int
-    explanation: str
+# The values the ledger writes as lines are the domain's own (`Leg.as_dict`,
+# `BetResult.as_dict`, the moves of `moves_to_dicts`), read back as the same types.
+Posting = Leg  # one leg: `amount_minor > 0` increases `account` (`player:`, `round:`, `house:`)
+SettlementLine = BetResult  # one bet's result in a settlement
 
 
 class Refund(NamedTuple):
+    """A stake handed back when a round is voided (written by `Round._void` as a dict)."""
+
     bet_id: str
     player_id: str
     amount_minor: int
 
 
 Postings: TypeAlias = tuple[Posting, ...]
+# A stored field holding lines (a list of dicts) -> its type as read. Every other field reads
+# as it is declared on the write side.
+LINE_FIELDS: dict[str, str] = {
+    "postings": "Postings", "stake_moves": "tuple[StakeMove, ...]", "results": "tuple[SettlementLine, ...]",
+    "refunds": "tuple[Refund, ...]", "cards": "tuple[str, ...]",
+}
 
-
-# ------------------------------------------------------------------ round events
+# ------------------------------------------------------------------ event records
+# Derived from the event classes the ledger writes (ledger/round.py, shoe.py, table.py):
+# the same names, the same fields in the same order, lines typed (LINE_FIELDS). Written by
+# `python -m ledger.records --write`; tests/ledger/test_records_derived.py fails when a
+# write-side declaration changes and this copy was not rewritten.
+# BEGIN DERIVED
 class Opened(NamedTuple):
+    """`Round.Opened` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     table_id: str
@@ -89,24 +85,26 @@ class Opened(NamedTuple):
 
 
 class TableApplied(NamedTuple):
-    """Right after Opened, only at a configured table: the configuration the round opened under."""
+    """`Round.TableApplied` as read (ledger.round)."""
 
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     config_version: int
     config_hash: str
-    settings: dict[str, Any]  # the table's overrides of the rule set (domain.tableconfig.TableSettings)
+    settings: dict[str, Any]
 
 
 class BetPlaced(NamedTuple):
+    """`Round.BetPlaced` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     bet_id: str
@@ -120,60 +118,70 @@ class BetPlaced(NamedTuple):
 
 
 class BettingClosed(NamedTuple):
+    """`Round.BettingClosed` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
 
 
 class CardDealt(NamedTuple):
+    """`Round.CardDealt` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
-    card: str  # canonical, e.g. "TD"
+    card: str
     target: str
     seq_no: int
 
 
 class DecisionTaken(NamedTuple):
+    """`Round.DecisionTaken` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     hand: str
     action: str
-    source: str  # player | timeout | system | dealer
+    source: str
     amount_minor: int | None
     stake_moves: tuple[StakeMove, ...]
     postings: Postings
 
 
 class FollowDecided(NamedTuple):
+    """`Round.FollowDecided` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     bet_id: str
-    kind: str  # split | double
+    kind: str
     accept: bool
     stake_moves: tuple[StakeMove, ...]
     postings: Postings
 
 
 class Paused(NamedTuple):
+    """`Round.Paused` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     cause: str
@@ -183,13 +191,12 @@ class Paused(NamedTuple):
 
 
 class Interrupted(NamedTuple):
-    """A player-side interruption: `player_id` is the player it concerns, `action` what the
-    rule set's error policy did (complete | pause | void; its events follow in the same command)."""
+    """`Round.Interrupted` as read (ledger.round)."""
 
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     cause: str
@@ -200,10 +207,12 @@ class Interrupted(NamedTuple):
 
 
 class Resumed(NamedTuple):
+    """`Round.Resumed` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     by: str
@@ -211,10 +220,12 @@ class Resumed(NamedTuple):
 
 
 class Voided(NamedTuple):
+    """`Round.Voided` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     cause: str
@@ -225,10 +236,12 @@ class Voided(NamedTuple):
 
 
 class Settled(NamedTuple):
+    """`Round.Settled` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     settlement_no: int
@@ -239,10 +252,12 @@ class Settled(NamedTuple):
 
 
 class SettlementReversed(NamedTuple):
+    """`Round.SettlementReversed` as read (ledger.round)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     settlement_no: int
@@ -251,12 +266,13 @@ class SettlementReversed(NamedTuple):
     postings: Postings
 
 
-# ------------------------------------------------------------------ shoe events
 class ShoeStarted(NamedTuple):
+    """`Shoe.Started` as read (ledger.shoe)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     table_id: str
@@ -266,10 +282,12 @@ class ShoeStarted(NamedTuple):
 
 
 class ShoeRoundStarted(NamedTuple):
+    """`Shoe.RoundStarted` as read (ledger.shoe)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     round_id: str
@@ -278,10 +296,12 @@ class ShoeRoundStarted(NamedTuple):
 
 
 class ShoeCardsRecorded(NamedTuple):
+    """`Shoe.CardsRecorded` as read (ledger.shoe)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     round_id: str
@@ -289,24 +309,25 @@ class ShoeCardsRecorded(NamedTuple):
 
 
 class ShoeRetired(NamedTuple):
+    """`Shoe.Retired` as read (ledger.shoe)."""
+
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     round_id: str
     cause: str
 
 
-# ------------------------------------------------------------------ table events
 class TableConfigured(NamedTuple):
-    """One configuration version of a table (ledger/table.py)."""
+    """`Table.Configured` as read (ledger.table)."""
 
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     table_id: str
@@ -321,28 +342,54 @@ class TableConfigured(NamedTuple):
 
 
 class TableSeatingChanged(NamedTuple):
-    """The seats of a table after one of its rounds closed (live-8d v2, domain/seating.py)."""
+    """`Table.SeatingChanged` as read (ledger.table)."""
 
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str
     studio_time: str
     table_id: str
     round_id: str
     round_no: int
     voided: bool
-    seating: dict[str, Any]  # {"held": [[spot, player_id, since_round_no]...], "lost": [[spot, player_id, round_no]...], "last_round_no": int}
+    seating: dict[str, Any]
+
+
+# Record type -> its stored event name (the topic after the module), as audit files
+# and timelines show it.
+EVENT_NAMES: dict[type, str] = {
+    Opened: "Round.Opened",
+    TableApplied: "Round.TableApplied",
+    BetPlaced: "Round.BetPlaced",
+    BettingClosed: "Round.BettingClosed",
+    CardDealt: "Round.CardDealt",
+    DecisionTaken: "Round.DecisionTaken",
+    FollowDecided: "Round.FollowDecided",
+    Paused: "Round.Paused",
+    Interrupted: "Round.Interrupted",
+    Resumed: "Round.Resumed",
+    Voided: "Round.Voided",
+    Settled: "Round.Settled",
+    SettlementReversed: "Round.SettlementReversed",
+    ShoeStarted: "Shoe.Started",
+    ShoeRoundStarted: "Shoe.RoundStarted",
+    ShoeCardsRecorded: "Shoe.CardsRecorded",
+    ShoeRetired: "Shoe.Retired",
+    TableConfigured: "Table.Configured",
+    TableSeatingChanged: "Table.SeatingChanged",
+}
+# END DERIVED
 
 
 class Unknown(NamedTuple):
     """A stored event outside this vocabulary (a replay reports it; views skip it)."""
 
     position: int
-    aggregate_id: str
-    version: int
-    server_time: datetime
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
     command_id: str | None
     studio_time: str | None
     topic: str
@@ -364,12 +411,6 @@ ROUND_TYPES: tuple[type[RoundRecord], ...] = (
 TABLE_ROUND_TYPES: tuple[type[RoundRecord], ...] = (TableApplied,)
 SHOE_TYPES: tuple[type[ShoeRecord], ...] = (ShoeStarted, ShoeRoundStarted, ShoeCardsRecorded, ShoeRetired)
 TABLE_TYPES: tuple[type[TableRecord], ...] = (TableConfigured, TableSeatingChanged)
-# Record type -> its stored event name (the topic after the module), as audit files and timelines show it.
-_SHOE_NAMES = {ShoeStarted: "Started", ShoeRoundStarted: "RoundStarted", ShoeCardsRecorded: "CardsRecorded",
-               ShoeRetired: "Retired"}
-EVENT_NAMES: dict[type, str] = {
-    **{t: "Round." + t.__name__ for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES)}, **{t: "Shoe." + n for t, n in _SHOE_NAMES.items()},
-    TableConfigured: "Table.Configured", TableSeatingChanged: "Table.SeatingChanged"}
 SHORT_NAMES: dict[type, str] = {t: n.partition(".")[2] for t, n in EVENT_NAMES.items()}
 _TYPES_BY_NAME = {n: t for t, n in EVENT_NAMES.items()}
 
@@ -446,7 +487,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "refunds": _lines(Refund), "cards": _cards,
 }
 Decoder = Callable[[int, str, Mapping[str, Any]], Record]
-_ENVELOPE_NAMES = ("originator_version", "timestamp", "command_id", "studio_time")  # stored names of ENVELOPE[2:]
+_ENVELOPE_NAMES = ENVELOPE[2:]  # as stored (the id is read from the row)
 
 
 def _decoder(cls: type[Record]) -> Decoder:
@@ -458,23 +499,23 @@ def _decoder(cls: type[Record]) -> Decoder:
     nested = [(first + i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
 
     if not nested:
-        def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
-            return _new(cls, (position, aggregate_id, *pick(d)))
+        def decode(position: int, originator_id: str, d: Mapping[str, Any]) -> Record:
+            return _new(cls, (position, originator_id, *pick(d)))
         return decode
 
-    def decode_nested(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
+    def decode_nested(position: int, originator_id: str, d: Mapping[str, Any]) -> Record:
         values = list(pick(d))
         for i, convert in nested:
             values[i] = convert(values[i])
-        return _new(cls, (position, aggregate_id, *values))
+        return _new(cls, (position, originator_id, *values))
 
     return decode_nested
 
 
 def _unknown(topic: str) -> Decoder:
-    def decode(position: int, aggregate_id: str, d: Mapping[str, Any]) -> Record:
+    def decode(position: int, originator_id: str, d: Mapping[str, Any]) -> Record:
         fields = stored_fields(d)
-        return Unknown(position, aggregate_id, d["originator_version"], d["timestamp"], fields.get("command_id"),
+        return Unknown(position, originator_id, d["originator_version"], d["timestamp"], fields.get("command_id"),
                        fields.get("studio_time"), topic, fields)
     return decode
 
@@ -488,7 +529,7 @@ def stored_fields(state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def decoder_for(topic: str) -> Decoder:
-    """The decoder of a stored topic: `(position, aggregate id text, event state) -> Record`,
+    """The decoder of a stored topic: `(position, originator id text, event state) -> Record`,
     where the state is the library's decoded event dict (with originator_version, timestamp)."""
     kind = type_of_topic(topic)
     return _unknown(topic) if kind is Unknown else _DECODERS[kind]
@@ -525,11 +566,69 @@ def postings_of(record: Record) -> Postings:
     return postings
 
 
-def record_of(kind: type[Record], position: int, aggregate_id: str, version: int, server_time: datetime,
+def record_of(kind: type[Record], position: int, originator_id: str, originator_version: int, timestamp: datetime,
               fields: Mapping[str, Any]) -> Record:
     """A record built from stored-form fields (tests and tools that make events by hand);
     a field not given reads as None."""
     require(kind is not Unknown, "an unknown event has no fields to build from")
     blank = dict.fromkeys(("command_id", "studio_time", *kind._fields[len(ENVELOPE):]))
-    state = {**blank, "originator_version": version, "timestamp": server_time, **fields}
-    return _DECODERS[kind](position, aggregate_id, state)
+    state = {**blank, "originator_version": originator_version, "timestamp": timestamp, **fields}
+    return _DECODERS[kind](position, originator_id, state)
+
+
+# ------------------------------------------------------------------ derivation
+DERIVED_BEGIN = "# BEGIN DERIVED\n"
+DERIVED_END = "# END DERIVED\n"
+
+
+def written_events() -> list[tuple[str, type]]:
+    """(record name, event class) for every event class the ledger writes, in declaration
+    order: a round's events by their own name, a shoe's and a table's prefixed."""
+    from ledger.round import Round  # the write side; imported only to derive from it
+    from ledger.shoe import Shoe
+    from ledger.table import Table
+
+    found: list[tuple[str, type]] = []
+    for aggregate, prefix in ((Round, ""), (Shoe, "Shoe"), (Table, "Table")):
+        base = vars(aggregate)["Event"]
+        found += [(prefix + name, cls) for name, cls in vars(aggregate).items()
+                  if isinstance(cls, type) and issubclass(cls, base) and cls is not base]
+    return found
+
+
+def derived_source() -> str:
+    """The record classes of `written_events`, as this module declares them."""
+    envelope = ("    position: int\n    originator_id: str\n    originator_version: int\n"
+                "    timestamp: datetime\n    command_id: str\n    studio_time: str\n")
+    parts: list[str] = []
+    for name, cls in written_events():
+        lines = []
+        for field, written in vars(cls).get("__annotations__", {}).items():
+            require(field in LINE_FIELDS or "list[" not in str(written),
+                    f"{cls.__qualname__}.{field} holds lines: give it a read type in LINE_FIELDS")
+            lines.append(f"    {field}: {LINE_FIELDS.get(field, written)}\n")
+        parts.append(f"class {name}(NamedTuple):\n    \"\"\"`{cls.__qualname__}` as read ({cls.__module__}).\"\"\"\n\n"
+                     + envelope + "".join(lines))
+    names = "".join(f"    {name}: \"{cls.__qualname__}\",\n" for name, cls in written_events())
+    return "\n\n".join(parts) + ("\n\n# Record type -> its stored event name (the topic after the module), as audit files\n"
+                                 "# and timelines show it.\nEVENT_NAMES: dict[type, str] = {\n" + names + "}\n")
+
+
+def _rewrite(path: str) -> bool:
+    """Put `derived_source()` between the markers of this module's file; True if it changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head, rest = text.split(DERIVED_BEGIN)
+    _, tail = rest.split(DERIVED_END)
+    new = head + DERIVED_BEGIN + derived_source() + DERIVED_END + tail
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    import sys
+
+    changed = _rewrite(__file__) if "--write" in sys.argv else None
+    print("rewritten" if changed else "unchanged" if changed is False else derived_source())

@@ -206,7 +206,7 @@ class Round(LedgerAggregate):
             r.phase = "dealing"
 
     class CardDealt(Event):
-        card: str
+        card: str  # canonical, e.g. "TD"
         target: str
         seq_no: int
 
@@ -218,7 +218,7 @@ class Round(LedgerAggregate):
     class DecisionTaken(Event):
         hand: str
         action: str
-        source: str
+        source: str  # player | timeout | system | dealer
         amount_minor: int | None
         stake_moves: list[dict[str, Any]]
         postings: list[Posting]
@@ -229,7 +229,7 @@ class Round(LedgerAggregate):
 
     class FollowDecided(Event):
         bet_id: str
-        kind: str
+        kind: str  # split | double
         accept: bool
         stake_moves: list[dict[str, Any]]
         postings: list[Posting]

@@ -35,6 +35,7 @@ import sys
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 GENESIS = "00" * 32
 SUMS = "SHA256SUMS"
@@ -45,7 +46,7 @@ EMBEDDED = re.compile(r'<script type="application/json" id="replay-data">(.*?)</
 class Bundle:
     """The members' bytes (None for one that does not read back) and the findings so far."""
 
-    def __init__(self, files: dict, findings: list) -> None:
+    def __init__(self, files: dict[Any, Any], findings: list[Any]) -> None:
         self.files = files
         self.findings = findings
 
@@ -57,15 +58,16 @@ class Bundle:
         if data is None:
             return None
         try:
-            return data.decode("utf-8")
+            text: str = data.decode("utf-8")
+            return text
         except UnicodeDecodeError as exc:
             self.find("unreadable", name, f"not UTF-8 at byte {exc.start}")
             return None
 
 
 def load(path: Path) -> Bundle:
-    findings: list = []
-    files: dict = {}
+    findings: list[Any] = []
+    files: dict[Any, Any] = {}
     if path.is_dir():
         for p in sorted(path.iterdir()):
             files[p.name] = p.read_bytes()
@@ -113,7 +115,7 @@ def canonical(value: object) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def parse_links(b: Bundle, name: str) -> list:
+def parse_links(b: Bundle, name: str) -> list[Any]:
     """(line number, raw line, link) for each line that is a link at all."""
     text = b.text(name)
     if text is None:
@@ -132,7 +134,7 @@ def parse_links(b: Bundle, name: str) -> list:
     return links
 
 
-def path_ranges(index: int, size: int) -> list:
+def path_ranges(index: int, size: int) -> list[Any]:
     """The leaf ranges [lo, hi) whose roots prove leaf `index` of a tree of `size` leaves,
     bottom up (RFC 9162's audit path: a tree splits at the largest power of two below its size)."""
     out = []
@@ -149,7 +151,7 @@ def path_ranges(index: int, size: int) -> list:
     return out
 
 
-def root_from(index: int, size: int, link_hash: str, nodes: dict) -> str | None:
+def root_from(index: int, size: int, link_hash: str, nodes: dict[Any, Any]) -> str | None:
     """The tree root that leaf `index`, holding `link_hash`, gives with the sibling roots in
     `nodes` ("lo-hi": hex); None when one is missing or not hex."""
     try:
@@ -163,7 +165,7 @@ def root_from(index: int, size: int, link_hash: str, nodes: dict) -> str | None:
     return digest.hex()
 
 
-def check_proof(b: Bundle, manifest: dict) -> dict | None:
+def check_proof(b: Bundle, manifest: dict[Any, Any]) -> dict[Any, Any] | None:
     """proof.json's tree and the anchor, once the manifest's head was proved to be its last leaf."""
     try:
         proof = json.loads(b.text("proof.json") or "null")
@@ -186,13 +188,15 @@ def check_proof(b: Bundle, manifest: dict) -> dict | None:
     return {"size": size, "root": root, "nodes": proof["nodes"]}
 
 
-def check_round_events(b: Bundle, tree: dict | None, round_id: str, listed: dict) -> list:
+def check_round_events(b: Bundle, tree: dict[Any, Any] | None, round_id: str, listed: list[tuple[Any, Any]]) -> list[Any]:
     """The round's records (in order), each link proved to be the tree's leaf of its seq."""
     links = parse_links(b, "events.jsonl")
     previous = None
     for number, line, link in links:
         record = link["record"]
         where, seq = f"events.jsonl line {number}", record["seq"]
+        own: str | None
+        form: str | None
         try:
             own = hashlib.sha256(bytes.fromhex(link["prev"]) + canonical(record)).hexdigest()
             form = canonical({"hash": link["hash"], "prev": link["prev"], "record": record}).decode("utf-8")
@@ -203,8 +207,8 @@ def check_round_events(b: Bundle, tree: dict | None, round_id: str, listed: dict
         if own != link["hash"]:
             b.find("edited", where, f"seq {seq} ({record.get('event')}): its hash does not match its content",
                    record["position"])
-        elif tree is not None and not (1 <= seq <= tree["size"]
-                                       and root_from(seq - 1, tree["size"], own, tree["nodes"]) == tree["root"]):
+        elif own is not None and tree is not None and not (
+                1 <= seq <= tree["size"] and root_from(seq - 1, tree["size"], own, tree["nodes"]) == tree["root"]):
             b.find("not_in_chain", where, f"seq {seq} ({record.get('event')}): its link is not the chain's link "
                    f"of seq {seq} under the manifest's tree_root", record["position"])
         if previous is not None:
@@ -225,24 +229,24 @@ def check_round_events(b: Bundle, tree: dict | None, round_id: str, listed: dict
     return records
 
 
-def _add(net: dict, account: str, amount: int) -> None:
+def _add(net: dict[Any, Any], account: str, amount: int) -> None:
     net[account] = net.get(account, 0) + amount
 
 
-def _net(postings: list) -> dict:
-    net: dict = {}
+def _net(postings: list[Any]) -> dict[Any, Any]:
+    net: dict[Any, Any] = {}
     for p in postings:
         _add(net, p["account"], p["amount_minor"])
     return {k: v for k, v in net.items() if v}
 
 
-def recompute_money(b: Bundle, records: list) -> dict:
+def recompute_money(b: Bundle, records: list[Any]) -> dict[Any, Any]:
     """The money of the round from its events alone (see the module doc)."""
-    put_in: dict = {}
-    settlements: dict = {}
-    lines: list = []
-    refunds: list = []
-    reversals: list = []  # a reversed settlement's lines stay in `results`: the report says which are not in force
+    put_in: dict[Any, Any] = {}
+    settlements: dict[Any, Any] = {}
+    lines: list[Any] = []
+    refunds: list[Any] = []
+    reversals: list[Any] = []  # a reversed settlement's lines stay in `results`: the report says which are not in force
     round_id = records[0]["originator_id"] if records else ""
     table = records[0]["fields"].get("table_id", "") if records else ""
     for r in records:
@@ -272,8 +276,8 @@ def recompute_money(b: Bundle, records: list) -> dict:
             "results": lines, "refunds": refunds, "reversals": reversals}
 
 
-def _settled(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str, table: str) -> list:
-    net: dict = {}
+def _settled(b: Bundle, f: dict[Any, Any], pos: int, put_in: dict[Any, Any], round_id: str, table: str) -> list[Any]:
+    net: dict[Any, Any] = {}
     out = []
     for line in f["results"]:
         staked, returned = line["staked_minor"], line["returned_minor"]
@@ -292,12 +296,12 @@ def _settled(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str, table: s
     return out
 
 
-def _voided(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str) -> list:
+def _voided(b: Bundle, f: dict[Any, Any], pos: int, put_in: dict[Any, Any], round_id: str) -> list[Any]:
     given = sorted((r["bet_id"], r["player_id"], r["amount_minor"]) for r in f.get("refunds") or [])
     owed = sorted((k[0], k[1], v) for k, v in put_in.items() if v > 0)
     if given != owed:
         b.find("refunds", "events.jsonl", f"refunds {given}; everything put in is {owed}", pos)
-    net: dict = {}
+    net: dict[Any, Any] = {}
     for _bet, player_id, amount in given:
         _add(net, f"player:{player_id}", amount)
         _add(net, f"round:{round_id}", -amount)
@@ -306,11 +310,11 @@ def _voided(b: Bundle, f: dict, pos: int, put_in: dict, round_id: str) -> list:
     return [{"position": pos, "bet_id": x[0], "player_id": x[1], "amount_minor": x[2]} for x in given]
 
 
-def check_documents(b: Bundle, money: dict) -> dict | None:
+def check_documents(b: Bundle, money: dict[Any, Any]) -> dict[Any, Any] | None:
     """replay.json and the page show the amounts the events give."""
     text = b.text("replay.json")
     try:
-        doc = json.loads(text) if text is not None else None
+        doc: dict[str, Any] | None = json.loads(text) if text is not None else None
     except ValueError:
         doc = None
     if doc is None:
@@ -337,7 +341,7 @@ def check_documents(b: Bundle, money: dict) -> dict | None:
     return doc
 
 
-def verify(path: Path) -> tuple:
+def verify(path: Path) -> tuple[Any, ...]:
     b = load(path)
     check_sums(b)
     try:
@@ -368,7 +372,7 @@ def amount(minor: int, currency: str | None) -> str:
     return f"{sign}{units:,}.{cents:02d}" + (f" {currency}" if currency else "")
 
 
-def print_report(report: dict) -> None:
+def print_report(report: dict[Any, Any]) -> None:
     cur = report["currency"]
     print(f"Round {report['round']} (id {report['round_id']}): {report['events']} events")
     for line in report["results"]:
@@ -392,7 +396,7 @@ def print_report(report: dict) -> None:
         print("OK: the bundle verifies.")
 
 
-def main(argv: list) -> int:
+def main(argv: list[Any]) -> int:
     args = [a for a in argv if a != "--json"]
     if args and args[0] in ("-h", "--help"):
         print(__doc__)

@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from domain.money import format_minor
 from ops.commands.audit import replay_all
@@ -45,7 +46,7 @@ def projections_section(d: DemoData) -> Section:
     return Section("Projections", _indent(lines), ok=zero and ggr_total == house)
 
 
-def _one_currency(rows: list[dict]) -> str | None:
+def _one_currency(rows: list[dict[str, Any]]) -> str | None:
     """The code to show money with: the demo studio plays one currency."""
     codes = {r["currency"] for r in rows}
     return codes.pop() if len(codes) == 1 else None

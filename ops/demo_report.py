@@ -111,7 +111,7 @@ class LedgerFacts:
             self.balances[p.account] += p.amount_minor
         if not is_round(ev):
             return
-        r = self.rounds.setdefault(ev.aggregate_id, RoundFacts())
+        r = self.rounds.setdefault(ev.originator_id, RoundFacts())
         match ev:
             case Opened():
                 r.ruleset_id = ev.ruleset_id

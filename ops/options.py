@@ -249,3 +249,12 @@ def check_address_free(host: str, port: int) -> None:
                 raise CliError(ErrorCode.ADDRESS_IN_USE,
                                f"{host}:{port} is in use by another process; stop it or give --port") from None
             raise CliError(ErrorCode.ADDRESS_IN_USE, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The handler of a command group called without its action: its help, exit 2 (a usage error)."""
+    def show(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return show

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
+from domain import gamemath
 from domain.blackjack_round import auto_floor, can_double, can_split, can_surrender
 from domain.blackjack_rules import (
     BLACKJACK_TOTAL,
@@ -409,25 +410,10 @@ def _settled(rules: BlackjackRules, s: State, bet_type: str) -> Fraction:
     return _returned(line) / line.staked_minor
 
 
-def _weights(decks: int | None, first: str, second: str) -> tuple[int, int]:
-    """(ways to draw `second` after `first`, ways to draw any two cards): a shoe, or an infinite deck (None)."""
-    if decks is None:
-        return 1, len(RANKS) ** 2
-    per_rank, n = 4 * decks, 52 * decks
-    return per_rank * (per_rank - (first == second)), n * (n - 1)
-
-
 def pair_rtp(rules: BlackjackRules, decks: int | None) -> Fraction:
-    """Pair side bet: every first two cards of a seat, settled by the engine."""
-    spot, stake = f"{rules.spot_kind}:1", rules.limit_for("pair").min_minor
-    back = Fraction(0)
-    for a in RANKS:
-        for b in RANKS:
-            s = State(seen=CardCounter(rules.decks), bets=[Bet("pair", "player", spot, "pair", stake)],
-                      first_two={spot: (CARD[a], Card(b, "H"))})
-            ways, all_ways = _weights(decks, a, b)
-            back += Fraction(ways, all_ways) * _settled(rules, s, "pair")
-    return back
+    """Pair side bet: every first two cards of a seat, settled by the engine (domain/gamemath.py)."""
+    counted = gamemath.blackjack_pair(rules, decks)
+    return gamemath.moments(gamemath.distribution(counted, gamemath.blackjack_odds(rules)))[0]
 
 
 def insurance_rtp(rules: BlackjackRules, decks: int | None) -> Fraction:
@@ -440,7 +426,7 @@ def insurance_rtp(rules: BlackjackRules, decks: int | None) -> Fraction:
         s = State(seen=CardCounter(rules.decks), phase="complete", bets=[Bet("main", "player", spot, "main", stake)],
                   spots=[spot], holders={spot: "main"}, hands=[hand], dealer=[CARD["A"], Card(second, "H")],
                   insurance={spot: stake // 2})
-        ways, all_ways = _weights(decks, "A", second)
+        ways, all_ways = gamemath.draw_ways(decks, "A", second)
         back += Fraction(ways * len(RANKS), all_ways) * _settled(rules, s, "insurance")
     return back
 

@@ -109,7 +109,8 @@ class BlackjackDriver(GameDriver):
 
     def bad_bet_spot(self, ctx: RoundCtx) -> str:
         spots = sorted({b["spot"] for b in ctx.model.view()["bets"]}) or [f"{self.rules.spot_kind}:1"]
-        return ctx.rng.choice(spots)
+        spot: str = ctx.rng.choice(spots)
+        return spot
 
     # ------------------------------------------------------------ cards
 

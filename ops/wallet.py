@@ -62,7 +62,7 @@ def write_wallet(feed_or_events: Any, path: str | Path, discrepancies: int = 0, 
     for i, kind in enumerate(kinds):
         if kind == "missing_in_ledger":
             like = movements[rng.randrange(len(movements))] if movements else None
-            row = {"type": "debit", "reference": f"wallet-only-{seed}-{i}", "player": like.player if like else "p0",
+            row: dict[str, Any] = {"type": "debit", "reference": f"wallet-only-{seed}-{i}", "player": like.player if like else "p0",
                    "amount_minor": rng.randint(1, 10_000), "currency": like.currency if like else "EUR",
                    "time": like.time if like else "1970-01-01T00:00:00+00:00"}
             extras.append(row)
@@ -74,16 +74,16 @@ def write_wallet(feed_or_events: Any, path: str | Path, discrepancies: int = 0, 
 
     rows: list[dict[str, Any]] = []
     for i, m in enumerate(movements):
-        kind = plan.get(i)
-        if kind == "missing_in_wallet":
+        change = plan.get(i)
+        if change == "missing_in_wallet":
             continue
         row = {"type": m.type, "reference": m.reference, "player": m.player, "amount_minor": m.amount_minor,
                "currency": m.currency, "time": m.time}
-        if kind == "amount_differs":
+        if change == "amount_differs":
             delta = rng.randint(1, 500)  # stays positive and different (a zero credit would be ignored)
             row["amount_minor"] = m.amount_minor - delta if m.amount_minor > delta and rng.random() < 0.5 else m.amount_minor + delta
         rows.append(row)
-        if kind == "duplicated":
+        if change == "duplicated":
             rows.append(dict(row))  # the same movement booked twice
     for row in extras:
         rows.insert(rng.randrange(len(rows) + 1), row)

@@ -99,11 +99,11 @@ def canonical_record(event: Record, fields: dict[str, Any], seq: int) -> dict[st
     return {
         "event": event_name(event),
         "fields": fields,
-        "originator_id": event.aggregate_id,
-        "originator_version": event.version,
+        "originator_id": event.originator_id,
+        "originator_version": event.originator_version,
         "position": event.position,
         "seq": seq,
-        "timestamp": iso_utc(event.server_time),
+        "timestamp": iso_utc(event.timestamp),
     }
 
 
@@ -126,11 +126,13 @@ class Link:
 
     @property
     def position(self) -> int:
-        return self.record["position"]
+        position: int = self.record["position"]
+        return position
 
     @property
     def seq(self) -> int:
-        return self.record["seq"]
+        seq: int = self.record["seq"]
+        return seq
 
     def line(self) -> str:
         return canonical_json({"hash": self.hash, "prev": self.prev, "record": self.record})

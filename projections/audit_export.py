@@ -67,11 +67,11 @@ class Window:
 
     def before(self, event: Record, position: int) -> bool:
         return (self.from_position is not None and position < self.from_position) or (
-            self.since is not None and event.server_time < self.since)
+            self.since is not None and event.timestamp < self.since)
 
     def after(self, event: Record, position: int) -> bool:
         return (self.to_position is not None and position > self.to_position) or (
-            self.until is not None and event.server_time >= self.until)
+            self.until is not None and event.timestamp >= self.until)
 
 
 def export(directory: str | Path, events: Iterable[Stored], *, from_position: int | None = None,

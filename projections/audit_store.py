@@ -53,9 +53,9 @@ def rounds_in_range(log: EventLog, start: int = 1, stop: int | None = None,
             progress(1)
         if not is_round(event):
             continue
-        by_round[event.aggregate_id].append(event)
+        by_round[event.originator_id].append(event)
         if event.position >= start and (stop is None or event.position <= stop):
-            wanted.add(event.aggregate_id)
+            wanted.add(event.originator_id)
     for round_id, events in by_round.items():
         if round_id in wanted:
             yield round_id, events

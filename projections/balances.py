@@ -66,7 +66,7 @@ def fold(rows: Rows, ev: Record) -> None:
 def _any_legs(rows: Rows, ev: Record, postings: Postings, event_type: type, stake: bool) -> None:
     """`fold` of any event with postings (settlements, voids, reversals, other stakes)."""
     delta = postings_delta(postings)
-    round_id = ev.aggregate_id
+    round_id = ev.originator_id
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["currency"] is None:
         require(not postings, f"postings for a round never opened: {round_id} at {ev.position}")
@@ -104,8 +104,9 @@ def _any_legs(rows: Rows, ev: Record, postings: Postings, event_type: type, stak
 def _two_legs(rows: Rows, ev: Record, first: str, amount: int, second: str, other: int) -> None:
     """`fold` of a stake event with two legs that balance (checked by the caller, as
     `postings_delta` checks them): the same rows changed the same way, without the
-    general path's dicts of deltas and funds on game (a third of this view's time)."""
-    round_id = ev.aggregate_id
+    general path's dicts of deltas and funds on game: stakes are most of the events this
+    view folds."""
+    round_id = ev.originator_id
     info = rows.get(_ROUNDS, (round_id,))
     if info is None or info["currency"] is None:
         require(False, f"postings for a round never opened: {round_id} at {ev.position}")

@@ -199,9 +199,9 @@ def collect_plays(records: Iterable[Record]) -> tuple[list[Play], datetime | Non
         if at is not None and (latest is None or at > latest):
             latest = at
         if isinstance(record, Opened):
-            rounds[record.aggregate_id] = _Round(record)
+            rounds[record.originator_id] = _Round(record)
             continue
-        rnd = rounds.get(record.aggregate_id)
+        rnd = rounds.get(record.originator_id)
         if rnd is None or at is None:  # a tombstone void: the round never opened, no money moved
             continue
         _apply(rnd, record, at)
@@ -223,7 +223,7 @@ def _apply(rnd: _Round, record: Record, at: datetime) -> None:
         play = rnd.plays.get(player_id)
         if play is None:
             o = rnd.opened
-            play = rnd.plays[player_id] = Play(o.aggregate_id, o.table_id, o.round_no, o.game, o.ruleset_id,
+            play = rnd.plays[player_id] = Play(o.originator_id, o.table_id, o.round_no, o.game, o.ruleset_id,
                                                o.currency, player_id, at)
         match record:
             case BetPlaced() | DecisionTaken() | FollowDecided():

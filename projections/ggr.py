@@ -79,10 +79,10 @@ def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: 
 
 
 def fold(rows: Rows, ev: Record) -> None:
-    info = round_row(rows, ev.aggregate_id)
+    info = round_row(rows, ev.originator_id)
     if info is None or info["table_id"] is None:  # tombstone void: no money, no table
         return
-    period = studio_quarter_hour(ev.studio_time, ev.server_time)  # summed into days when asked
+    period = studio_quarter_hour(ev.studio_time, ev.timestamp)  # summed into days when asked
     match ev:
         case Settled():
             _settled(rows, info, period, ev)
@@ -98,7 +98,7 @@ def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None
     staked = sum(r.staked_minor for r in results)
     paid = sum(r.returned_minor for r in results)
     kept = kept_sum(results)
-    rows.put(SETTLEMENTS.name, {"round_id": ev.aggregate_id, "settlement_no": ev.settlement_no,
+    rows.put(SETTLEMENTS.name, {"round_id": ev.originator_id, "settlement_no": ev.settlement_no,
                                 "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
                                 "period": period, "staked_minor": staked, "paid_minor": paid,
                                 "rounding_kept": fraction_text(kept), "reversed_period": None})
@@ -106,10 +106,10 @@ def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None
 
 
 def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementReversed) -> None:
-    old = rows.edit(SETTLEMENTS.name, (ev.aggregate_id, ev.settlement_no))
+    old = rows.edit(SETTLEMENTS.name, (ev.originator_id, ev.settlement_no))
     if old is None or old["reversed_period"] is not None:
         raise InvariantBroken(f"reversal of unknown or already reversed settlement {ev.settlement_no} "
-                              f"of {ev.aggregate_id}")
+                              f"of {ev.originator_id}")
     old["reversed_period"] = period
     _add(rows, info, period, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
          refunded=0, kept=-parse_fraction(old["rounding_kept"]))

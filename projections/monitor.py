@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from domain.blackjack_rules import BlackjackRules
+from domain.gamemath import line_key
 from domain.registry import get_rule_set
 from ledger.records import (
     BetPlaced,
@@ -100,8 +101,8 @@ class Sums(NamedTuple):
 
 
 def bet_key(line: SettlementLine, modes: dict[str, str]) -> str:
-    mode = modes.get(line.bet_id)
-    return f"{line.bet_type}:{mode}" if mode else line.bet_type
+    """The bet line a settlement line counts under (domain/gamemath.py names them)."""
+    return line_key(line.bet_type, modes.get(line.bet_id))
 
 
 def settlement_sums(results: tuple[SettlementLine, ...], modes: dict[str, str]) -> dict[str, Sums]:
@@ -156,30 +157,30 @@ def fold(rows: Rows, ev: Record) -> None:
     if type(ev) is BetPlaced:  # the most frequent event here: no match statement for it
         mode = ev.mode
         if isinstance(mode, str):
-            state = _edit_round_state(rows, ev.aggregate_id)
+            state = _edit_round_state(rows, ev.originator_id)
             if state["modes"] is None:
                 state["modes"] = {}
             state["modes"][ev.bet_id] = mode
         return  # no mode (all but Banker bets): nothing to keep
     match ev:
         case CardDealt():
-            if _round_state(rows, ev.aggregate_id)["deal"] is not None:  # blackjack, not yet settled
-                on_card(_edit_round_state(rows, ev.aggregate_id)["deal"], ev.card, ev.target)
+            if _round_state(rows, ev.originator_id)["deal"] is not None:  # blackjack, not yet settled
+                on_card(_edit_round_state(rows, ev.originator_id)["deal"], ev.card, ev.target)
         case DecisionTaken():
-            if _round_state(rows, ev.aggregate_id)["deal"] is not None:
-                on_decision(_edit_round_state(rows, ev.aggregate_id)["deal"], ev.hand, ev.action)
+            if _round_state(rows, ev.originator_id)["deal"] is not None:
+                on_decision(_edit_round_state(rows, ev.originator_id)["deal"], ev.hand, ev.action)
         case Opened():
-            _ops(rows, ev.table_id, ev.dealer_id, day_of(ev.server_time), rounds=1)
+            _ops(rows, ev.table_id, ev.dealer_id, day_of(ev.timestamp), rounds=1)
             if ev.game == "blackjack":
-                _edit_round_state(rows, ev.aggregate_id)["deal"] = new_deal()
+                _edit_round_state(rows, ev.originator_id)["deal"] = new_deal()
         case Settled():
             _settled(rows, ev)
         case SettlementReversed():
             _reversed(rows, ev)
         case Voided() | Paused():
             _incident(rows, ev)
-            if type(ev) is Voided and _round_state(rows, ev.aggregate_id)["deal"] is not None:
-                _edit_round_state(rows, ev.aggregate_id)["deal"] = None  # never settled: its cards are not kept
+            if type(ev) is Voided and _round_state(rows, ev.originator_id)["deal"] is not None:
+                _edit_round_state(rows, ev.originator_id)["deal"] = None  # never settled: its cards are not kept
 
 
 def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0, voided: int = 0,
@@ -194,25 +195,25 @@ def _ops(rows: Rows, table_id: str, dealer_id: str, day: str, *, rounds: int = 0
 
 
 def _incident(rows: Rows, ev: Voided | Paused) -> None:
-    info = round_row(rows, ev.aggregate_id)
+    info = round_row(rows, ev.originator_id)
     if info is None or info["table_id"] is None:  # tombstone void: no table, no dealer
         return
     voided = isinstance(ev, Voided)
-    human = ev.cause == HUMAN_ERROR and not _round_state(rows, ev.aggregate_id)["human_error"]
+    human = ev.cause == HUMAN_ERROR and not _round_state(rows, ev.originator_id)["human_error"]
     if not (voided or human):
         return
     _ops(rows, info["table_id"], info["dealer_id"], info["opened_at"][:10], voided=int(voided), human_errors=int(human))
     if human:
-        _edit_round_state(rows, ev.aggregate_id)["human_error"] = 1
+        _edit_round_state(rows, ev.originator_id)["human_error"] = 1
 
 
 def _settled(rows: Rows, ev: Settled) -> None:
-    info = round_row(rows, ev.aggregate_id)
+    info = round_row(rows, ev.originator_id)
     if info is None:
         return
-    state = _edit_round_state(rows, ev.aggregate_id)
+    state = _edit_round_state(rows, ev.originator_id)
     sums = settlement_sums(ev.results, state["modes"] or {})
-    day = day_of(ev.server_time)
+    day = day_of(ev.timestamp)
     for key, s in sums.items():
         _add(rows, info, ev.ruleset_id, ev.ruleset_version, key, day, s, 1)
     if state["deal"] is not None:
@@ -242,15 +243,15 @@ def _count_deal(rows: Rows, info: dict[str, Any], ev: Settled, day: str, deal: d
 
 
 def _reversed(rows: Rows, ev: SettlementReversed) -> None:
-    info = round_row(rows, ev.aggregate_id)
-    state = _round_state(rows, ev.aggregate_id)
+    info = round_row(rows, ev.originator_id)
+    state = _round_state(rows, ev.originator_id)
     settled, day = state["settled"], state["day"]
     if info is None or settled is None:
         return
     for key, (lines, staked, returned, kept, sq, top) in settled["sums"].items():
         back = Sums(-lines, -staked, -returned, -parse_fraction(kept), -sq, top)
         _add(rows, info, settled["ruleset_id"], settled["ruleset_version"], key, day, back, -1)
-    state = _edit_round_state(rows, ev.aggregate_id)
+    state = _edit_round_state(rows, ev.originator_id)
     state["settled"] = None
     state["day"] = None
 

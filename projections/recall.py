@@ -25,6 +25,7 @@ from operator import attrgetter
 from typing import Any
 
 from domain.errors import require
+from domain.model import StakeMove
 from ledger.records import (
     SHORT_NAMES,
     BetPlaced,
@@ -42,7 +43,6 @@ from ledger.records import (
     Settled,
     SettlementLine,
     SettlementReversed,
-    StakeMove,
     Voided,
     postings_of,
 )
@@ -173,10 +173,10 @@ def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str
         if leg == account:
             balance -= amount
     return {
-        "player_id": player_id, "round_id": ev.aggregate_id, "seq": ev.position,
+        "player_id": player_id, "round_id": ev.originator_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
-        "currency": currency, "played_at": iso(ev.server_time),
-        "studio_at": studio_utc_text(ev.studio_time, ev.server_time), "status": "open",
+        "currency": currency, "played_at": iso(ev.timestamp),
+        "studio_at": studio_utc_text(ev.studio_time, ev.timestamp), "status": "open",
         "bets": [], "stake_moves": [], "results": [], "refunds": [],
         "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
         "balance_before_minor": balance, "balance_after_minor": None, "timezone": info.get("timezone"),
@@ -205,7 +205,7 @@ def fold_timelines(rows: Rows, events: list[Record]) -> None:
     # The events of one ledger batch share one timestamp object: its text is made once per run.
     at, at_text = None, ""
     for ev in events:
-        round_id, kind = ev.aggregate_id, type(ev)
+        round_id, kind = ev.originator_id, type(ev)
         row = mine.get(round_id, _UNSEEN)
         if row is _UNSEEN:
             row = mine[round_id] = rows.edit(_RECALL_ROUNDS, (round_id,))
@@ -214,10 +214,10 @@ def fold_timelines(rows: Rows, events: list[Record]) -> None:
                 continue
             row = mine[round_id] = {"round_id": round_id, "status": "open", "timeline": []}
             rows.put(_RECALL_ROUNDS, row)
-        if ev.server_time is not at:
-            at = ev.server_time
+        if ev.timestamp is not at:
+            at = ev.timestamp
             at_text = iso(at)
-        row["timeline"].append([ev.version, short[kind], at_text, *values_of[kind](ev)])
+        row["timeline"].append([ev.originator_version, short[kind], at_text, *values_of[kind](ev)])
         status = _STATUS.get(kind)
         if status is not None:
             row["status"] = status
@@ -236,7 +236,7 @@ def fold(rows: Rows, ev: Record) -> None:
     if kind is BetPlaced:
         _bet_placed(rows, ev)  # type: ignore[arg-type]
         return
-    round_id = ev.aggregate_id
+    round_id = ev.originator_id
     if (kind is DecisionTaken or kind is FollowDecided) and not ev.stake_moves:  # type: ignore[union-attr]
         return  # hit, stand, a declined follow
     info = rows.get(_ROUNDS, (round_id,))
@@ -263,10 +263,10 @@ _NO_LINES: list[Any] = []  # never changed
 
 def _bet_placed(rows: Rows, ev: BetPlaced) -> None:
     """The player's row after a bet (the most frequent player event)."""
-    info = rows.get(_ROUNDS, (ev.aggregate_id,))
+    info = rows.get(_ROUNDS, (ev.originator_id,))
     if info is None or info["table_id"] is None:  # tombstone void
         return
-    row = rows.edit(_RECALL, (ev.player_id, ev.aggregate_id))
+    row = rows.edit(_RECALL, (ev.player_id, ev.originator_id))
     if row is None:
         row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
         rows.put(_RECALL, row)

@@ -48,7 +48,11 @@ from projections.balances import PLAYER_PREFIX
 from projections.state import Zones, as_zones, studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
-MOVEMENT_TYPES = ("debit", "credit", "cancel")
+# The wallet file's movement types, its format and not the ledger's words: a stake the wallet
+# takes from the player, a payout it credits, and money given back by a void's refund or
+# taken back by a settlement's reversal (the wallet's word for both of those is "cancel").
+DEBIT, CREDIT, REFUND_OR_REVERSAL = "debit", "credit", "cancel"
+MOVEMENT_TYPES = (DEBIT, CREDIT, REFUND_OR_REVERSAL)
 CATEGORIES = ("matched", "missing_in_wallet", "missing_in_ledger", "duplicated", "amount_differs",
               "player_differs", "currency_differs", "invalid_row", "repeated_transaction_id")
 UNKNOWN_TABLE = "-"
@@ -86,48 +90,48 @@ class _Movements:
         self.round_zones: dict[str, str] = {}  # round id -> timezone of the configuration it opened under
 
     def emit(self, ev: RoundRecord, type_: str, reference: str, player: str, amount: int) -> None:
-        table, currency, label = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE, "", ev.aggregate_id))
+        table, currency, label = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE, "", ev.originator_id))
         self.keys[(type_, reference)] += 1
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
             reference = f"{reference}#{self.keys[(type_, reference)]}"
         self.out.append(Movement(type_, reference, player, amount, currency, ev.studio_time,
-                                 studio_utc(ev.studio_time, ev.server_time).astimezone(self.zones.of(self.round_zones.get(ev.aggregate_id))).date().isoformat(), table, ev.aggregate_id, label))
+                                 studio_utc(ev.studio_time, ev.timestamp).astimezone(self.zones.of(self.round_zones.get(ev.originator_id))).date().isoformat(), table, ev.originator_id, label))
 
     def add(self, ev: Record) -> None:
         match ev:
             case Opened():
-                self.rounds[ev.aggregate_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
+                self.rounds[ev.originator_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
             case TableConfigured():
                 self.config_zones[(ev.table_id, ev.config_version)] = ev.timezone
             case TableApplied():
-                table = self.rounds.get(ev.aggregate_id, (UNKNOWN_TABLE,))[0]
+                table = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE,))[0]
                 zone = self.config_zones.get((table, ev.config_version))
                 if zone is not None:
-                    self.round_zones[ev.aggregate_id] = zone
+                    self.round_zones[ev.originator_id] = zone
             case BetPlaced():
-                self.emit(ev, "debit", ev.bet_id, ev.player_id, ev.stake_minor)
+                self.emit(ev, DEBIT, ev.bet_id, ev.player_id, ev.stake_minor)
             case DecisionTaken() | FollowDecided():
                 for m in ev.stake_moves:
                     base = f"{m.bet_id}+{m.reason}"
                     self.moves_seen[base] += 1
                     reference = base if self.moves_seen[base] == 1 else f"{base}.{self.moves_seen[base]}"
-                    self.emit(ev, "debit", reference, m.player_id, m.amount_minor)
+                    self.emit(ev, DEBIT, reference, m.player_id, m.amount_minor)
             case Settled():
                 n = ev.settlement_no
                 for r in ev.results:
                     if r.returned_minor > 0:
-                        self.emit(ev, "credit", r.bet_id if n == 1 else f"{r.bet_id}@s{n}", r.player_id,
+                        self.emit(ev, CREDIT, r.bet_id if n == 1 else f"{r.bet_id}@s{n}", r.player_id,
                                   r.returned_minor)
             case Voided():
                 refunded: dict[tuple[str, str], int] = {}
                 for f in ev.refunds:
                     refunded[(f.bet_id, f.player_id)] = refunded.get((f.bet_id, f.player_id), 0) + f.amount_minor
                 for (bet_id, player), amount in refunded.items():
-                    self.emit(ev, "cancel", bet_id, player, amount)
+                    self.emit(ev, REFUND_OR_REVERSAL, bet_id, player, amount)
             case SettlementReversed():
                 for leg in ev.postings:
                     if leg.account.startswith(PLAYER_PREFIX) and leg.amount_minor < 0:
-                        self.emit(ev, "cancel", f"{ev.aggregate_id}@s{ev.settlement_no}",
+                        self.emit(ev, REFUND_OR_REVERSAL, f"{ev.originator_id}@s{ev.settlement_no}",
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
@@ -271,7 +275,7 @@ def _usable_rows(wallet_rows: list[dict[str, Any]], report: Reconciliation) -> d
         elif row["transaction_id"] in seen:
             report.add("repeated_transaction_id", day, UNKNOWN_TABLE, **where,
                        first_line=seen[row["transaction_id"]])
-        elif not (row["type"] == "credit" and row["amount_minor"] == 0):
+        elif not (row["type"] == CREDIT and row["amount_minor"] == 0):
             seen[row["transaction_id"]] = row["line"]
             wallet[(row["type"], row["reference"])].append(row)
     return wallet

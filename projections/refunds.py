@@ -43,12 +43,12 @@ REFUNDS = Table(
 def fold(rows: Rows, ev: Record) -> None:
     if not isinstance(ev, Voided):
         return
-    info = round_row(rows, ev.aggregate_id) or {}
+    info = round_row(rows, ev.originator_id) or {}
     common = {
-        "position": ev.position, "round_id": ev.aggregate_id, "table_id": info.get("table_id"),
+        "position": ev.position, "round_id": ev.originator_id, "table_id": info.get("table_id"),
         "round_no": info.get("round_no"), "game": info.get("game"), "currency": info.get("currency"),
         "cause": ev.cause, "voided_by": ev.by, "note": ev.note or "",
-        "voided_at": iso(ev.server_time), "studio_at": studio_utc_text(ev.studio_time, ev.server_time),
+        "voided_at": iso(ev.timestamp), "studio_at": studio_utc_text(ev.studio_time, ev.timestamp),
         "timezone": info.get("timezone"),
     }
     for i, r in enumerate(ev.refunds):

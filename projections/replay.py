@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from domain.cards import parse_card
 from domain.errors import InvariantBroken, Refusal
-from domain.model import Bet, RoundModel
+from domain.model import Bet, RoundModel, StakeMove
 from domain.money import earlier_wording, format_minor, house_account, player_account, round_account
 from domain.registry import get_rule_set, new_round
 from domain.ruleset import RuleSet
@@ -37,7 +37,6 @@ from ledger.records import (
     Settled,
     SettlementLine,
     SettlementReversed,
-    StakeMove,
     TableApplied,
     TableConfigured,
     Voided,
@@ -78,7 +77,7 @@ class BetCheck:
     bet_id: str
     recorded: dict[str, Any] | None
     recomputed: dict[str, Any] | None
-    # the same line, its explanation recorded in the wording before issue 20 (domain/money.py
+    # the same line, its explanation recorded in the earlier wording (domain/money.py
     # `earlier_wording`): stores written then replay clean, and the money is still compared
     earlier_wording: bool = False
 
@@ -134,7 +133,7 @@ def recompute(events_of_round: Iterable[Record], *, views: bool = True) -> Repla
     checks, results and findings, but no timeline (`steps` is empty): no step
     text, no state snapshot after each event, no timestamp formatting."""
     events = list(events_of_round)
-    s = _State(round_id=events[0].aggregate_id if events else "")
+    s = _State(round_id=events[0].originator_id if events else "")
     _check_sequence(s, events)
     for event in events:
         check = _CHECKS.get(type(event))
@@ -146,8 +145,8 @@ def recompute(events_of_round: Iterable[Record], *, views: bool = True) -> Repla
         if views:
             text, source = _TEXTS[type(event)](s, event) if check is not None else (event_name(event), None)
             view = _with_phase(s, s.model.view() if s.model is not None else None)
-            s.steps.append(Step(event.version, event.position, short_name(event), event.studio_time,
-                                iso_utc(event.server_time), text, source, view))
+            s.steps.append(Step(event.originator_version, event.position, short_name(event), event.studio_time,
+                                iso_utc(event.timestamp), text, source, view))
     return Replay(s.steps, s.results, s.findings, _outcome(s) if views else None)
 
 
@@ -201,10 +200,10 @@ def _check_sequence(s: _State, events: list[Record]) -> None:
     if len(events) > EVENTS_PER_ROUND_MAX:
         s.find("too_many_events", events[-1].position, f"{len(events)} events; at most {EVENTS_PER_ROUND_MAX}")
     for expected, event in enumerate(events, 1):
-        if event.aggregate_id != s.round_id:
-            s.find("foreign_event", event.position, f"event of {event.aggregate_id} among {s.round_id}'s")
-        if event.version != expected:
-            s.find("missing_event", event.position, f"event number {event.version} where number "
+        if event.originator_id != s.round_id:
+            s.find("foreign_event", event.position, f"event of {event.originator_id} among {s.round_id}'s")
+        if event.originator_version != expected:
+            s.find("missing_event", event.position, f"event number {event.originator_version} where number "
                    f"{expected} was expected: the round's events are not complete")
             break
 
@@ -280,7 +279,7 @@ def _table_applied(s: _State, e: TableApplied) -> None:
     (exactly the configuration version it opened under, whatever the table says today)."""
     if s.rules is None:
         return
-    if e.version != 2:
+    if e.originator_version != 2:
         s.find("table_config_misplaced", e.position, "the table configuration must follow Opened directly")
     try:
         settings = TableSettings.from_dict(e.settings)

@@ -51,7 +51,7 @@ from projections.audit import Finding
 
 Rows = list[Row]  # one round's stored rows, undecoded: (position, originator id as stored, version, topic, state)
 PAGE_SIZE = 5000
-PLAN_PAGE_SIZE = 1000  # rounds of the plan read at once (~230 KiB of spans; 5000 would be ~1.1 MiB)
+PLAN_PAGE_SIZE = 1000  # rounds of the plan read at once: the plan's memory stays flat in the rounds
 WORKERS_MAX = 32
 AUTO_WORKERS_MAX = 8
 EVENTS_PER_WORKER_MIN = 4000  # below this a forked worker costs more than it saves (auto only)
@@ -258,7 +258,7 @@ def _label(first: Record) -> str:
     """`TABLE#ROUND_NO` of a round from its first record (its id when it never opened)."""
     if isinstance(first, Opened):
         return f"{first.table_id}#{first.round_no}"
-    return f"{first.aggregate_id}#?"
+    return f"{first.originator_id}#?"
 
 
 # --------------------------------------------------------------------------- workers

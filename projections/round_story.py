@@ -55,7 +55,7 @@ def ref_parts(round_id: UUID | str, ref: str | None) -> tuple[str, int] | None:
 
 
 def _stamp(e: Record) -> dict[str, Any]:
-    return {"position": e.position, "command_id": e.command_id, "server_time": iso_utc(e.server_time),
+    return {"position": e.position, "command_id": e.command_id, "server_time": iso_utc(e.timestamp),
             "studio_time": e.studio_time}
 
 
@@ -231,7 +231,9 @@ def _hands_text(outcome: dict[str, Any] | None) -> str:
 
 def story_lines(story: dict[str, Any], currency: str | None) -> list[str]:
     """The story as text lines (`ledger replay` and `ledger round show`)."""
-    money = lambda minor: format_minor(minor, currency)  # noqa: E731
+    def money(minor: int) -> str:
+        return format_minor(minor, currency)
+
     lines = [f"status: {story['status']}  (phase {story['phase']})", f"outcome: {story['headline']['text']}"]
     if story["headline"]["hands"]:
         lines.append(f"hands: {story['headline']['hands']}")

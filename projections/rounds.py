@@ -73,10 +73,10 @@ def round_row(rows: Rows, round_id: str) -> dict[str, Any] | None:
 def fold(rows: Rows, ev: Record) -> None:
     if isinstance(ev, Opened):
         rows.put(ROUNDS.name, {
-            "round_id": ev.aggregate_id, "table_id": ev.table_id, "round_no": ev.round_no,
+            "round_id": ev.originator_id, "table_id": ev.table_id, "round_no": ev.round_no,
             "game": ev.game, "ruleset_id": ev.ruleset_id, "ruleset_version": ev.ruleset_version,
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
-            "status": "open", "settlement_no": 0, "opened_at": iso(ev.server_time), "closed_at": None,
+            "status": "open", "settlement_no": 0, "opened_at": iso(ev.timestamp), "closed_at": None,
             "opened_position": ev.position, "studio_time": _studio_text_of(ev.studio_time),
             "timezone": None, "void_cause": None,
         })
@@ -84,17 +84,17 @@ def fold(rows: Rows, ev: Record) -> None:
     if isinstance(ev, TableApplied):
         _table_applied(rows, ev)
         return
-    row = rows.edit(ROUNDS.name, (ev.aggregate_id,))
+    row = rows.edit(ROUNDS.name, (ev.originator_id,))
     if row is None:  # tombstone void: the round never opened
-        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.aggregate_id, "settlement_no": 0}
+        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.originator_id, "settlement_no": 0}
         rows.put(ROUNDS.name, row)
     row["status"] = _STATUS_BY_EVENT[type(ev)]
     match ev:
         case Voided():
-            row["closed_at"] = iso(ev.server_time)
+            row["closed_at"] = iso(ev.timestamp)
             row["void_cause"] = ev.cause  # why, beside the status: `ledger round list --status voided`
         case Settled():
-            row["closed_at"] = iso(ev.server_time)
+            row["closed_at"] = iso(ev.timestamp)
             row["settlement_no"] = ev.settlement_no
         case SettlementReversed():
             row["closed_at"] = None
@@ -103,11 +103,11 @@ def fold(rows: Rows, ev: Record) -> None:
 def _table_applied(rows: Rows, ev: TableApplied) -> None:
     """The time zone of the configuration the round opened under: its gaming days are
     that zone's days, whatever the table is configured with later."""
-    row = round_row(rows, ev.aggregate_id)
+    row = round_row(rows, ev.originator_id)
     if row is None or row["table_id"] is None:
         return  # misplaced settings: replay reports them (docs/audit.md)
     config = config_row(rows, row["table_id"], ev.config_version)
-    mine = rows.edit(ROUNDS.name, (ev.aggregate_id,))  # the same row (read above), to change
+    mine = rows.edit(ROUNDS.name, (ev.originator_id,))  # the same row (read above), to change
     if mine is not None:
         mine["timezone"] = config and config["timezone"]
 

@@ -51,14 +51,14 @@ def replay_seating(records: Iterable[Record]) -> SeatingReplay:
             case Opened():
                 rules = registry.get_rule_set(rec.ruleset_id, rec.ruleset_version)
                 if spans_rounds(rules):
-                    rounds[rec.aggregate_id] = _Round(rec.table_id, rec.round_no, rules.key)
-            case BetPlaced() if rec.aggregate_id in rounds:
-                rounds[rec.aggregate_id].bets.append(Bet(rec.bet_id, rec.player_id, rec.spot, rec.bet_type,
+                    rounds[rec.originator_id] = _Round(rec.table_id, rec.round_no, rules.key)
+            case BetPlaced() if rec.originator_id in rounds:
+                rounds[rec.originator_id].bets.append(Bet(rec.bet_id, rec.player_id, rec.spot, rec.bet_type,
                                                          rec.stake_minor, rec.mode, rec.seat_no))
-            case DecisionTaken() if rec.aggregate_id in rounds:
-                rounds[rec.aggregate_id].decisions.append((rec.hand, rec.source))
-            case Settled() | Voided() if rec.aggregate_id in rounds and not rounds[rec.aggregate_id].closed:
-                _close(rounds[rec.aggregate_id], rec.aggregate_id, isinstance(rec, Voided), seatings, expected)
+            case DecisionTaken() if rec.originator_id in rounds:
+                rounds[rec.originator_id].decisions.append((rec.hand, rec.source))
+            case Settled() | Voided() if rec.originator_id in rounds and not rounds[rec.originator_id].closed:
+                _close(rounds[rec.originator_id], rec.originator_id, isinstance(rec, Voided), seatings, expected)
             case TableSeatingChanged():
                 stored[rec.round_id] = (rec.position, Seating.from_dict(rec.seating))
             case _:

@@ -178,12 +178,17 @@ def run_ledger(url: str, feed: list[bytes], batch_size: int, workers: int,
     return LedgerRun(seconds, cpu_seconds, len(feed), accepted, len(stored.events), commits), stored
 
 
+def _as_uuid(originator_id: UUID | str) -> UUID:
+    """The library types a stored id as UUID or text; the ledger's are UUIDs."""
+    return originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
+
+
 def _stored_rows(app: Any) -> list[Row]:
     rows: list[Row] = []
     start = 1
     log = EventLog(app)
     while notes := log.notifications(start, 5000):
-        rows.extend((n.originator_id, n.originator_version, n.topic, n.state) for n in notes)
+        rows.extend((_as_uuid(n.originator_id), n.originator_version, n.topic, n.state) for n in notes)
         start = notes[-1].id + 1
     return rows
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import aggregate, app, eventstore, persistence
+from ledger.app import BATCH_SIZE_DEFAULT
 from ops.bench.ingest_bench import (
-    BATCH_SIZE_DEFAULT,
     batched,
     fresh_store,
     make_feed,
@@ -47,28 +47,28 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
     (app.UnitOfWork, "apply", "per command: index row, result, marks"),
     (app.UnitOfWork, "_run", "per command: index row, result, marks"),
-    (app.UnitOfWork, "_reject", "rejection rows"),
+    (app.UnitOfWork, "_refuse", "rejection rows"),
     (app.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
-    (persistence.LedgerSQLiteRecorder, "_insert_events", "SQL: executemany (events, index, rejections)"),
-    (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),  # the library's, inherited
+    (persistence.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
+    (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),
 )
 
 
 @dataclass
 class Timers:
-    """Exclusive CPU per phase: a stack of (phase, callees' time) frames."""
+    """Exclusive CPU per phase: a stack of frames, each the time spent in its call's callees."""
 
     spent: dict[str, float] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
-    stack: list[list[Any]] = field(default_factory=list)
+    stack: list[list[float]] = field(default_factory=list)  # the time of each open call's callees
 
     def wrap(self, phase: str, func: Callable[..., Any]) -> Callable[..., Any]:
         clock, stack, spent, calls = time.thread_time, self.stack, self.spent, self.calls
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            frame = [phase, 0.0]
+            frame = [0.0]
             stack.append(frame)
             t0 = clock()
             try:
@@ -76,10 +76,10 @@ class Timers:
             finally:
                 took = clock() - t0
                 stack.pop()
-                spent[phase] = spent.get(phase, 0.0) + took - frame[1]
+                spent[phase] = spent.get(phase, 0.0) + took - frame[0]
                 calls[phase] = calls.get(phase, 0) + 1
                 if stack:
-                    stack[-1][1] += took
+                    stack[-1][0] += took
 
         return timed
 

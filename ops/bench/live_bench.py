@@ -267,7 +267,9 @@ def http_steps(rates: list[float], seconds: float, workers: list[int], trace: bo
     print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
     for name, _ in modes:
         one = best.get(f"{name}/workers=1")
-        for n in workers[1:] if len(workers) > 1 and one else []:
+        if not one:
+            continue
+        for n in workers[1:]:
             print(json.dumps({"mode": name, f"workers={n}_over_workers=1": round(best.get(f"{name}/workers={n}", 0) / one, 2)}),
                   flush=True)
 
@@ -276,7 +278,7 @@ def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs (each figure on its own)."""
     from statistics import median
 
-    out = {k: v for k, v in rows[0].items() if isinstance(v, str)}
+    out: dict[str, Any] = {k: v for k, v in rows[0].items() if isinstance(v, str)}
     out["runs"] = len(rows)
     for k, v in rows[0].items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -51,7 +51,7 @@ def measure(log: EventLog, repeat: int, workers: int | None) -> dict[str, Any]:
 
     def replay(w: int | None) -> Callable[[], int]:
         def run() -> int:
-            counted = []  # events read, as the progress bar counts them
+            counted: list[Any] = []  # events read, as the progress bar counts them
             summary = replay_all(log, progress=counted.append, workers=w)
             require_clean(summary)
             used.append(summary["workers"])

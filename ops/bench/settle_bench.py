@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from domain.cards import parse_card
 from domain.roundfile import parse_bet, play
@@ -16,7 +18,7 @@ from ops.feed_rounds import round_files
 from ops.simulator import simulate
 
 
-def raw_decode(files: list[dict]) -> int:
+def raw_decode(files: list[dict[str, Any]]) -> int:
     n = 0
     for f in files:
         for b in f["bets"]:
@@ -28,7 +30,7 @@ def raw_decode(files: list[dict]) -> int:
     return n
 
 
-def settle_all(files: list[dict]) -> int:
+def settle_all(files: list[dict[str, Any]]) -> int:
     for f in files:
         played = play(f, outcome=False)  # play + settle; the description of what happened is display
         if not played.complete:
@@ -36,7 +38,7 @@ def settle_all(files: list[dict]) -> int:
     return len(files)
 
 
-def timed(fn, files) -> float:
+def timed(fn: Callable[[list[dict[str, Any]]], int], files: list[dict[str, Any]]) -> float:
     start = time.perf_counter()
     fn(files)
     return time.perf_counter() - start
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=400, help="rounds per table (5 tables, one per rule set)")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
-    by_rules: dict[str, list[dict]] = defaultdict(list)
+    by_rules: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in round_files(simulate(5, args.rounds, args.seed, 0)):
         by_rules[f["ruleset_id"]].append(f)
     print(f"{'rule set':<24}{'rounds':>8}{'settle rounds/s':>18}{'raw decode rounds/s':>22}{'ratio':>8}")

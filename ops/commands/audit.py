@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ops.errors import CliError, ErrorCode, usage
-from ops.options import Progress, add_period_arguments, add_quiet_argument, check_period, int_range
+from ops.options import Progress, add_period_arguments, add_quiet_argument, check_period, help_for, int_range
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -37,7 +37,7 @@ The canonical form, chain, manifest and finding kinds: docs/audit.md.
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("audit", help="export the hash-chained audit trail, verify an export, replay every round",
                        description="Audit trail: export (events.jsonl, events.csv, manifest.json), verify, replay.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "fewer for a small range); the output is the same for any N")
     r.add_argument("--json", action="store_true", help="print machine-readable JSON")
     r.set_defaults(func=run_replay)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 def _workers(text: str) -> int:

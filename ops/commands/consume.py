@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import Callable
 
 from ops.errors import usage
 from ops.options import int_range
@@ -29,7 +30,7 @@ Exit status: 0 stopped (SIGTERM, or drained with --idle-exit); 2 could not run
 (one line on standard error).
 """
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("consume", help="apply commands from NATS JetStream (one partition of the tables)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _crash_hook():  # type: ignore[no-untyped-def]
+def _crash_hook() -> Callable[[int], None] | None:
     """LEDGER_TEST_KILL_AFTER_BATCH=K: SIGKILL this process after committing batch K, before its ack
     (the crash tests' worst case: committed, never acknowledged)."""
     after = os.environ.get("LEDGER_TEST_KILL_AFTER_BATCH")

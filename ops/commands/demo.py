@@ -5,10 +5,15 @@ import argparse
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from ops.errors import CliError, ErrorCode
 from ops.options import int_range
 from ops.simulator import ROUNDS_MAX, TABLES_MAX, Studio
+
+if TYPE_CHECKING:
+    from ledger.batching import Result
+    from ops.demo_report import DemoData, Section
 
 DEFAULT_DEMO_DB = "sqlite:///./casino-ledger-demo.db"
 DEFAULT_TABLES = 10
@@ -42,7 +47,7 @@ Examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "demo",
         help="simulate a studio, ingest it into a fresh store, print the back-office summary",
@@ -94,7 +99,7 @@ def _progress(quiet: bool, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def closing_sections(data, args: argparse.Namespace) -> list:
+def closing_sections(data: DemoData, args: argparse.Namespace) -> list[Section]:
     """Projections, audit export + verify, replay of every round (see ops/demo_audit.py)."""
     from ops.demo_audit import audit_section, projections_section, replay_section
 
@@ -121,7 +126,7 @@ def run_demo(args: argparse.Namespace) -> int:
     t1 = time.monotonic()
     done = 0
 
-    def progress(batch: list) -> None:
+    def progress(batch: list[Result]) -> None:
         nonlocal done
         before, done = done, done + len(batch)
         if done // INGEST_REPORT_EVERY > before // INGEST_REPORT_EVERY or done == len(feed):

@@ -14,7 +14,7 @@ from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument
 from ops.errors import CliError, ErrorCode, check_input_file, usage
-from ops.options import add_period_arguments, check_period, number_range, text_length
+from ops.options import add_period_arguments, check_period, help_for, number_range, text_length
 from projections.dgoj import (
     SESSION_GAP_DEFAULT,
     SESSION_GAP_MAX,
@@ -50,12 +50,12 @@ not valid against --xsd: then nothing is written and nothing registered).
 
 Examples:
   ledger export dgoj --operator-id OP01 --store-id ALM1 --out lote.xml \\
-      --since 2026-11-21 --until 2026-11-22 --xsd DGOJ_Monitorizacion_3.3.xsd
+      --since 2026-11-21 --until 2026-11-22 --xsd ops/schemas/DGOJ_Monitorizacion_3.3.xsd
   ledger export dgoj --operator-id OP01 --store-id ALM1 --out preview.xml --no-register --json
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="regulator exports (dgoj: Spain's monitoring batch v3.3)")
     esub = p.add_subparsers(dest="export_format", metavar="FORMAT")
     d = esub.add_parser("dgoj", help="Spain DGOJ monitoring batch v3.3 (RegistroOtrosJuegos per session)",
@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a preview: write the file but do not record it (a later export sends the same again)")
     d.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
     d.set_defaults(func=run_dgoj)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 def run_dgoj(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
@@ -38,7 +38,7 @@ conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds);
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ingest", help="apply a JSONL feed of commands to the store", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
@@ -93,13 +93,13 @@ class Tally:
                 self.duplicate_of_refused += 1
 
 
-def summarize(results: list[Result]) -> dict:
+def summarize(results: list[Result]) -> dict[str, Any]:
     tally = Tally()
     tally.add(results)
     return _summary(tally)
 
 
-def _summary(tally: Tally, blank_lines: int = 0) -> dict:
+def _summary(tally: Tally, blank_lines: int = 0) -> dict[str, Any]:
     by_status = tally.by_status
     return {
         "commands": sum(by_status.values()),

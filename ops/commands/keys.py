@@ -5,6 +5,9 @@ import argparse
 import json
 import sys
 
+from ledger.keys import ROLES
+from ops.options import help_for
+
 EPILOG = """\
 Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
 reconcile), auditor (reads, audit export and verify), admin (everything).
@@ -17,12 +20,12 @@ The key is printed once; only its hash is stored.
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("keys", help="API keys of `ledger serve`: add, list, revoke", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = p.add_subparsers(dest="keys_action", metavar="ACTION")
     add = actions.add_parser("add", help="make a key (printed once)")
-    add.add_argument("--role", required=True, choices=("studio", "backoffice", "auditor", "admin"))
+    add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--tables", default="", help="comma-separated table ids a studio key may write (default all)")
     add.add_argument("--name", default="", help="a name to find the key by (default role-keyid)")
     _common(add)
@@ -34,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rev.add_argument("key", metavar="KEY_ID_OR_NAME")
     _common(rev)
     rev.set_defaults(func=run_revoke)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,7 @@ but some command ids were reused with another payload within this feed (conflict
   ledger simulate --tables 10 --rounds 50 | ledger publish - --nats nats://127.0.0.1:4222
 """
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<slot bits>.<table>)", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from typing import Any
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
@@ -20,7 +21,7 @@ Examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("recall", help="a player's last N rounds (game recall)",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("player", metavar="PLAYER", help="player id as in the feed")
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_round(r: dict) -> None:
+def print_round(r: dict[str, Any]) -> None:
     cur = r["currency"]
     after = "open" if r["balance_after_minor"] is None else format_minor(r["balance_after_minor"], cur)
     print(f"== {r['table_id']}#{r['round_no']} {r['game']} {r['day']} {r['studio_at'][11:19]}Z  {r['status']}  "

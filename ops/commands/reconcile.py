@@ -32,7 +32,7 @@ Examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("reconcile", help="reconcile an operator wallet file with the ledger (exit 1 on discrepancies)",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("wallet", metavar="WALLET.csv", help="the operator's wallet transactions")

@@ -11,7 +11,7 @@ from ops.options import int_range
 from projections import queries
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
                        description="Every refused command is kept: command id, round, code, message, raw payload.")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")

@@ -39,7 +39,7 @@ Exit status: 0 no findings; 1 findings (printed) or no such round; 2 bad argumen
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "replay", help="replay one round: timeline, state per step, settlement recomputed and compared",
         description="Replay one round for a dispute: every event with its position, studio and server time, "

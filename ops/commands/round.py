@@ -16,14 +16,14 @@ from ledger.eventlog import EventLog
 from ledger.round import round_id_for
 from ops.commands.project import add_db_argument, open_views
 from ops.errors import usage
-from ops.options import add_period_arguments, check_period, int_range
+from ops.options import add_period_arguments, check_period, help_for, int_range
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
 
 REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("round", help="look at one round")
     rsub = p.add_subparsers(dest="round_command", metavar="ACTION")
     show = rsub.add_parser("show", help="events, cards, bets and settlement of one round",
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--json", action="store_true",
                          help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
     listing.set_defaults(func=run_list)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 LIST_DESCRIPTION = """\

@@ -1,5 +1,5 @@
 """`ledger rtp`: exact return to player of every bet type, by exhaustive enumeration
-through the engine's own settlement functions (see ops/rtp.py); blackjack: optimal
+through the engine's own settlement functions (see domain/gamemath.py); blackjack: optimal
 play for an infinite deck and the shoe, side bets, rule effects (ops/rtp_blackjack.py)."""
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import json
 import time
 
 GAMES = ("baccarat", "teen-patti", "blackjack")
-RULE_SET_OF = {"baccarat": ("baccarat/live-8d", 1), "teen-patti": ("teen-patti/20-20", 1)}  # what ops/rtp.py enumerates
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "rtp",
         help="exact game math: probability of win/push/lose and RTP of every bet type",
@@ -45,7 +44,7 @@ def handler(args: argparse.Namespace) -> int:
         seconds = round(time.perf_counter() - started, 2)
         report[game]["seconds"] = seconds
         how = "optimal play" if game == "blackjack" else "exhaustive enumeration"
-        name = game if game == "blackjack" else "{} v{}".format(*RULE_SET_OF[game])  # blackjack: a column
+        name = game if game == "blackjack" else "{} v{}".format(*rtp.RULE_SETS[game].key)  # blackjack: a column
         text += [f"{name}  ({how}, {seconds} s)", *lines, ""]
     print(json.dumps(report, indent=2) if args.json else "\n".join(text))
     return 0
@@ -55,7 +54,9 @@ def _enumerated(game: str, row: dict[str, object]) -> dict[str, object]:
     """A baccarat / Teen Patti row with the fields every `ledger rtp` row has."""
     rtp = row["rtp"]
     assert isinstance(rtp, float)
-    ruleset_id, version = RULE_SET_OF[game]
+    from ops.rtp import RULE_SETS
+
+    ruleset_id, version = RULE_SETS[game].key
     return {"ruleset_id": ruleset_id, "ruleset_version": version, "bet_type": row["bet"], "rtp_percent": round(100 * rtp, 4),
             "method": "exact, exhaustive enumeration of the shoe", **row}
 

@@ -7,7 +7,7 @@ import json
 from ledger.commands import command_json_schema
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the feed commands",
                        description="The JSON Schema of every feed command (docs/feed.md), for studio integrators.")
     p.set_defaults(func=run)

@@ -10,7 +10,7 @@ from domain.errors import Refusal
 from domain.money import format_minor
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
-from domain.roundfile import play
+from domain.roundfile import Played, play
 from domain.tableconfig import describe_settings
 from ops.errors import check_input_file
 
@@ -33,7 +33,7 @@ could not be read (one line on standard error).
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "settle",
         help="settle one round file (rule set, bets, cards, decisions) without storage",
@@ -126,7 +126,7 @@ def _report_refusal(args: argparse.Namespace, refusal: Refusal, where: str) -> i
     return 1
 
 
-def _report_incomplete(args: argparse.Namespace, played) -> int:
+def _report_incomplete(args: argparse.Namespace, played: Played) -> int:
     if args.json:
         print(json.dumps({"status": "incomplete", "view": played.view}, indent=2, default=str))
     else:

@@ -31,7 +31,7 @@ Examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "simulate",
         help="write a seeded, deterministic studio feed (JSON lines) with optional faults",

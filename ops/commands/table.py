@@ -15,10 +15,11 @@ from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
 from ops.commands.project import open_views
+from ops.options import help_for
 from projections.tables import table_ids
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("table", help="table configurations (limits, seats, time zone)")
     tsub = p.add_subparsers(dest="table_command", metavar="ACTION")
     show = tsub.add_parser("show", help="one table's configuration, every version",
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing = tsub.add_parser("list", help="every configured table and its current configuration")
     _common(listing)
     listing.set_defaults(func=run_list)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=help_for(p))
 
 
 def _common(p: argparse.ArgumentParser) -> None:

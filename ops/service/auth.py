@@ -17,15 +17,12 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.errorcodes import ErrorCode
-from ledger.keys import ApiKey, KeyStore
+from ledger.keys import ROLE_AUDIT, ROLE_READ, ROLE_WRITE, ApiKey, KeyStore
 from ops.service.health import RETRY_AFTER_S
 from ops.service.intake import IntakeError
 from ops.service.problems import ServiceError
 
 KEY_CACHE_S_DEFAULT = 2.0  # a revoked key stops working within this long
-ROLE_WRITE = ("studio", "admin")
-ROLE_READ = ("backoffice", "auditor", "admin")
-ROLE_AUDIT = ("auditor", "admin")
 
 
 class Keys:

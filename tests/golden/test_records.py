@@ -46,10 +46,10 @@ def test_every_stored_event_decodes_to_its_record_with_the_stored_values(golden_
         where = f"position {record.position} ({want['topic']})"
         assert type(record) is type_of_topic(want["topic"]) and type(record) is not Unknown, where
         assert event_name(record) == want["topic"].rpartition(":")[2], where
-        assert (record.aggregate_id, record.version) == (str(UUID(want["id"])), want["v"]), where
+        assert (record.originator_id, record.originator_version) == (str(UUID(want["id"])), want["v"]), where
         assert (record.command_id, record.studio_time) == (want["fields"]["command_id"],
                                                           want["fields"]["studio_time"]), where
-        assert record.server_time.tzinfo is not None, where
+        assert record.timestamp.tzinfo is not None, where
         assert fields_of(record) == want["fields"], where
 
 

@@ -39,10 +39,10 @@ def test_records_in_global_order_across_pages(tmp_path) -> None:
     assert log.head() == 12
     first_add = events[1]  # save(a, b): all of a's pending events, then b's
     assert isinstance(first_add, Unknown) and first_add.topic.endswith(":Counter.Added")
-    assert first_add.aggregate_id == str(a.id)
-    assert first_add.version == 2
+    assert first_add.originator_id == str(a.id)
+    assert first_add.originator_version == 2
     assert first_add.fields == {"amount_minor": 1, "postings": [{"account": "x", "amount_minor": 1}]}
-    assert first_add.server_time.tzinfo is not None
+    assert first_add.timestamp.tzinfo is not None
     assert [e.position for e in log.records(start=5, limit=4, page_size=3)] == [5, 6, 7, 8]
     assert log.page(13, 10) == ([], 0, 12)
     assert log.raw_read(page_size=5) == 12

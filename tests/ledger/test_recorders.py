@@ -189,13 +189,12 @@ def test_save_hands_its_kwargs_down_to_the_recorders_insert() -> None:
     assert "self.recorder.insert_events(stored_events, **kwargs)" in inspect.getsource(EventStore.put)
 
 
-def test_the_sqlite_insert_we_override() -> None:
-    # insert_events opens the write transaction and hands its cursor to _insert_events
-    assert "self._insert_events(c, stored_events, **kwargs)" in inspect.getsource(SQLiteAggregateRecorder.insert_events)
-    assert _params(SQLiteApplicationRecorder._insert_events) == [
-        ("self", POS), ("c", POS), ("stored_events", POS), ("_", KW)]
+def test_the_sqlite_insert_we_replace() -> None:
+    # the library's insert_events is one write transaction of its datastore; ours is the same
+    assert "with self.datastore.transaction(commit=True) as c:" in inspect.getsource(SQLiteAggregateRecorder.insert_events)
+    assert _params(SQLiteApplicationRecorder.insert_events) == [("self", POS), ("stored_events", POS), ("kwargs", KW)]
     assert "insert_events_statement" in inspect.getsource(SQLiteAggregateRecorder.__init__)
-    assert LedgerSQLiteRecorder.insert_events is SQLiteAggregateRecorder.insert_events
+    assert LedgerSQLiteRecorder.insert_events is not SQLiteAggregateRecorder.insert_events
 
 
 def test_the_postgres_insert_we_replace() -> None:

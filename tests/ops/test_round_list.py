@@ -39,10 +39,10 @@ def truth(url: str) -> dict[str, dict]:
     for r in log.records():
         if isinstance(r, Opened):
             at = datetime.fromisoformat(r.studio_time).astimezone(UTC)
-            by_id[r.aggregate_id] = rounds[f"{r.table_id}#{r.round_no}"] = {
-                "round_id": r.aggregate_id, "table_id": r.table_id, "game": r.game, "at": at, "status": "open"}
-        elif type(r) in _STATUS and r.aggregate_id in by_id:
-            by_id[r.aggregate_id]["status"] = _STATUS[type(r)]
+            by_id[r.originator_id] = rounds[f"{r.table_id}#{r.round_no}"] = {
+                "round_id": r.originator_id, "table_id": r.table_id, "game": r.game, "at": at, "status": "open"}
+        elif type(r) in _STATUS and r.originator_id in by_id:
+            by_id[r.originator_id]["status"] = _STATUS[type(r)]
     log.close()
     return rounds
 

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from domain import gamemath
 from domain import teenpatti as tp
 from ops import rtp
 from ops.commands import rtp as rtp_command
@@ -80,7 +81,7 @@ def test_teenpatti_player_a_is_the_stated_97_50():
 
 
 def test_six_card_counts_are_the_textbook_counts():
-    weights, total = rtp._six_card_weights(tp.TWENTY_TWENTY_V1)
+    weights, total = gamemath.six_card_weights(tp.TWENTY_TWENTY_V1)
     assert total == sum(weights.values()) == 20_358_520
     assert weights["royal_flush"] == 188
     assert weights["straight_flush"] == 1_656
@@ -93,7 +94,7 @@ def test_six_card_counts_are_the_textbook_counts():
 
 def test_six_card_without_ace_low_straight_has_fewer_straights():
     rules = dataclasses.replace(tp.TWENTY_TWENTY_V1, six_card_ace_low_straight=False)
-    weights, _ = rtp._six_card_weights(rules)
+    weights, _ = gamemath.six_card_weights(rules)
     assert weights["straight"] < 361_620 and weights["straight_flush"] < 1_656
 
 

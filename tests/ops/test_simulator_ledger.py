@@ -55,7 +55,7 @@ def check_money(app) -> tuple[int, int]:
         for p in postings:
             balances[p.account] += p.amount_minor
         if isinstance(ev, (Settled, Voided, SettlementReversed)):
-            phase[ev.aggregate_id] = type(ev)
+            phase[ev.originator_id] = type(ev)
     closed = [rid for rid, kind in phase.items() if kind is not SettlementReversed]
     for rid in closed:
         assert balances[f"round:{rid}"] == 0, rid
@@ -112,10 +112,10 @@ def test_every_simulated_disconnect_names_its_player_and_leaves_a_trace() -> Non
         records = list(EventLog(app).records())
     interrupted = [ev for ev in records if isinstance(ev, Interrupted)]
     assert len(interrupted) == studio.stats.faults["disconnect"] > 0
-    bettors = {(ev.aggregate_id, ev.player_id) for ev in records if isinstance(ev, BetPlaced)}
-    assert all((ev.aggregate_id, ev.player_id) in bettors for ev in interrupted)
-    games = {ev.aggregate_id: ev.game for ev in records if isinstance(ev, Opened)}
-    assert {games[ev.aggregate_id] for ev in interrupted} == {"blackjack", "baccarat", "teen-patti"}
+    bettors = {(ev.originator_id, ev.player_id) for ev in records if isinstance(ev, BetPlaced)}
+    assert all((ev.originator_id, ev.player_id) in bettors for ev in interrupted)
+    games = {ev.originator_id: ev.game for ev in records if isinstance(ev, Opened)}
+    assert {games[ev.originator_id] for ev in interrupted} == {"blackjack", "baccarat", "teen-patti"}
 
 
 def test_demo_smoke(tmp_path, capsys) -> None:

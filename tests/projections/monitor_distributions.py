@@ -1,86 +1,30 @@
-"""Exact return distributions of every bet type the monitor tests, recomputed
-independently of projections/monitor_math.py from ops/rtp.py's enumerations
-(the engine's own settlement functions). Used by test_monitor_math.py and to
-print the constants: `python -m tests.projections.monitor_distributions`."""
+"""Exact return distributions of every bet line the monitor tests, counted afresh
+by domain/gamemath.py (the engine's own settlement functions) rather than read
+from its stored COUNTS, and the dealer's outcomes by up card from
+ops/rtp_blackjack.py. Used by tests/projections/test_monitor.py and
+test_monitor_deals.py, and to print the dealer constants:
+`python -m tests.projections.monitor_distributions dealer`."""
 from __future__ import annotations
 
-from collections import Counter
 from fractions import Fraction
-from itertools import combinations
 
 from domain import baccarat as bac
+from domain import gamemath
 from domain import teenpatti as tp
 from domain.blackjack_rules import LIVE_8D_V1 as BJ_LIVE
-from ops import rtp, rtp_blackjack
+from ops import rtp_blackjack
 
-Distribution = dict[Fraction, Fraction]  # return per unit staked -> probability
-
-
-def _dist(weights: Counter[tuple[str, str | None]], total: int, odds_of) -> Distribution:  # type: ignore[no-untyped-def]
-    out: Counter[Fraction] = Counter()
-    for (outcome, line), w in weights.items():
-        back = Fraction(0) if outcome == "lose" else Fraction(1) if outcome == "push" else 1 + odds_of(line).ratio
-        out[back] += w
-    assert sum(out.values()) == total
-    return {back: Fraction(w, total) for back, w in sorted(out.items())}
-
-
-def baccarat() -> dict[str, Distribution]:
-    rules = bac.LIVE_8D_V1
-    coups, total = rtp.baccarat_coups(rules)
-    out = {}
-    for _label, bet_type, mode in rtp.BACCARAT_LINES:
-        weights: Counter[tuple[str, str | None]] = Counter()
-        for coup, w in coups.items():
-            res = bac.resolve_bet(rules, bet_type, mode, coup)
-            weights[(res.outcome, res.line)] += w
-        out[f"{bet_type}:{mode}" if mode else bet_type] = _dist(weights, total, rules.odds)
-    return out
-
-
-def teen_patti_hands() -> dict[str, Distribution]:
-    """Teen Patti A, B, Tie and 6 Card Bonus: the long enumerations (seconds of CPU)."""
-    rules = tp.TWENTY_TWENTY_V1
-    main, pairs_total = rtp._teenpatti_main(rules)
-    out = {}
-    for bet_type, mine in (("player_a", 1), ("player_b", -1)):
-        weights = Counter({("win", "player"): main[mine], ("push", None): main[0], ("lose", None): main[-mine]})
-        out[bet_type] = _dist(weights, pairs_total, rules.odds)
-    out["tie"] = _dist(Counter({("win", "tie"): main[0], ("lose", None): main[1] + main[-1]}), pairs_total, rules.odds)
-    six, six_total = rtp._six_card_weights(rules)
-    sc: Counter[tuple[str, str | None]] = Counter()
-    for category, n in six.items():
-        res = tp.resolve_six_card(category)
-        sc[(res.outcome, res.line)] += n
-    out["six_card_bonus"] = _dist(sc, six_total, rules.odds)
-    return out
-
-
-def teen_patti_pair_plus() -> dict[str, Distribution]:
-    rules = tp.TWENTY_TWENTY_V1
-    hands = list(combinations(rtp.DECK, 3))
-    pp: Counter[tuple[str, str | None]] = Counter()
-    for hand in hands:
-        res = tp.resolve_pair_plus("pair_plus_a", hand)
-        pp[(res.outcome, res.line)] += 1
-    dist = _dist(pp, len(hands), rules.odds)
-    return {"pair_plus_a": dist, "pair_plus_b": dist}
-
-
-def blackjack_pair() -> Distribution:
-    """The live-8d Pair side bet pays one line (11:1) or loses: two points, mean = ops' exact RTP."""
-    mean = rtp_blackjack.pair_rtp(BJ_LIVE, BJ_LIVE.decks)
-    back = 1 + BJ_LIVE.odds_pair.ratio
-    return {Fraction(0): 1 - mean / back, back: mean / back}
+Distribution = gamemath.Distribution  # return per unit staked -> probability
 
 
 def all_distributions(*, long: bool = True) -> dict[tuple[str, str], Distribution]:
-    """Every tested bet's distribution; `long=False` leaves out teen_patti_hands()."""
-    out = {("baccarat/live-8d", k): d for k, d in baccarat().items()}
-    out.update({("teen-patti/20-20", k): d for k, d in teen_patti_pair_plus().items()})
-    if long:
-        out.update({("teen-patti/20-20", k): d for k, d in teen_patti_hands().items()})
-    out[("blackjack/live-8d", "pair")] = blackjack_pair()
+    """Every tested bet line's distribution; `long=False` leaves out Teen Patti's bets on both hands."""
+    out = {(bac.LIVE_8D_V1.id, k): gamemath.distribution(c, bac.LIVE_8D_V1.odds)
+           for k, c in gamemath.baccarat_counts(bac.LIVE_8D_V1).items()}
+    out.update({(tp.TWENTY_TWENTY_V1.id, k): gamemath.distribution(c, tp.TWENTY_TWENTY_V1.odds)
+                for k, c in gamemath.teenpatti_counts(tp.TWENTY_TWENTY_V1, long=long).items()})
+    pair = gamemath.blackjack_pair(BJ_LIVE, BJ_LIVE.decks)
+    out[(BJ_LIVE.id, "pair")] = gamemath.distribution(pair, gamemath.blackjack_odds(BJ_LIVE))
     return out
 
 
@@ -122,23 +66,12 @@ def _falling(c: int, k: int) -> int:
     return out
 
 
-def moments(d: Distribution) -> tuple[Fraction, Fraction, Fraction]:
-    """(mean, variance, largest return) per unit staked."""
-    mean = sum((x * p for x, p in d.items()), Fraction(0))
-    second = sum((x * x * p for x, p in d.items()), Fraction(0))
-    return mean, second - mean * mean, max(d)
+moments = gamemath.moments
 
 
 if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] == ["dealer"]:
-        for key in ((True, 8), (True, 6), (False, 8), (False, 6)):
-            print(f"    {key}: {{")
-            for up, dist in dealer_outcomes(*key).items():
-                print(f'        "{up}": {{' + ", ".join(f'"{k}": "{v}"' for k, v in dist.items()) + "},")
-            print("    },")
-        sys.exit(0)
-    for (ruleset, bet), d in all_distributions().items():
-        m, v, top = moments(d)
-        print(f'    ("{ruleset}", "{bet}"): ("{m.numerator}/{m.denominator}", "{v.numerator}/{v.denominator}", "{top}"),')
+    for key in ((True, 8), (True, 6), (False, 8), (False, 6)):
+        print(f"    {key}: {{")
+        for up, dist in dealer_outcomes(*key).items():
+            print(f'        "{up}": {{' + ", ".join(f'"{k}": "{v}"' for k, v in dist.items()) + "},")
+        print("    },")

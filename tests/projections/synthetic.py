@@ -223,8 +223,8 @@ def store(app: Application, events: list[Record]) -> None:
     stored: list[StoredEvent] = []
     for e in events:
         obj = object.__new__(getattr(ledger_round.Round, short_name(e)))
-        object.__setattr__(obj, "__dict__", {"originator_id": UUID(e.aggregate_id), "originator_version": e.version,
-                                             "timestamp": e.server_time, **fields_of(e)})
+        object.__setattr__(obj, "__dict__", {"originator_id": UUID(e.originator_id), "originator_version": e.originator_version,
+                                             "timestamp": e.timestamp, **fields_of(e)})
         stored.append(app.mapper.to_stored_event(obj))
     for i in range(0, len(stored), 500):  # inserted in order: the global order is the list's
         app.recorder.insert_events(stored[i:i + 500])

@@ -44,7 +44,7 @@ def test_every_round_of_a_simulated_day_replays_without_findings(day) -> None:
 def test_altered_payout_in_the_store_is_a_finding(day, capsys) -> None:
     url, app = day
     settled = first_event(app, Settled, lambda e: any(r.returned_minor > 0 for r in e.results))
-    opened = round_events(EventLog(app), parse_round_ref(settled.aggregate_id))[0]
+    opened = round_events(EventLog(app), parse_round_ref(settled.originator_id))[0]
     table, number = opened.table_id, opened.round_no
     paid = next(i for i, r in enumerate(settled.results) if r.returned_minor > 0)
 
@@ -69,7 +69,7 @@ def test_changed_rule_set_hash_is_a_finding(day) -> None:
     _, app = day
     opened = first_event(app, Opened)
     Store(app).edit_state(opened.position, lambda s: s.update(ruleset_hash="0" * 64))
-    events = round_events(EventLog(app), parse_round_ref(opened.aggregate_id))
+    events = round_events(EventLog(app), parse_round_ref(opened.originator_id))
     kinds = [(f.kind, f.position) for f in recompute(events).findings]
     assert ("ruleset_hash_mismatch", opened.position) in kinds
 
@@ -80,7 +80,7 @@ def test_replay_json_and_as_of_an_event(day, capsys) -> None:
     ref = f"{opened.table_id}#{opened.round_no}"
     assert cli(["replay", ref, "--db", url, "--json"]) == 0
     full = json.loads(capsys.readouterr().out)
-    assert full["round_id"] == opened.aggregate_id and full["findings"] == []
+    assert full["round_id"] == opened.originator_id and full["findings"] == []
     assert [s["n"] for s in full["steps"]] == list(range(1, len(full["steps"]) + 1))
     assert full["results"] and all(r["agrees"] for r in full["results"])
     assert all(r["recomputed"]["explanation"] for r in full["results"])
@@ -96,7 +96,7 @@ def test_replay_json_and_as_of_an_event(day, capsys) -> None:
 
 def _round(app: Any, kind: type = Settled) -> list[Record]:
     settled = first_event(app, kind)
-    return round_events(EventLog(app), parse_round_ref(settled.aggregate_id))
+    return round_events(EventLog(app), parse_round_ref(settled.originator_id))
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

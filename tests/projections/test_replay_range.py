@@ -50,7 +50,7 @@ def pay_more(state: dict) -> None:
 def test_workers_give_the_same_outcome_as_one_process(day) -> None:
     _, app = day
     one = replay_all(EventLog(app), workers=1)
-    round_ids = {e.aggregate_id for e in EventLog(app).records() if is_round(e)}
+    round_ids = {e.originator_id for e in EventLog(app).records() if is_round(e)}
     assert one["workers"] == 1 and one["rounds"] == len(round_ids) >= TABLES * ROUNDS and one["findings"] == []
     for workers in (2, 3):
         many = replay_all(EventLog(app), workers=workers)
@@ -75,7 +75,7 @@ def test_altered_payouts_are_found_in_every_block_with_workers(day, capsys) -> N
         assert [(f.kind, f.position) for f in summary["findings"]] == expected
         results[workers] = outcome(summary)
     assert results[1] == results[2] == results[3]
-    opened = next(e for e in EventLog(app).records() if isinstance(e, Opened) and e.aggregate_id == last.aggregate_id)
+    opened = next(e for e in EventLog(app).records() if isinstance(e, Opened) and e.originator_id == last.originator_id)
     assert results[2][4][last.position] == f"{opened.table_id}#{opened.round_no}"
 
     capsys.readouterr()
@@ -92,7 +92,7 @@ def test_a_failure_inside_a_worker_is_not_swallowed(day, monkeypatch) -> None:
     real = recompute
 
     def breaks_on_last(events, **kw):  # type: ignore[no-untyped-def]
-        if events[0].aggregate_id == last_round:
+        if events[0].originator_id == last_round:
             raise RuntimeError("model broke on the last round")
         return real(events, **kw)
 

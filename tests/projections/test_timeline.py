@@ -39,12 +39,12 @@ def old_timelines(events) -> dict[str, list[dict[str, Any]]]:
     for ev in events:
         name, fields = short_name(ev), fields_of(ev)  # the stored form, as the old entries read it
         if isinstance(ev, Opened):
-            opened.add(ev.aggregate_id)
-        if ev.aggregate_id not in opened or name not in _OLD_FIELDS:
+            opened.add(ev.originator_id)
+        if ev.originator_id not in opened or name not in _OLD_FIELDS:
             continue  # tombstone void: no timeline
-        entry = {"version": ev.version, "event": name, "at": iso(ev.server_time)}
+        entry = {"version": ev.originator_version, "event": name, "at": iso(ev.timestamp)}
         entry.update((k, fields.get(k)) for k in _OLD_FIELDS[name])
-        out.setdefault(ev.aggregate_id, []).append(entry)
+        out.setdefault(ev.originator_id, []).append(entry)
     return out
 
 

@@ -74,7 +74,7 @@ def round_events(db_url: str, lines: list[bytes]) -> dict[str, list[tuple[Any, .
 
 
 def _timeless(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if k not in ("position", "server_time")}
+    return {k: v for k, v in fields.items() if k not in ("position", "timestamp")}
 
 
 def second_store(store_url: str, tmp_path: Any, request: Any) -> str:

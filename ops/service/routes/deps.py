@@ -14,7 +14,8 @@ from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
-from ops.service.auth import ROLE_AUDIT, ROLE_READ, role
+from ledger.keys import ROLE_AUDIT, ROLE_READ
+from ops.service.auth import role
 from ops.service.problems import ProblemItem, ServiceError, documented
 from projections import queries
 from projections.sql import Db

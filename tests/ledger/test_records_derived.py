@@ -1,0 +1,35 @@
+"""The read side's records are the write side's event declarations, derived (ledger/records.py)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import records
+from ledger.aggregate import LedgerEvent
+
+
+def test_the_records_in_the_module_are_the_derived_ones() -> None:
+    text = Path(records.__file__).read_text(encoding="utf-8")
+    written = text.split(records.DERIVED_BEGIN)[1].split(records.DERIVED_END)[0]
+    assert written == records.derived_source(), "run `python -m ledger.records --write`"
+
+
+@pytest.mark.parametrize(("name", "event_class"), records.written_events(), ids=lambda v: getattr(v, "__qualname__", v))
+def test_each_record_has_its_event_fields_with_the_same_names(name: str, event_class: type[LedgerEvent[Any]]) -> None:
+    record = getattr(records, name)
+    stored = [f.name for f in dataclasses.fields(event_class)]
+    assert list(record._fields) == ["position", *stored]
+    assert records.EVENT_NAMES[record] == event_class.__qualname__
+
+
+def test_every_written_event_is_read() -> None:
+    assert set(records.EVENT_NAMES.values()) == {c.__qualname__ for _, c in records.written_events()}
+
+
+def test_a_new_list_field_without_a_read_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(records.LINE_FIELDS, "cards")
+    with pytest.raises(Exception, match="holds lines"):
+        records.derived_source()
