@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.eventlog import EventLog
+from ledger.records import BetPlaced
 from ledger.store import open_app
 from ops.cli import main
 from ops.simulator import simulate
@@ -39,8 +40,8 @@ def plain(value: Any) -> Any:
 
 def a_player_and_round(log: EventLog) -> tuple[str, str]:
     for record in log.records():
-        if type(record).__name__ == "BetPlaced":
-            return record.player_id, record.aggregate_id  # type: ignore[attr-defined]
+        if isinstance(record, BetPlaced):
+            return record.player_id, str(record.originator_id)
     raise AssertionError("the feed placed no bet")
 
 
