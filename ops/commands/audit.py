@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 from collections import Counter
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,25 +143,24 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from projections.audit_export import verify_against_store, verify_files
+    from ledger.eventlog import EventLog
+    from projections import queries
 
     _check_export_folder(args.directory)
-    verified = verify_files(args.directory)
-    findings = list(verified.findings)
-    if args.db and verified.manifest:
-        from ledger.eventlog import EventLog
-
-        log = EventLog.open(args.db)
-        last = verified.manifest.get("last_position")
-        findings += verify_against_store(verified, log.stored(1, last, page_size=5000) if last else [])
-    m = verified.manifest
+    log = EventLog.open(args.db) if args.db else None
+    try:
+        check = queries.verify_export(args.directory, log)
+    finally:
+        if log is not None:
+            log.close()
+    findings = check.findings
     if args.json:
-        print(json.dumps({"directory": args.directory, "count": m.get("count"), "head_hash": m.get("head_hash"),
-                          "checked_store": bool(args.db), "findings": [f.as_dict() for f in findings]}, indent=2))
+        print(json.dumps({"directory": args.directory, "count": check.count, "head_hash": check.head_hash,
+                          "checked_store": check.checked_store, "findings": [asdict(f) for f in findings]}, indent=2))
     else:
         scope = "files and the live store" if args.db else "files alone"
-        print(f"verified {len(verified.links)} events of {args.directory} ({scope}); "
-              f"positions {m.get('first_position')}..{m.get('last_position')}, head {m.get('head_hash')}")
+        print(f"verified {check.events_read} events of {args.directory} ({scope}); "
+              f"positions {check.first_position}..{check.last_position}, head {check.head_hash}")
         for f in findings[:args.findings]:
             print(f"  {f}")
         if len(findings) > args.findings:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import Any
 
 from domain.money import format_minor
@@ -17,15 +18,8 @@ from ledger.eventlog import EventLog
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones
 from ops.errors import CliError, ErrorCode, check_input_file
 from ops.options import int_range
-from projections.reconcile import (
-    CATEGORIES,
-    Reconciliation,
-    WalletEmpty,
-    WalletFormatError,
-    expected_movements,
-    read_wallet,
-    reconcile,
-)
+from projections import queries
+from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, read_wallet
 
 EPILOG = """\
 Wallet CSV columns: transaction_id,type,reference,player,amount_minor,currency,time
@@ -61,12 +55,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
-        movements = expected_movements(log.records(), gaming_day_zones(args.timezone))
+        report = queries.reconcile_rows(log, wallet, gaming_day_zones(args.timezone))
     finally:
         log.close()
-    report = reconcile(wallet, movements)
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        print(json.dumps(asdict(report), indent=2))
     else:
         print_report(report, args.findings)
     return 1 if report.discrepancies else 0
@@ -94,10 +87,10 @@ def finding_text(f: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def print_report(report: Reconciliation, findings_max: int) -> None:
+def print_report(report: queries.Reconciliation, findings_max: int) -> None:
     print(f"{'day':<10}  {'table':<18}" + "".join(f"{SHORT[c]:>12}" for c in CATEGORIES))
-    for (day, table), counts in sorted(report.by_day_table.items()):
-        print(f"{day:<10}  {table:<18}" + "".join(f"{counts[c]:>12}" for c in CATEGORIES))
+    for row in report.by_day_and_table:
+        print(f"{row['day']:<10}  {row['table_id']:<18}" + "".join(f"{row[c]:>12}" for c in CATEGORIES))
     print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>12}" for c in CATEGORIES))
     for f in report.findings[:findings_max]:
         extra = finding_text(f)

@@ -10,8 +10,9 @@ from ops.errors import CliError, ErrorCode
 from ops.options import check_address_free, int_range, number_range
 
 EPILOG = """\
-Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs.
-Every request needs an API key (ledger keys add) except /healthz, /readyz and /metrics.
+Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs and
+/redoc (served locally). Every request needs an API key (ledger keys add) except /healthz,
+/readyz, /metrics and the documentation. Errors are RFC 9457 problems with a stable code.
 
   ledger serve --db postgresql://postgres@127.0.0.1:5432/postgres --workers 2
   curl -s localhost:8080/readyz

@@ -147,6 +147,7 @@ def test_an_outage_is_503_with_retry_after_and_the_resent_commands_land_exactly_
             assert readyz(server.url) == 503
             ready = httpx.get(server.url + "/readyz", timeout=5)
             assert ready.json()["code"] == "store_unavailable" and ready.headers["Retry-After"]
+            assert r.headers["content-type"] == ready.headers["content-type"] == "application/problem+json"
 
             # Known down: a request is answered at once, nothing queued.
             started = time.monotonic()
