@@ -144,9 +144,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.add_exception_handler(StarletteHTTPException, _http_error)
     _health_routes(api)
     api.commands_route = _command_routes(api)
+    from ops.console import mount as mount_console
     from ops.service.reads import read_routes
 
     read_routes(api)
+    mount_console(api)  # the back-office pages under /ui/ (ops/console/)
     api.add_middleware(RequestLog)
     return api
 
