@@ -59,7 +59,9 @@ def client(console_store: ConsoleStore) -> Iterator[TestClient]:
 
 
 def sign_in(client: TestClient, key: str, next_page: str | None = None) -> object:
-    """The sign-in form as a browser sends it: its CSRF token from the form's cookie."""
+    """The sign-in form as a browser sends it: its CSRF token from the form's cookie
+    (a client signed in already signs in again: its cookies are dropped first)."""
+    client.cookies.clear()
     form = client.get("/ui/")
     token = form.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
     data = {"key": key, "csrf": token}
