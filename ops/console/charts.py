@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 WIDTH, HEIGHT = 600, 220
-PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 64, 12, 12, 36
+PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 100, 12, 12, 36
 
 
 @dataclass
@@ -97,9 +97,14 @@ def band_chart(title: str, desc: str, labels: Sequence[str], observed: Sequence[
     lower = " ".join(f"{_x(i, n):.1f},{_y(v, lo, hi):.1f}" for i, v in reversed(list(enumerate(lows))))
     exp_line = " ".join(f"{_x(i, n):.1f},{_y(v, lo, hi):.1f}" for i, v in enumerate(expected))
     obs_line = " ".join(f"{_x(i, n):.1f},{_y(v, lo, hi):.1f}" for i, v in enumerate(observed))
-    body = [f'<polygon class="band" points="{upper} {lower}"/>',
-            f'<polyline class="expected" points="{exp_line}"/>',
-            f'<polyline class="observed" points="{obs_line}"/>']
+    if n == 1:  # one day: the band as a box and the expected value as a bar across it
+        x, top, bottom, mid = _x(0, 1), _y(highs[0], lo, hi), _y(lows[0], lo, hi), _y(expected[0], lo, hi)
+        body = [f'<rect class="band" x="{x - 30:.1f}" y="{top:.1f}" width="60" height="{max(bottom - top, 1):.1f}"/>',
+                f'<line class="expected" x1="{x - 30:.1f}" y1="{mid:.1f}" x2="{x + 30:.1f}" y2="{mid:.1f}"/>']
+    else:
+        body = [f'<polygon class="band" points="{upper} {lower}"/>',
+                f'<polyline class="expected" points="{exp_line}"/>',
+                f'<polyline class="observed" points="{obs_line}"/>']
     body += [f'<circle class="observed" cx="{_x(i, n):.1f}" cy="{_y(v, lo, hi):.1f}" r="3">'
              f"<title>{escape(labels[i])}: {escape(texts[i][1])}</title></circle>" for i, v in enumerate(observed)]
     chart.svg = _frame(title, desc, body, percent(lo, unit), percent(hi, unit), labels[0], labels[-1])
