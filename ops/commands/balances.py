@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from dataclasses import asdict
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, open_views
-from projections.balances import balance_rows, balance_totals
+from projections import queries
 
 EPILOG = """\
 Accounts: player:<id>, round:<round id> (stakes held while a round runs), house:<table>.
@@ -35,34 +35,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rows = balance_rows(views.db, args.account, args.kind, args.nonzero)
-        sums = balance_totals(views.db)
-        position = max(views.positions.values(), default=0)
-    shown = shown_totals(rows)
+        found = queries.balances(views.db, args.account, args.kind, args.nonzero)
     if args.json:
-        print(json.dumps({"position": position, "accounts": rows, "shown_totals": shown, "sum_by_currency": sums},
-                         indent=2))
+        print(json.dumps(asdict(found), indent=2))
         return 0
+    rows, sums = found.accounts, found.sum_by_currency
     if not rows:
         print("no accounts match" if (args.account or args.kind) else "no postings yet", file=sys.stderr)
-    width = max([len(r["account"]) for r in rows] + [7])
+    width = max([len(r.account) for r in rows] + [7])
     print(f"{'account':<{width}}  cur  {'balance':>16}  {'funds on game':>16}")
     for r in rows:
-        print(f"{r['account']:<{width}}  {r['currency']}  {format_minor(r['balance_minor']):>16}  "
-              f"{format_minor(r['funds_on_game_minor']):>16}")
-    for currency, t in sorted(shown.items()):
-        print(f"{'total shown':<{width}}  {currency}  {format_minor(t['balance_minor']):>16}  "
-              f"{format_minor(t['funds_on_game_minor']):>16}")
+        print(f"{r.account:<{width}}  {r.currency}  {format_minor(r.balance_minor):>16}  "
+              f"{format_minor(r.funds_on_game_minor):>16}")
+    for currency, t in sorted(found.shown_totals.items()):
+        print(f"{'total shown':<{width}}  {currency}  {format_minor(t.balance_minor):>16}  "
+              f"{format_minor(t.funds_on_game_minor):>16}")
     print("sum of all accounts: " + (", ".join(f"{format_minor(v)} {c}" for c, v in sorted(sums.items())) or "0")
           + ("" if not (args.account or args.kind) else " (every account, not only those shown)"))
     return 0
-
-
-def shown_totals(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per currency, the sum of the rows listed: the total line adds up what is on screen."""
-    totals: dict[str, dict[str, int]] = {}
-    for r in rows:
-        t = totals.setdefault(r["currency"], {"balance_minor": 0, "funds_on_game_minor": 0})
-        t["balance_minor"] += r["balance_minor"]
-        t["funds_on_game_minor"] += r["funds_on_game_minor"]
-    return totals

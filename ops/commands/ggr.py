@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from fractions import Fraction
+from dataclasses import asdict
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from ops.options import add_period_arguments, period_days
-from projections.ggr import ggr_rows
-from projections.state import fraction_text, parse_fraction
+from projections import queries
+from projections.state import parse_fraction
 
 EPILOG = """\
 GGR = staked - paid - refunded, booked on the gaming day of the settlement, void
@@ -40,19 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     first, last = period_days(args)
     with open_views(args.db) as views:
-        rows = [r for r in ggr_rows(views.db, gaming_day_zones(args.timezone))
-                if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
-    totals: dict[str, dict] = {}
-    for r in rows:
-        t = totals.setdefault(r["currency"], {"staked_minor": 0, "paid_minor": 0, "refunded_minor": 0,
-                                              "ggr_minor": 0, "rounding_kept": Fraction(0)})
-        for k in ("staked_minor", "paid_minor", "refunded_minor", "ggr_minor"):
-            t[k] += r[k]
-        t["rounding_kept"] += parse_fraction(r["rounding_kept"])
-    for t in totals.values():
-        t["rounding_kept"] = fraction_text(t["rounding_kept"])
+        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last))
+    rows, totals = found["rows"], found["totals"]
     if args.json:
-        print(json.dumps({"rows": rows, "totals": totals}, indent=2))
+        print(json.dumps(found, indent=2))
         return 0
     print(f"{'day':<10}  {'table':<16} {'game':<10} cur  {'rounds':>6} {'staked':>14} {'paid':>14} "
           f"{'refunded':>12} {'GGR':>14} {'rounding kept':>14}")

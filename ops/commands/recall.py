@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from ops.options import int_range
-from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN, recall_rounds
+from projections import queries
+from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
 EPILOG = """\
 Examples:
@@ -32,9 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        rounds = recall_rounds(views.db, args.player, args.last, gaming_day_zones(args.timezone))
+        found = asdict(queries.recall(views.db, args.player, args.last, gaming_day_zones(args.timezone)))
+    rounds = found["rounds"]
     if args.json:
-        print(json.dumps({"player_id": args.player, "rounds": rounds}, indent=2))
+        print(json.dumps(found, indent=2))
         return 0 if rounds else 1
     if not rounds:
         print(f"no rounds for player {args.player}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
 from domain.money import format_minor
 from ops.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
 from ops.options import add_period_arguments, period_days
-from projections.refunds import refund_lines, refund_totals
+from projections import queries
 
 EPILOG = """\
 Days are gaming days: the day of the void's studio time in the studio's zone
@@ -35,12 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     day_from, day_to = period_days(args)
     with open_views(args.db) as views:
-        zone = gaming_day_zones(args.timezone)
-        lines = [] if args.totals else refund_lines(views.db, day_from, day_to, zone)
-        totals = refund_totals(views.db, day_from, day_to, zone)
+        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals)
     if args.json:
-        print(json.dumps({"refunds": lines, "totals": totals}, indent=2))
+        print(json.dumps(asdict(found), indent=2))
         return 0
+    lines, totals = asdict(found)["refunds"], asdict(found)["totals"]
     for r in lines:
         print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
               f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
 from ops.options import int_range
+from projections import queries
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,14 +31,7 @@ def refusal_code(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     log = EventLog.open(args.db)
     try:
-        rows, after = [], 0
-        while len(rows) < args.limit:
-            page = log.rejections(after_id=after, limit=min(1000, args.limit))
-            if not page:
-                break
-            rows.extend(r for r in page if not args.code or r["code"] == args.code)
-            after = page[-1]["id"]
-        rows = rows[: args.limit]
+        rows = [asdict(r) for r in queries.rejections(log, args.code, limit=args.limit)]
     finally:
         log.close()
     for r in rows:

@@ -6,22 +6,21 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
-
 from domain.money import format_minor
 from domain.tableconfig import describe_settings
+from ledger.eventlog import EventLog
 from ledger.round import round_id_for
-from ledger.store import open_app, require_ledger
 from ops.commands.project import add_db_argument, open_views
 from ops.errors import usage
 from ops.options import add_period_arguments, check_period, int_range
-from projections.rounds import LIST_LIMIT_MAX, STATUSES, round_list_rows
+from projections import queries
+from projections.rounds import LIST_LIMIT_MAX, STATUSES
 
 REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
-COMMON = {"originator_id", "originator_version", "timestamp", "command_id", "studio_time"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,16 +59,13 @@ Examples:
   ledger round list --table bacc-1 --since 2026-11-21 --until 2026-11-22
   ledger round list --status open --json | jq -r .round
 """
-LIST_FIELDS = ("round", "round_id", "status", "game", "table_id", "round_no", "studio_time", "ruleset_id",
-               "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at", "void_cause")
-
 
 def run_list(args: argparse.Namespace) -> int:
     check_period(args)
     with open_views(args.db) as views:
-        rows = round_list_rows(views.db, status=args.status, table_id=args.table, since=args.since,
-                               until=args.until, limit=args.limit)
-    listed = [{k: (f"{r['table_id']}#{r['round_no']}" if k == "round" else r[k]) for k in LIST_FIELDS} for r in rows]
+        found = queries.round_list(views.db, status=args.status, table_id=args.table, since=args.since,
+                                   until=args.until, limit=args.limit)
+    listed = [asdict(r) for r in found.rounds]
     if args.json:
         sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
         return 0
@@ -93,28 +89,6 @@ def parse_ref(ref: str) -> UUID:
     return UUID(ref)
 
 
-def describe(app: Any, round_uuid: UUID) -> dict[str, Any]:
-    rnd = app.get_round(round_uuid)
-    events = []
-    for e in app.repository.event_store.get(round_uuid):
-        fields = {k: v for k, v in vars(e).items() if k not in COMMON}
-        events.append({"version": e.originator_version, "event": type(e).__name__, "command_id": e.command_id,
-                       "studio_time": e.studio_time, "recorded_at": e.timestamp.isoformat(), **fields})
-    return {
-        "round_id": str(rnd.id), "table_id": rnd.table_id, "round_no": rnd.round_no, "game": rnd.game,
-        "ruleset": f"{rnd.rules.id} v{rnd.rules.version}" if rnd.rules else None, "currency": rnd.currency,
-        "table_config": ({"version": rnd.table_config[0], "hash": rnd.table_config[1],
-                          "settings": rnd.table_settings.as_dict() if rnd.table_settings else {}}
-                         if rnd.table_config else None),
-        "shoe_id": rnd.shoe_id, "round_in_shoe": rnd.round_in_shoe, "phase": rnd.phase, "paused": rnd.paused,
-        "voided": rnd.voided, "balance_minor": rnd.balance_minor,
-        "bets": [{"bet_id": b.bet_id, "player_id": b.player_id, "spot": b.spot, "bet_type": b.bet_type,
-                  "stake_minor": b.stake_minor, "mode": b.mode} for b in rnd.bets.values()],
-        "cards": [{"seq_no": s, "card": c, "target": t} for s, c, t in rnd.cards],
-        "settlements": rnd.settlements, "view": rnd.model.view() if rnd.model else None, "events": events,
-    }
-
-
 def as_money(value: Any, currency: str | None) -> Any:
     """An event's fields for text: each `..._minor` field under the name without the
     suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
@@ -133,18 +107,18 @@ def run_show(args: argparse.Namespace) -> int:
         round_uuid = parse_ref(args.id)
     except ValueError:
         raise usage(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO") from None
-    require_ledger(args.db)
-    app = open_app(args.db)
+    log = EventLog.open(args.db)
     try:
-        info = describe(app, round_uuid)
-    except AggregateNotFoundError:
+        detail = queries.round_detail(log, round_uuid, args.id)
+    finally:
+        log.close()
+    if detail is None:
         print(f"no round {args.id} in the store", file=sys.stderr)
         return 1
-    finally:
-        app.close()
-    story = _story(args.db, round_uuid, args.id)
+    info = asdict(detail)
+    story = info["story"]
     if args.json:
-        print(json.dumps({**info, "story": story}, indent=2, default=str))
+        print(json.dumps(info, indent=2, default=str))
         return 0
     if story["tombstone"]:
         return _print_tombstone(info, story)
@@ -173,17 +147,6 @@ def run_show(args: argparse.Namespace) -> int:
                   f"returned {format_minor(r['returned_minor'])}  {r['explanation']}")
     _print_story(story, info["currency"])
     return 0
-
-
-def _story(db: str | None, round_uuid: UUID, ref: str) -> dict[str, Any]:
-    """What is in force (projections/round_story.py), from the round's records and a replay,
-    the same the dispute page and `ledger replay` show."""
-    from ledger.eventlog import EventLog
-    from projections.replay import recompute
-    from projections.round_story import round_story
-
-    events = EventLog.open(db).round_records(round_uuid)
-    return round_story(round_uuid, events, recompute(events).outcome, ref)
 
 
 def _print_story(story: dict[str, Any], currency: str | None) -> None:

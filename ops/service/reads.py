@@ -10,17 +10,18 @@ import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
-from eventsourcing.application import AggregateNotFoundError
 from fastapi import FastAPI, File, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from domain.errors import Refusal
 from ledger.eventlog import EventLog
 from ops.service.auth import Auditor, Reader
+from projections import queries
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
@@ -64,13 +65,11 @@ def read_routes(api: FastAPI) -> None:
     @api.get("/v1/rounds/{round_ref}", tags=["reads"], summary="one round (TABLE#NO, URL-encoded, or UUID)",
              responses=not_found)
     def get_round(round_ref: str, request: Request, key: Reader) -> Response:
-        from ops.commands.round import describe
-
         round_id = _round_id(round_ref)
-        try:
-            return _json(describe(request.app.state.reader.app, round_id))
-        except AggregateNotFoundError:
-            raise HTTPException(404, f"no round {round_ref} in the store") from None
+        detail = queries.round_detail(request.app.state.reader, round_id, round_ref)
+        if detail is None:
+            raise HTTPException(404, f"no round {round_ref} in the store")
+        return _json(asdict(detail))
 
     @api.get("/v1/rounds/{round_ref}/replay", tags=["reads"], summary="the round replayed, settlement recomputed",
              responses=not_found)
