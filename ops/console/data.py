@@ -1,9 +1,9 @@
-"""What the console's pages show, read from the views and the store.
-
-The one place the pages get their data: the same projections the command line and the
-JSON API read (rounds, recall, balances, ggr, monitor, refunds), plus the few queries
-a page needs that no read command has (a page of rounds with their players and money,
-a player's rounds over a period, a table's per-day monitor figures).
+"""What the console's pages show that the read service (projections/queries.py) has no
+query for: a page of rounds with their players and money (by player from the recall view's
+index), a player's rounds over a period with the balance around each, a table's own events
+(configurations and seats), the monitor's tests with per-day figures for charts, and the
+rejections filtered by table and period. Everything else the pages read through the read
+service, as the command line and the JSON API do.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured, TableSeatingChanged
 from ops.monitor_stats import Group, evaluate, untested_tables
-from projections.balances import BALANCES, PLAYER_PREFIX
-from projections.ggr import ggr_rows
+from projections import queries
+from projections.balances import PLAYER_PREFIX
 from projections.monitor import deal_rows, monitor_rows, ops_rows
 from projections.recall import RECALL
 from projections.rounds import ROUNDS, STATUSES
@@ -129,11 +129,8 @@ def player_rounds(db: Db, player: str, since: date | None, until: date | None,
     return out
 
 
-def player_balances(db: Db, player: str) -> list[dict[str, Any]]:
-    cols = ("currency", "balance_minor", "funds_on_game_minor")
-    found = db.query(f"SELECT {', '.join(cols)} FROM {BALANCES.name} WHERE account = ? ORDER BY currency",
-                     (PLAYER_PREFIX + player,))
-    return [dict(zip(cols, r)) for r in found]
+def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
+    return queries.balances(db, [PLAYER_PREFIX + player]).accounts
 
 
 # ------------------------------------------------------------------ tables
@@ -161,8 +158,8 @@ def _table_aggregate(table_id: str) -> Any:
     return table_id_for(table_id)
 
 
-def table_ggr_days(db: Db, table_id: str) -> list[dict[str, Any]]:
-    return [r for r in ggr_rows(db) if r["table_id"] == table_id]
+def table_ggr_days(db: Db, table_id: str) -> list[queries.GgrRow]:
+    return [r for r in queries.ggr(db).rows if r.table_id == table_id]
 
 
 @dataclass(frozen=True)

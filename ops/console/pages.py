@@ -10,6 +10,7 @@ import io
 import tempfile
 import threading
 import zipfile
+from dataclasses import asdict
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ from ops.console import data, round_view
 from ops.console.charts import band_chart, bar_chart, percent
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
+from projections import queries
 
 COOKIE = "ledger_ui"
 PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double submit): no session yet
@@ -182,22 +184,18 @@ def _views(request: Request) -> Any:
 
 
 def _round_id(ref: str) -> Any:
-    from projections.audit_store import parse_round_ref
-
     try:
-        return parse_round_ref(ref)
+        return queries.round_ref(ref)
     except Refusal as refusal:
         raise HTTPException(422, f"{refusal.code}: {refusal.message}") from None
 
 
 def _document(request: Request, ref: str, with_proof: bool = False) -> dict[str, Any]:
-    from projections.replay_view import round_document
-
-    round_id = _round_id(ref)
-    doc = round_document(request.app.state.reader, round_id, with_proof=with_proof, ref=ref)
-    if doc is None:
+    """The round's replay document (the read service's, as `ledger replay --json` prints it)."""
+    replay = queries.round_replay(request.app.state.reader, _round_id(ref), ref=ref, with_proof=with_proof)
+    if replay is None:
         raise HTTPException(404, f"no round {ref} in the store")
-    return doc
+    return asdict(replay)
 
 
 @router.get("/rounds/{ref}")
@@ -261,16 +259,16 @@ def table_page(request: Request, table: str, session: UI) -> Response:
                  ggr_chart=ggr_chart(table, ggr), rtp_chart=rtp_chart(f"Return at {table}", monitor))
 
 
-def ggr_chart(table: str, rows: list[dict[str, Any]]) -> Any:
+def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
     from domain.money import format_minor
 
-    rows = sorted(rows, key=lambda r: (r["currency"], r["day"]))
+    rows = sorted(rows, key=lambda r: (r.currency, r.day))
+    several = len({r.currency for r in rows}) > 1
     return bar_chart(f"GGR per gaming day at {table}",
                      "Gross gaming revenue (staked minus paid minus refunded) per gaming day; a bar below "
                      "the line is a day the house lost.",
-                     [f"{r['day']}" + (f" {r['currency']}" if len({x['currency'] for x in rows}) > 1 else "")
-                      for r in rows],
-                     [r["ggr_minor"] for r in rows], [format_minor(r["ggr_minor"], r["currency"]) for r in rows],
+                     [r.day + (f" {r.currency}" if several else "") for r in rows],
+                     [r.ggr_minor for r in rows], [format_minor(r.ggr_minor, r.currency) for r in rows],
                      ("Gaming day", "GGR"))
 
 
@@ -325,19 +323,18 @@ def reconcile_page(request: Request, session: UI) -> Response:
 @router.post("/reconcile")
 def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile, File()],
                      csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
-    from projections.reconcile import WalletFormatError, expected_movements, read_wallet, reconcile
+    from projections.reconcile import WalletFormatError
 
     checked_form(request, session, csrf)
     with tempfile.TemporaryDirectory() as tmp:
         path = _save(wallet, Path(tmp) / "wallet.csv")
         try:
-            rows = read_wallet(path)
+            report = queries.reconcile_wallet(request.app.state.reader, path)
         except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
             return _page(request, "reconcile.html", session, status=422, report=None,
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
-    report = reconcile(rows, expected_movements(request.app.state.reader.records()))
-    return _page(request, "reconcile.html", session, report=report.as_dict(), error=None,
-                 filename=wallet.filename or "wallet.csv", wallet_rows=len(rows))
+    return _page(request, "reconcile.html", session, report=report, error=None,
+                 filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
 
 
 def _save(upload: UploadFile, path: Path) -> Path:
@@ -398,7 +395,7 @@ def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, Fi
                  csrf: Annotated[str | None, Form(max_length=200)] = None,
                  against_store: Annotated[bool, Form()] = False) -> Response:
     """Verify an export as the export page gives it (a zip of events.jsonl, events.csv and manifest.json)."""
-    from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST, verify_against_store, verify_files
+    from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST
 
     if not session.may_audit:
         return _forbidden(request, session, "the audit verification (auditor or admin keys only)")
@@ -413,11 +410,5 @@ def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, Fi
         except zipfile.BadZipFile:
             return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
                          error=f"{export.filename}: not a zip file (upload the export as the export button gives it)")
-        verified = verify_files(tmp)
-    findings = list(verified.findings)
-    last = verified.manifest.get("last_position")
-    if against_store and isinstance(last, int):
-        findings += verify_against_store(verified, log.stored(1, last, page_size=5000))
-    return _page(request, "audit.html", session, head=log.head(), filename=export.filename,
-                 verified={"count": verified.manifest.get("count"), "head_hash": verified.manifest.get("head_hash"),
-                           "checked_store": against_store, "findings": [str(f) for f in findings]})
+        verified = queries.verify_export(tmp, log if against_store else None)
+    return _page(request, "audit.html", session, head=log.head(), filename=export.filename, verified=verified)
