@@ -102,6 +102,28 @@ def _samples(url: str) -> dict[str, Any]:
             "plan": plan}
 
 
+def search_times(url: str, player: str, repeat: int) -> list[float]:
+    """The rounds search by player alone (its query, the page's figures of each round), in ms."""
+    from ledger.eventlog import EventLog
+    from ops.console.data import RoundFilter, round_page
+    from projections.sql import Db
+
+    log = EventLog.open(url)
+    db = Db.for_store(log.backend)
+    try:
+        round_page(db, RoundFilter(player=player))
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            rows, _more = round_page(db, RoundFilter(player=player))
+            times.append((time.perf_counter() - started) * 1000)
+            assert rows
+        return times
+    finally:
+        db.close()
+        log.close()
+
+
 def explain(db: Any, player: str) -> list[str]:
     from ops.console.data import round_search_sql
 
@@ -150,7 +172,10 @@ def measure(url: str, repeat: int) -> dict[str, Any]:
                 assert response.status_code == 200, (path, response.status_code)
     figures = {name: {"median_ms": round(statistics.median(t), 1), "p95_ms": round(_p95(t), 1)}
                for name, t in times.items()}
-    return {"pages": figures, "search_plan": s["plan"], "samples": {k: str(v) for k, v in s.items() if k != "plan"}}
+    search = search_times(url, s["player"], repeat)
+    return {"pages": figures, "search_by_player_query": {"median_ms": round(statistics.median(search), 2),
+                                                          "p95_ms": round(_p95(search), 2)},
+            "search_plan": s["plan"], "samples": {k: str(v) for k, v in s.items() if k != "plan"}}
 
 
 def _p95(values: list[float]) -> float:
@@ -172,11 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     result = measure(url, args.repeat)
     result["events"] = _head(url)
     worst = max(f["p95_ms"] for f in result["pages"].values())
-    search = result["pages"]["rounds_by_player"]["median_ms"]
+    search = result["search_by_player_query"]["p95_ms"]
     indexed = any("Index" in line for line in result["search_plan"]) and not any(
         "Seq Scan on proj_recall" in line for line in result["search_plan"])
     result["goals"] = {"page_p95_ms_max": worst, "page_p95_ok": worst < PAGE_P95_GOAL_MS,
-                       "search_by_player_ms": search, "search_ok": search < SEARCH_GOAL_MS, "search_indexed": indexed}
+                       "search_by_player_p95_ms": search, "search_ok": search < SEARCH_GOAL_MS, "search_indexed": indexed}
     print(json.dumps(result, indent=2))
     return 0 if result["goals"]["page_p95_ok"] and result["goals"]["search_ok"] and indexed else 1
 

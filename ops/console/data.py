@@ -23,7 +23,7 @@ from projections.rounds import ROUNDS, STATUSES
 from projections.sql import Db
 
 PAGE_ROWS = 50
-PLAYER_ROUNDS_MAX = 500
+PLAYER_ROUNDS_PAGE = 50
 _ROUND_COLS = ("round_id", "table_id", "round_no", "game", "currency", "status", "studio_time", "dealer_id",
                "void_cause", "settlement_no")
 
@@ -107,8 +107,8 @@ def round_players(db: Db, round_id: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ players
-def player_rounds(db: Db, player: str, since: date | None, until: date | None,
-                  limit: int = PLAYER_ROUNDS_MAX) -> list[dict[str, Any]]:
+def player_rounds(db: Db, player: str, since: date | None, until: date | None, page: int = 1,
+                  rows: int = PLAYER_ROUNDS_PAGE) -> tuple[list[dict[str, Any]], bool]:
     """The player's rounds in the period (studio days, UTC, [since, until)), newest first, with the
     balance before and after each: the movements of the player's account round by round."""
     cols = ("round_id", "table_id", "round_no", "game", "currency", "studio_at", "status", "staked_minor",
@@ -119,14 +119,14 @@ def player_rounds(db: Db, player: str, since: date | None, until: date | None,
             where.append(clause)
             params.append(value.replace("+00:00", "Z"))  # recall keeps studio_at as utc_text (`...Z`)
     found = db.query(f"SELECT {', '.join(cols)} FROM {RECALL.name} WHERE {' AND '.join(where)} "
-                     f"ORDER BY seq DESC LIMIT {int(limit)}", params)
+                     f"ORDER BY seq DESC LIMIT {int(rows) + 1} OFFSET {(max(1, page) - 1) * int(rows)}", params)
     out = []
-    for values in found:
+    for values in found[:rows]:
         row = dict(zip(cols, values))
         row["results"] = json.loads(row["results"] or "[]")
         row["refunds"] = json.loads(row["refunds"] or "[]")
         out.append(row)
-    return out
+    return out, len(found) > rows
 
 
 def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
@@ -200,10 +200,6 @@ def _isqrt_fraction(value: Any) -> Any:
 
     scale = 10**6
     return Fraction(isqrt(int(value * scale * scale)), scale)
-
-
-def table_monitor_rows(db: Db, table_id: str) -> list[dict[str, Any]]:
-    return [r for r in monitor_rows(db) if r["table_id"] == table_id]
 
 
 # ------------------------------------------------------------------ monitor

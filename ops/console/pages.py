@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from domain.errors import Refusal
 from ops.console import data, round_view
 from ops.console.charts import band_chart, bar_chart, percent
+from ops.console.reading import page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from projections import queries
@@ -178,9 +179,7 @@ def rounds_page(request: Request, session: UI, table: str | None = None, player:
 
 
 def _views(request: Request) -> Any:
-    from ops.service.reads import views
-
-    return views(request)
+    return page_reads(request).views(request)
 
 
 def _round_id(ref: str) -> Any:
@@ -236,23 +235,26 @@ def round_bundle(request: Request, ref: str, session: UI) -> Response:
 # ------------------------------------------------------------------ players and tables
 @router.get("/players/{player}")
 def player_page(request: Request, player: str, session: UI, since: str | None = None,
-                until: str | None = None) -> Response:
+                until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     first, last = _day(since, "since"), _day(until, "until")
     with _views(request) as db:
-        rounds = data.player_rounds(db, player, first, last)
+        rounds, more = data.player_rounds(db, player, first, last, page)
         balances = data.player_balances(db, player)
     refunds = [(r, f) for r in rounds for f in r["refunds"]]
+    query = {k: v for k, v in (("since", since), ("until", until)) if v}
     return _page(request, "player.html", session, player=player, rounds=rounds, balances=balances,
-                 refunds=refunds, since=since or "", until=until or "")
+                 refunds=refunds, since=since or "", until=until or "", page=page, more=more, query=query)
 
 
 @router.get("/tables/{table}")
 def table_page(request: Request, table: str, session: UI) -> Response:
     facts = data.table_facts(request.app.state.reader, table)
-    with _views(request) as db:
-        ggr = data.table_ggr_days(db, table)
-        monitor = data.table_monitor_rows(db, table)
+    reads = page_reads(request)
+    with reads.views(request) as db:
+        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db).rows) if r.table_id == table]
+        report = reads.figures("monitor", lambda: data.monitor_report(db))
         recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
+    monitor = [r for r in report.rtp_rows if r["table_id"] == table]
     if not (facts.configs or ggr or recent):
         raise HTTPException(404, f"no table {table} in the store")
     return _page(request, "table.html", session, table=table, facts=facts, recent=recent,
@@ -287,14 +289,20 @@ def rtp_chart(title: str, rows: list[dict[str, Any]]) -> Any:
 # ------------------------------------------------------------------ monitor, rejections
 @router.get("/monitor")
 def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
-    with _views(request) as db:
-        report = data.monitor_report(db)
+    reads = page_reads(request)
+    with reads.views(request) as db:
+        report = reads.figures("monitor", lambda: data.monitor_report(db))
     shown = [f for f in report.findings if all or f.flagged]
-    charts = {id(f): rtp_chart(_finding_title(f), data.rows_of_finding(report, f))
-              for f in shown if f.level in ("table", "dealer", "bet_type", "table_bet_type")}
-    return _page(request, "monitor.html", session, findings=shown, total=len(report.findings),
-                 flagged=sum(f.flagged for f in report.findings), untested=report.untested, charts=charts,
-                 show_all=all)
+    charts = reads.figures(f"monitor-charts-{all}", lambda: {
+        _finding_key(f): rtp_chart(_finding_title(f), data.rows_of_finding(report, f))
+        for f in shown if f.level in ("table", "dealer", "bet_type", "table_bet_type")})
+    return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
+                 total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
+                 untested=report.untested, show_all=all)
+
+
+def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
+    return (f.level, f.table_id, f.dealer_id, f.bet_type)
 
 
 def _finding_title(f: Any) -> str:

@@ -32,7 +32,6 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["money"] = _money
     env.filters["q"] = lambda text: quote(str(text), safe="")
-    env.filters["id"] = id
     env.globals.update(round_url=round_url, with_query=_with_query, rounds_link=rounds_link, **_texts())
     return env
 

@@ -178,3 +178,21 @@ def _tampered(zipped: bytes) -> bytes:
                 body = changed
             target.writestr(name, body)
     return out.getvalue()
+
+
+def test_pages_show_events_recorded_after_the_last_page(client: TestClient, console_store: ConsoleStore) -> None:
+    """The views are caught up before a page answers, and figures kept per store head are made again."""
+    from tests.ledger.feed import Feed, baccarat_round, lines
+
+    sign_in(client, console_store.keys["backoffice"])
+    table = f"late-{time.time_ns()}"
+    assert client.get(f"/ui/rounds?table={table}").text.count("data-round=") == 0
+    assert client.get(f"/ui/tables/{table}").status_code == 404
+    app = open_app(console_store.url)
+    try:
+        assert all(r.status == "accepted" for r in app.ingest(lines(*baccarat_round(Feed(table)))))
+    finally:
+        app.close()
+    assert f'data-round="{table}#1"' in client.get(f"/ui/rounds?table={table}").text
+    page = client.get(f"/ui/tables/{table}")
+    assert page.status_code == 200 and 'data-testid="ggr-chart" data-points="1"' in page.text
