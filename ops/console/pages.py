@@ -10,6 +10,7 @@ import io
 import tempfile
 import threading
 import zipfile
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -17,7 +18,9 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
 from ops.console import data, round_view
@@ -32,7 +35,33 @@ PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double sub
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 _STORE_LOCK = threading.Lock()
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+class ConsoleRoute(APIRoute):
+    """A console route: its errors (a bad reference, no such round, a malformed filter) are
+    answered as a page a person reads, not as the API's JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except HTTPException as exc:
+                if exc.status_code < 400:
+                    raise
+                return _error_page(request, exc.status_code, str(exc.detail))
+            except RequestValidationError as exc:
+                return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
+                                                           for e in exc.errors()))
+
+        return route
+
+
+def _error_page(request: Request, status: int, detail: str) -> HTMLResponse:
+    return HTMLResponse(render("error.html", request=request, session=None, status=status, detail=detail),
+                        status_code=status, headers=SECURITY_HEADERS)
+
+
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRoute)
 
 
 # ------------------------------------------------------------------ sessions

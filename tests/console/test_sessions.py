@@ -196,3 +196,19 @@ def test_pages_show_events_recorded_after_the_last_page(client: TestClient, cons
     assert f'data-round="{table}#1"' in client.get(f"/ui/rounds?table={table}").text
     page = client.get(f"/ui/tables/{table}")
     assert page.status_code == 200 and 'data-testid="ggr-chart" data-points="1"' in page.text
+
+
+@pytest.mark.parametrize(("path", "status", "says"), [
+    ("/ui/rounds/nosuch%23999", 404, "no round nosuch#999"),
+    ("/ui/rounds/not-a-ref", 422, "bad_round_ref"),
+    ("/ui/rounds?status=lost", 422, "status must be one of"),
+    ("/ui/rounds?since=2026-13-01", 422, "is not a day"),
+    ("/ui/rounds?page=0", 422, "page"),
+    ("/ui/tables/nosuch", 404, "no table nosuch"),
+])
+def test_errors_are_pages_a_person_reads(client: TestClient, console_store: ConsoleStore, path: str, status: int,
+                                         says: str) -> None:
+    sign_in(client, console_store.keys["backoffice"])
+    response = client.get(path)
+    assert response.status_code == status and response.headers["content-type"].startswith("text/html")
+    assert says in response.text
