@@ -125,10 +125,51 @@ def search_times(url: str, player: str, repeat: int) -> list[float]:
 
 
 def explain(db: Any, player: str) -> list[str]:
-    from ops.console.data import round_search_sql
+    from ops.console.data import RoundFilter, round_page, round_search_sql
 
     text, params = round_search_sql(db, player)
-    return [r[0] for r in db.query("EXPLAIN " + text, params)]
+    plan = [r[0] for r in db.query("EXPLAIN " + text, params)]
+    ids = [r["round_id"] for r in round_page(db, RoundFilter(player=player))[0]]
+    figures = ("SELECT round_id, COUNT(*), SUM(staked_minor) FROM proj_recall WHERE round_id IN "
+               f"({', '.join(['?'] * len(ids))}) GROUP BY round_id")
+    return plan + ["-- the page's figures per round:"] + [r[0] for r in db.query("EXPLAIN " + figures, ids)]
+
+
+def uncached(url: str, s: dict[str, Any], times: int) -> dict[str, float]:
+    """What the pages keep per store head, made again (the first page after new events pays
+    it), and the pages that read the whole chain (the proof, the bundle): medians in ms."""
+    from urllib.parse import quote
+
+    from fastapi.testclient import TestClient
+
+    from ledger.eventlog import EventLog
+    from ops.console.data import monitor_report
+    from ops.service.app import Settings, create_app
+    from projections import queries
+    from projections.sql import Db
+    from tests.console.conftest import sign_in
+
+    log = EventLog.open(url)
+    db = Db.for_store(log.backend)
+    out: dict[str, list[float]] = {"monitor_tests": [], "ggr_all_days": [], "round_proof_page": [], "round_bundle": []}
+    try:
+        for _ in range(times):
+            for name, work in (("monitor_tests", lambda: monitor_report(db)), ("ggr_all_days", lambda: queries.ggr(db))):
+                started = time.perf_counter()
+                work()
+                out[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        db.close()
+        log.close()
+    ref = quote(f"{s['settled'][0]}#{s['settled'][1]}", safe="")
+    with TestClient(create_app(Settings(db_url=url))) as client:
+        sign_in(client, _backoffice_key(url))
+        for _ in range(times):
+            for name, path in (("round_proof_page", f"/ui/rounds/{ref}/proof"), ("round_bundle", f"/ui/rounds/{ref}/bundle")):
+                started = time.perf_counter()
+                assert client.get(path).status_code == 200
+                out[name].append((time.perf_counter() - started) * 1000)
+    return {name: round(statistics.median(t), 1) for name, t in out.items()}
 
 
 def pages(s: dict[str, Any]) -> dict[str, str]:
@@ -173,7 +214,7 @@ def measure(url: str, repeat: int) -> dict[str, Any]:
     figures = {name: {"median_ms": round(statistics.median(t), 1), "p95_ms": round(_p95(t), 1)}
                for name, t in times.items()}
     search = search_times(url, s["player"], repeat)
-    return {"pages": figures, "search_by_player_query": {"median_ms": round(statistics.median(search), 2),
+    return {"pages": figures, "uncached_median_ms": uncached(url, s, 3), "search_by_player_query": {"median_ms": round(statistics.median(search), 2),
                                                           "p95_ms": round(_p95(search), 2)},
             "search_plan": s["plan"], "samples": {k: str(v) for k, v in s.items() if k != "plan"}}
 
