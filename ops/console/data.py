@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from domain.errors import require
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured, TableSeatingChanged
 from ops.monitor_stats import Group, evaluate, untested_tables
@@ -61,7 +62,7 @@ def round_page(db: Db, f: RoundFilter, page: int = 1, rows: int = PAGE_ROWS) -> 
     """One page of rounds, newest first, each with its players, staked and paid; and
     whether there is a next page. By player: the player's rounds from the recall view's
     (player_id, seq) index, newest first."""
-    assert f.status is None or f.status in STATUSES
+    require(f.status is None or f.status in STATUSES, f"unknown status {f.status!r}")
     offset = (max(1, page) - 1) * rows
     if f.player:
         where, params = f.clauses("r.")
@@ -141,7 +142,9 @@ class TableFacts:
 
 
 def table_facts(log: EventLog, table_id: str) -> TableFacts:
-    """The table's configuration versions and its last seating (the table's own events)."""
+    """The table's configuration versions and its last seating: the table aggregate's own
+    events, read once by its id (EventLog.table_history reads the same rows, keeping the
+    configurations only)."""
     configs: list[TableConfigured] = []
     seating = None
     for record in map(log.decode, log._rows_where("originator_id", _table_aggregate(table_id))):

@@ -7,6 +7,7 @@ thread pool)."""
 from __future__ import annotations
 
 import io
+import secrets
 import tempfile
 import threading
 import zipfile
@@ -128,8 +129,6 @@ def signin_page(request: Request, next: str | None = None) -> Response:
 
 
 def _signin_form(request: Request, next: str | None, error: str | None, status: int) -> Response:
-    import secrets
-
     token = secrets.token_urlsafe(24)
     response = _page(request, "signin.html", None, status=status, next=_safe_next(next), error=error, csrf=token)
     response.set_cookie(PRE_COOKIE, token, max_age=600, path="/ui", httponly=True, samesite="strict",

@@ -77,6 +77,8 @@ class SessionStore:
         """A new session for a checked key: the token for the cookie (shown once)."""
         token, now = secrets.token_urlsafe(32), _now()
         with self._cursor() as c:
+            # Sessions past their time are of no use to anyone (the cookie expired with them).
+            c.execute(self._sql(f"DELETE FROM {self.table} WHERE expires_at < ?"), (now.isoformat(),))
             c.execute(self._sql(f"INSERT INTO {self.table} (token_hash, key_id, csrf, created_at, expires_at, ended_at) "
                                 "VALUES (?,?,?,?,?,NULL)"),
                       (_hash(token), key_id, secrets.token_urlsafe(24), now.isoformat(),
