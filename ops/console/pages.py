@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
@@ -448,3 +448,8 @@ def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, Fi
                          error=f"{export.filename}: not a zip file (upload the export as the export button gives it)")
         verified = queries.verify_export(tmp, log if against_store else None)
     return _page(request, "audit.html", session, head=log.head(), filename=export.filename, verified=verified)
+
+
+def mount(api: FastAPI) -> None:
+    """Add the console's routes to the service."""
+    api.include_router(router)

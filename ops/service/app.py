@@ -144,7 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.add_exception_handler(StarletteHTTPException, _http_error)
     _health_routes(api)
     api.commands_route = _command_routes(api)
-    from ops.console import mount as mount_console
+    from ops.console.pages import mount as mount_console
     from ops.service.reads import read_routes
 
     read_routes(api)
