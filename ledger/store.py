@@ -14,6 +14,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlparse
 
+from domain.errorcodes import ErrorCode
 from ledger.app import LedgerApp
 
 if TYPE_CHECKING:
@@ -31,10 +32,10 @@ PROBE_TIMEOUT_S = 5  # a store that does not answer within this is reported, not
 
 class StoreUnavailable(Exception):
     """The store cannot be used as asked (not a refusal of a command: the command never ran).
-    `code` is stable: bad_db_url, store_missing, no_ledger, database_missing, store_unreachable
-    (the CLI's codes, ops/errors.py: a URL is a setting, not a command the ledger refuses)."""
+    `code` is from the catalogue of error codes (domain/errorcodes.py: a URL is a setting,
+    not a command the ledger refuses)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -49,7 +50,7 @@ def env_for(db_url: str) -> dict[str, str]:
     if db_url.startswith("sqlite:///"):
         path = db_url[len("sqlite:///"):]
         if not path:
-            raise StoreUnavailable("bad_db_url", f"{db_url!r} names no file; use sqlite:///path/to/file.db")
+            raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"{db_url!r} names no file; use sqlite:///path/to/file.db")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": path,
@@ -61,10 +62,10 @@ def env_for(db_url: str) -> dict[str, str]:
     if parsed.scheme in ("postgresql", "postgres"):
         dbname = parsed.path.lstrip("/")
         if not (parsed.hostname and dbname):
-            raise StoreUnavailable("bad_db_url", f"{db_url!r}: use postgresql://user@host:port/dbname")
+            raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"{db_url!r}: use postgresql://user@host:port/dbname")
         schema = parse_qs(parsed.query).get("schema", [""])[0]
         if schema and not SCHEMA_NAME_RE.match(schema):
-            raise StoreUnavailable("bad_db_url", f"schema {schema!r} must be a lower-case SQL identifier")
+            raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"schema {schema!r} must be a lower-case SQL identifier")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
@@ -79,7 +80,7 @@ def env_for(db_url: str) -> dict[str, str]:
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
             "TRANSCODER_TOPIC": TRANSCODER,
         }
-    raise StoreUnavailable("bad_db_url", f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
+    raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 
 
 def _pg_connect(env: dict[str, str]) -> psycopg.Connection[tuple[object, ...]]:
@@ -96,7 +97,7 @@ def _pg_connect(env: dict[str, str]) -> psycopg.Connection[tuple[object, ...]]:
     except psycopg.OperationalError as exc:
         cause = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         where = f"{env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}/{env['POSTGRES_DBNAME']}"
-        code = "database_missing" if "does not exist" in cause else "store_unreachable"
+        code = ErrorCode.DATABASE_MISSING if "does not exist" in cause else ErrorCode.STORE_UNREACHABLE
         raise StoreUnavailable(code, f"PostgreSQL {where}: {cause}") from None
 
 
@@ -126,7 +127,7 @@ def require_ledger(db_url: str | None = None) -> None:
     with _pg_connect(env) as conn:
         row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{PG_EVENTS_TABLE}"',)).fetchone()
     if not row or row[0] is None:
-        raise StoreUnavailable("no_ledger", f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
+        raise StoreUnavailable(ErrorCode.NO_LEDGER, f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
 
 
 def holds_events(db_url: str | None = None) -> bool:
@@ -155,7 +156,7 @@ def holds_events(db_url: str | None = None) -> bool:
 def _require_sqlite_ledger(path: str, url: str) -> None:
     if not os.path.isfile(path):
         kind = "is a directory" if os.path.isdir(path) else "does not exist"
-        raise StoreUnavailable("store_missing", f"{url}: {path} {kind}")
+        raise StoreUnavailable(ErrorCode.STORE_MISSING, f"{url}: {path} {kind}")
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -164,9 +165,9 @@ def _require_sqlite_ledger(path: str, url: str) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:  # not a database, unreadable, locked for good
-        raise StoreUnavailable("store_unreachable", f"{url}: {exc}") from None
+        raise StoreUnavailable(ErrorCode.STORE_UNREACHABLE, f"{url}: {exc}") from None
     if not found:
-        raise StoreUnavailable("no_ledger", f"{url} holds no ledger (no events table)")
+        raise StoreUnavailable(ErrorCode.NO_LEDGER, f"{url} holds no ledger (no events table)")
 
 
 def _safe(url: str) -> str:
@@ -184,6 +185,6 @@ def open_app(db_url: str | None = None, **extra_env: str) -> LedgerApp:
     if env["PERSISTENCE_MODULE"] == "eventsourcing.postgres":
         _ensure_pg_schema(env)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(env["SQLITE_DBNAME"]))):
-        raise StoreUnavailable("store_unreachable", f"{url}: the folder of {env['SQLITE_DBNAME']} does not exist")
+        raise StoreUnavailable(ErrorCode.STORE_UNREACHABLE, f"{url}: the folder of {env['SQLITE_DBNAME']} does not exist")
     env.update(extra_env)
     return LedgerApp(env=env)

@@ -2,74 +2,29 @@
 
 Exit statuses, the same for every command and with or without --json:
 0 done; 1 the answer is "no" (findings, refusals, discrepancies); 2 the command could
-not run (`ErrorCode` below); 3 `ledger settle` only: the round is not complete yet.
+not run (`ErrorCode`, domain/errorcodes.py); 3 `ledger settle` only: the round is not complete yet.
 A traceback is printed only with `--debug`.
 """
 from __future__ import annotations
 
 import os
 import sqlite3
-from enum import StrEnum
 
 from eventsourcing.persistence import InterfaceError as LibraryInterfaceError
 from eventsourcing.persistence import OperationalError as LibraryOperationalError
+
+from domain.errorcodes import ErrorCode  # the one catalogue of error codes (the CLI's and the service's)
+
+__all__ = ["EXIT_ERROR", "EXIT_NO", "EXIT_OK", "CliError", "ErrorCode", "check_input_file", "classify", "usage"]
 
 EXIT_OK = 0
 EXIT_NO = 1
 EXIT_ERROR = 2
 
 
-class ErrorCode(StrEnum):
-    """The stable codes of the errors that stop a command (exit 2), each with what it means.
-    This is the one catalogue of them: refusal codes (a command refused, exit 1) live in
-    domain/refusals.py. The README's table is generated from this one:
-
-        python -m ops.errors --markdown
-    """
-
-    meaning: str
-
-    def __new__(cls, code: str, meaning: str) -> ErrorCode:
-        member = str.__new__(cls, code)
-        member._value_ = code
-        member.meaning = meaning
-        return member
-
-    USAGE = ("usage", "an unknown or invalid option or argument (`--since 2026-13-01`, `--since` not before "
-                      "`--until`, `--limit -1`, `--operator-id OPERATOR1`, `--log-level verbose`)")
-    INPUT_MISSING = ("input_missing", "an input file (feed, round file, wallet, export folder, XSD) that is not there")
-    INPUT_IS_DIRECTORY = ("input_is_directory", "an input file that is a folder")
-    INPUT_UNREADABLE = ("input_unreadable", "an input that cannot be read (no permission, an I/O error)")
-    INPUT_NOT_UTF8 = ("input_not_utf8", "an input that is not UTF-8 text")
-    INPUT_EMPTY = ("input_empty", "an input with nothing in it (a wallet file, an export, a range without events)")
-    INPUT_INVALID = ("input_invalid", "an input that is not what the command reads (wallet columns, an export "
-                                      "without manifest)")
-    OUTPUT_NOT_EMPTY = ("output_not_empty", "`audit export` into a folder that is not empty")
-    OUTPUT_UNWRITABLE = ("output_unwritable", "an output file (`--out`, `--html`, `--bundle`) that cannot be written")
-    BAD_DB_URL = ("bad_db_url", "a store URL that is neither `sqlite:///FILE` nor `postgresql://…`")
-    STORE_MISSING = ("store_missing", "a read command on a SQLite store that does not exist (nothing is created)")
-    NO_LEDGER = ("no_ledger", "a read command on a store that holds no ledger (nothing is created)")
-    DATABASE_MISSING = ("database_missing", "a PostgreSQL database that does not exist")
-    STORE_UNREACHABLE = ("store_unreachable", "a store that does not answer (named at once, no retries)")
-    STORE_NOT_EMPTY = ("store_not_empty", "`ledger demo --db` on a store that already holds data (`--force` "
-                                          "deletes such a SQLite file first)")
-    SERVICE_TIMEOUT = ("service_timeout", "a service the command talks to (NATS JetStream for `consume` and "
-                                          "`publish`) did not answer in time, after retries")
-    ADDRESS_IN_USE = ("address_in_use", "`ledger serve` on a host and port that another process holds (or that "
-                                        "this user may not listen on)")
-    EXPORT_REFUSED = ("export_refused", "`export dgoj`: data the DGOJ format cannot carry (an amount above 12 "
-                                        "digits, a player id too long), or a batch not valid against `--xsd`; "
-                                        "nothing written")
-    REGISTER_FAILED = ("register_failed", "`export dgoj`: the file was written but the export register could not "
-                                          "record it (the next export sends the same records again)")
-    BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be made as asked (with "
-                                        "`--at`, or a `--manifest` that does not cover the round)")
-    INTERNAL = ("internal_error", "a bug: rerun with `--debug` and report it")
-
-
 def markdown_table() -> str:
-    """The README's table of codes ("Exit statuses and errors"), one row per code."""
-    rows = [f"| `{c.value}` | {c.meaning} |" for c in ErrorCode]
+    """The README's table of codes ("Exit statuses and errors"), one row per code the command line reports."""
+    rows = [f"| `{c.value}` | {c.meaning} |" for c in ErrorCode if c.cli]
     return "\n".join(["| code | cause |", "|---|---|", *rows]) + "\n"
 
 

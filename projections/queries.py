@@ -457,12 +457,10 @@ class Reconciliation:
 
 def reconcile_wallet(log: EventLog, wallet: str | Path, zone: tzinfo | Zones = UTC) -> Reconciliation:
     """Reconcile a wallet CSV with the movements the ledger expects; raises WalletFormatError
-    (WalletEmpty for a file without rows) for a file that is not a wallet file."""
-    from projections.reconcile import WalletEmpty, expected_movements, read_wallet, reconcile
+    (WalletEmpty for an empty file) for a file that is not a wallet file."""
+    from projections.reconcile import expected_movements, read_wallet, reconcile
 
     rows = read_wallet(wallet)
-    if not rows:  # a clerk who reconciles nothing has the wrong file
-        raise WalletEmpty(f"{wallet} has a header but no transactions")
     report = reconcile(rows, expected_movements(log.records(), zone)).as_dict()
     return Reconciliation(**_plain(report))
 

@@ -75,7 +75,7 @@ def _fresh_store(db_url: str, force: bool) -> None:
     try:
         used = holds_events(db_url)
     except StoreUnavailable as exc:
-        if not (sqlite and exc.code == "store_unreachable" and os.path.isfile(path)):
+        if not (sqlite and exc.code == ErrorCode.STORE_UNREACHABLE and os.path.isfile(path)):
             raise
         used = True  # a file that is not a ledger: somebody's data all the same
     if used and db_url != DEFAULT_DEMO_DB and not (force and sqlite):
@@ -83,7 +83,7 @@ def _fresh_store(db_url: str, force: bool) -> None:
         raise CliError(ErrorCode.STORE_NOT_EMPTY, f"{db_url} already holds data; the demo needs an empty store "
                        f"({hint})")
     if sqlite and not os.path.isdir(os.path.dirname(os.path.abspath(path))):  # open_app would say so, too late
-        raise StoreUnavailable("store_unreachable", f"{db_url}: the folder of {path} does not exist")
+        raise StoreUnavailable(ErrorCode.STORE_UNREACHABLE, f"{db_url}: the folder of {path} does not exist")
     for suffix in ("", "-wal", "-shm", "-journal") if sqlite else ():
         if os.path.exists(path + suffix):
             os.remove(path + suffix)

@@ -2,7 +2,7 @@
 every read of the service is, without a projector per page when nothing is left to fold.
 
 A page asks the store's head and the views' lowest position (two small queries); only when
-the views are behind does it run the service's catch-up (ops/service/reads.py `views`).
+the views are behind does it run the service's catch-up (ops/service/routes/deps.py `views`).
 The connections to the views are kept for the process's next pages (a connection costs
 more than a page's queries). Figures computed from every row of a view (the monitor's
 tests, the GGR of every day) are kept per store head: the same head, the same figures.
@@ -54,7 +54,7 @@ class PageReads:
         db = self._take()
         try:
             if _lowest_position(db) < head:
-                from ops.service.reads import views
+                from ops.service.routes.deps import views
 
                 with views(request):
                     pass

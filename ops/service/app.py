@@ -4,7 +4,8 @@ Writes go through one GroupCommitter per process (ops/service/committer.py): a
 request is answered only after its commands are committed. Reads use an EventLog
 on a second LedgerApp (the writer's aggregate cache is the writer thread's alone)
 and call the same functions as the read commands of the command line
-(ops/service/reads.py). Roles: ops/service/auth.py; README "Live service".
+(projections/queries.py, the read service; routes in ops/service/routes/). Roles:
+ops/service/auth.py; errors: ops/service/problems.py; README "Live service".
 """
 from __future__ import annotations
 
@@ -24,13 +25,12 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.app import storable
@@ -38,20 +38,20 @@ from ledger.batching import Result
 from ledger.eventlog import EventLog
 from ledger.keys import ApiKey, key_store
 from ledger.store import db_url_from, open_app
-from ops.service import metrics
+from ops.service import metrics, problems, routes
 from ops.service.auth import KEY_CACHE_S_DEFAULT, ROLE_WRITE, Keys, bearer_credentials, checked_key
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
 from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
 from ops.service.intake import (
     BODY_BYTES_MAX_DEFAULT,
-    COMMANDS_PER_REQUEST_MAX,
     INLINE_SPLIT_BYTES_MAX,
-    NDJSON,
     IntakeError,
     media_type,
     split_body,
 )
 from ops.service.logs import RequestLog, log_request, next_request_id
+from ops.service.openapi import DESCRIPTION, complete
+from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
 
 # How long the event loop may hold the GIL while the writer waits for it (Python's default
@@ -93,16 +93,6 @@ class Settings:
         )
 
 
-class CommandResult(BaseModel):
-    status: str
-    command_id: str | None
-    code: str | None
-    message: str
-    round_id: str | None
-    events: list[str]
-    original_status: str | None
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
 
@@ -139,15 +129,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if api.state.trace is not None:
                 api.state.trace.dump()
 
-    api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL,
-                    description="Live intake and reads of the casino ledger. Feed format: docs/feed.md.")
-    api.add_exception_handler(StarletteHTTPException, _http_error)
-    _health_routes(api)
-    api.commands_route = _command_routes(api)
+    api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL, description=DESCRIPTION,
+                    openapi_tags=routes.TAGS, docs_url=None, redoc_url=None)  # docs: ops/service/routes/docs.py
+    problems.install(api)
+    api.commands_route = routes.install(api)
     from ops.console.pages import mount as mount_console
-    from ops.service.reads import read_routes
 
-    read_routes(api)
     mount_console(api)  # the back-office pages under /ui/ (ops/console/)
     api.add_middleware(RequestLog)
     return api
@@ -173,81 +160,16 @@ def _freeze_startup_heap() -> bool:
     return True
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """FastAPI's rendering of an HTTPException ({"detail": ...}), with the stable `code` of
-    the errors that have one (ops/service/intake.py, store_unavailable)."""
-    code = getattr(exc, "code", None)
-    if code is None or not isinstance(exc, StarletteHTTPException):
-        return await http_exception_handler(request, exc)  # type: ignore[arg-type]
-    return JSONResponse({"detail": exc.detail, "code": code}, status_code=exc.status_code, headers=exc.headers)
-
-
 def store_unavailable(detail: str) -> IntakeError:
     """503: the store did not answer in time or failed; nothing of the request is known to be
     committed, and sending the same commands again is safe (idempotent by command_id)."""
-    return IntakeError(503, "store_unavailable", detail, headers={"Retry-After": str(RETRY_AFTER_S)})
+    return IntakeError(ErrorCode.STORE_UNAVAILABLE, detail, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def _observe(count: int, seconds: float, results: list) -> None:
     metrics.BATCH_SECONDS.observe(seconds)
     metrics.BATCH_COMMANDS.observe(count)
     metrics.count_results(results)
-
-
-def _health_routes(api: FastAPI) -> None:
-    @api.get("/healthz", tags=["ops"], summary="the process is alive")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @api.get("/readyz", tags=["ops"], summary="the store answers (503 otherwise)",
-             responses={503: {"description": "store unreachable"}})
-    async def readyz(request: Request) -> JSONResponse:
-        # The health task's last probe (ops/service/health.py), or one now before the first: never a wait on the pool.
-        health = request.app.state.health
-        status = health.status if health.status.position is not None or not health.ready else await health.check()
-        if not status.ready:
-            return JSONResponse({"status": "unavailable", "code": "store_unavailable", "error": status.error},
-                                status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
-        return JSONResponse({"status": "ready", "position": status.position})
-
-    @api.get("/metrics", tags=["ops"], summary="Prometheus metrics (all worker processes)",
-             response_class=Response)
-    def metrics_route(request: Request) -> Response:
-        from ops.service.reads import projection_lag
-
-        try:
-            metrics.PROJECTION_LAG.set(projection_lag(request.app.state.reader))
-        except Exception:  # the store is down: /readyz says so; metrics still answer
-            pass
-        return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
-
-
-COMMANDS_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {"schema": {"type": "array", "items": {"type": "object"},
-                                        "maxItems": COMMANDS_PER_REQUEST_MAX}},
-        NDJSON: {"schema": {"type": "string", "description": "one JSON command per line"}},
-    },
-}
-
-
-COMMANDS_PATH = "/v1/commands"
-
-
-def _command_routes(api: FastAPI) -> APIRoute:
-    @api.post(COMMANDS_PATH, tags=["commands"], response_model=list[CommandResult],
-              summary="apply feed commands; answered after they are committed",
-              openapi_extra={"requestBody": COMMANDS_BODY, "security": [{"HTTPBearer": []}]},  # checked_key
-              responses={413: {"description": "body_too_large, too_many_commands"},
-                         415: {"description": "unsupported_media_type: not JSON or NDJSON"},
-                         422: {"description": "body_not_json, body_not_array"},
-                         503: {"description": "store_unavailable: nothing of this request is known committed; "
-                                              "resend after Retry-After"}})
-    async def post_commands(request: Request) -> Response:
-        return await commands_response(request)
-
-    return next(r for r in api.routes if isinstance(r, APIRoute) and r.path == COMMANDS_PATH and "POST" in r.methods)
 
 
 class LedgerAPI(FastAPI):
@@ -261,6 +183,11 @@ class LedgerAPI(FastAPI):
 
     commands_route: APIRoute | None = None
     fast_commands = True  # the tests turn it off to compare with the route
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = complete(super().openapi())
+        return self.openapi_schema
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if (self.fast_commands and scope["type"] == "http" and scope["method"] == "POST"
@@ -280,8 +207,8 @@ class LedgerAPI(FastAPI):
     async def _unavailable(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """503 store_unavailable with Retry-After, logged as every request is."""
         started, request_id = time.perf_counter(), next_request_id()
-        response = await _http_error(Request(scope, receive, send),
-                                     store_unavailable(f"the store is unreachable: {self.state.health.status.error}"))
+        response = await problems.http_error(Request(scope, receive, send),
+                                             store_unavailable(f"the store is unreachable: {self.state.health.status.error}"))
         response.raw_headers.append((b"x-request-id", request_id.encode()))
         await response(scope, receive, send)
         log_request(scope, response.status_code, started, request_id, None)
@@ -306,7 +233,7 @@ class LedgerAPI(FastAPI):
                 body = await commands_answer(self.state, key, body, content_type, timing)
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
-                handler = self.exception_handlers.get(StarletteHTTPException, http_exception_handler)
+                handler = self.exception_handlers.get(StarletteHTTPException, problems.http_error)
                 response = await handler(request, exc)
                 status = response.status_code
                 response.raw_headers.append((b"x-request-id", request_id.encode()))
@@ -350,7 +277,7 @@ async def read_body(receive: Any, content_length: str | None, limit: int) -> byt
 
 def _too_large(limit: int) -> IntakeError:
     # Connection: close: the rest of the body is not read, and the connection cannot carry another request.
-    return IntakeError(413, "body_too_large", f"the body is larger than {limit} bytes (--max-body-bytes)",
+    return IntakeError(ErrorCode.BODY_TOO_LARGE, f"the body is larger than {limit} bytes (--max-body-bytes)",
                        headers={"Connection": "close"})
 
 

@@ -13,12 +13,14 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from domain.errorcodes import ErrorCode
 from ledger.keys import ApiKey, KeyStore
 from ops.service.health import RETRY_AFTER_S
 from ops.service.intake import IntakeError
+from ops.service.problems import ServiceError
 
 KEY_CACHE_S_DEFAULT = 2.0  # a revoked key stops working within this long
 ROLE_WRITE = ("studio", "admin")
@@ -58,7 +60,7 @@ class Keys:
                 # shielded: the read is shared with other callers, one caller's timeout must not cancel it
                 return await asyncio.shield(asyncio.wrap_future(self._read(key, now)))
         except Exception as exc:  # not the caller's fault: 503, retry later (never a hang, never a 500)
-            raise IntakeError(503, "store_unavailable",
+            raise IntakeError(ErrorCode.STORE_UNAVAILABLE,
                               f"the API key could not be read from the store: {str(exc)[:200] or 'timed out'}",
                               headers={"Retry-After": str(RETRY_AFTER_S)}) from exc
 
@@ -113,10 +115,10 @@ async def checked_key(keys: Keys, credentials: str | None, allowed: tuple[str, .
     a worker thread (Keys.get)."""
     key = None if credentials is None else await keys.get(credentials)
     if key is None:
-        raise HTTPException(401, "a valid API key is required: Authorization: Bearer KEY",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise ServiceError(ErrorCode.UNAUTHORIZED, "a valid API key is required: Authorization: Bearer KEY",
+                           headers={"WWW-Authenticate": "Bearer"})
     if key.role not in allowed:
-        raise HTTPException(403, f"role {key.role} may not use this route (needs {' or '.join(allowed)})")
+        raise ServiceError(ErrorCode.FORBIDDEN, f"role {key.role} may not use this route (needs {' or '.join(allowed)})")
     return key
 
 

@@ -20,13 +20,15 @@ a request that is being received: a client sending one byte a second held its co
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from domain.errorcodes import ErrorCode
+from ops.service.problems import PROBLEM_JSON, problem_bytes
 
 MAX_HEADER_BYTES_DEFAULT = 32 * 1024  # nginx answers 431/400 past 32 KiB (4 x 8 KiB buffers) by default
 MAX_HEADERS_DEFAULT = 100
@@ -89,7 +91,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if idle:  # a connection that never sent a request: closed without an answer, like a keep-alive timeout
             self.transport.close()
             return
-        self._answer_and_close(408, "request_timeout", f"the request's {phase} did not arrive within {seconds:g} s")
+        self._answer_and_close(408, ErrorCode.REQUEST_TIMEOUT, f"the request's {phase} did not arrive within {seconds:g} s")
 
     # ------------------------------------------------------ protocol callbacks
 
@@ -112,13 +114,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._closing:
             return
         if not self._in_body and self._header_bytes > self._limits.max_header_bytes:
-            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
 
     def send_400_response(self, msg: str) -> None:
         # A callback of ours answered the request (the parser reports it as its own error): answer that instead.
         if self._closing:
             return
-        super().send_400_response(msg)
+        self._closing = True
+        self._disarm()
+        self._write_problem(400, ErrorCode.BAD_REQUEST, msg)
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -127,12 +132,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
         if len(self.url) > self._limits.max_header_bytes:
-            self._answer_and_close(431, "headers_too_large", f"the request line exceeds {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line exceeds {self._limits.max_header_bytes} bytes")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_count += 1
         if self._header_count > self._limits.max_headers:
-            self._answer_and_close(431, "headers_too_many", f"more than {self._limits.max_headers} headers")
+            self._answer_and_close(431, ErrorCode.HEADERS_TOO_MANY, f"more than {self._limits.max_headers} headers")
             return
         super().on_header(name, value)
 
@@ -141,7 +146,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return
         size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)  # "name: value\r\n"
         if size > self._limits.max_header_bytes:
-            self._answer_and_close(431, "headers_too_large", f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
             return
         self._in_body = True
         self._header_bytes = 0
@@ -163,8 +168,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     # ----------------------------------------------------------------- refusal
 
-    def _answer_and_close(self, status: int, code: str, detail: str) -> None:
-        """Answer `status` with a JSON body {"detail", "code"} unless an answer was started, then
+    def _write_problem(self, status: int, code: ErrorCode, detail: str) -> None:
+        body = problem_bytes(status, code, detail)
+        self.transport.write(b"".join([
+            STATUS_LINE[status], b"content-type: ", PROBLEM_JSON.encode(), b"\r\n",
+            b"content-length: ", str(len(body)).encode(), b"\r\n", b"connection: close\r\n\r\n", body]))
+
+    def _answer_and_close(self, status: int, code: ErrorCode, detail: str) -> None:
+        """Answer `status` with a problem (ops/service/problems.py) unless an answer was started, then
         close the connection; an app still reading the body sees the client go away."""
         if self._closing:
             return
@@ -173,10 +184,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         cycle = self.cycle
         answering = cycle is not None and self._in_body and not cycle.response_complete
         if not (answering and cycle.response_started):
-            body = json.dumps({"detail": detail, "code": code}).encode()
-            self.transport.write(b"".join([
-                STATUS_LINE[status], b"content-type: application/json\r\n",
-                b"content-length: ", str(len(body)).encode(), b"\r\n", b"connection: close\r\n\r\n", body]))
+            self._write_problem(status, code, detail)
         if answering:
             cycle.disconnected = True
             cycle.message_event.set()

@@ -4,7 +4,7 @@ Each command leaves here as the exact bytes the client sent for it (an NDJSON li
 the slice of a JSON array that is one element), so the ledger judges it as it judges a
 feed line: its own parser's depth limit, its own schema, a `bad_command` refusal kept
 in the rejections log with the bytes as received (docs/feed.md). What is refused here
-is the envelope only, as a 4xx with a stable `code`:
+is the envelope only, as a 4xx problem (ops/service/problems.py) with a stable `code`:
 
 - 415 `unsupported_media_type`: a content type other than JSON or NDJSON (no content
   type at all is read as JSON, as it always was);
@@ -22,7 +22,8 @@ import json
 import re
 from typing import Any
 
-from fastapi import HTTPException
+from domain.errorcodes import ErrorCode
+from ops.service.problems import ServiceError
 
 COMMANDS_PER_REQUEST_MAX = 10_000
 # 10,000 commands of a few hundred bytes are a few MB; the largest legal command (a table
@@ -47,26 +48,19 @@ _SCAN = json.JSONDecoder().scan_once  # the C scanner: one value's parsed form a
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
-class IntakeError(HTTPException):
-    """A refused request envelope: an HTTP status and a stable `code` (rendered as
-    {"detail": ..., "code": ...} by the app's handler)."""
-
-    def __init__(self, status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(status, detail, headers=headers)
-        self.code = code
-
+IntakeError = ServiceError  # a refused request envelope: the code's status, rendered as a problem
 
 def media_type(content_type: str) -> str:
     """`application/json; charset=utf-8` -> `application/json`; raises 415 for anything not JSON or NDJSON."""
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind not in JSON_TYPES and kind not in NDJSON_TYPES:
-        raise IntakeError(415, "unsupported_media_type",
+        raise IntakeError(ErrorCode.UNSUPPORTED_MEDIA_TYPE,
                           f"Content-Type {kind!r}: send application/json (an array of commands) or {NDJSON}")
     return kind
 
 
 def too_many() -> IntakeError:
-    return IntakeError(413, "too_many_commands", f"at most {COMMANDS_PER_REQUEST_MAX} commands per request")
+    return IntakeError(ErrorCode.TOO_MANY_COMMANDS, f"at most {COMMANDS_PER_REQUEST_MAX} commands per request")
 
 
 def split_body(body: bytes, content_type: str) -> list[tuple[bytes, Any]]:
@@ -103,8 +97,8 @@ def split_array(body: bytes) -> list[tuple[bytes, Any]]:
         try:
             _SCAN(text, i)
         except (StopIteration, ValueError, RecursionError):
-            raise IntakeError(422, "body_not_json", f"the body is not JSON (at character {i})") from None
-        raise IntakeError(422, "body_not_array", "the body must be a JSON array of commands (or NDJSON lines)")
+            raise IntakeError(ErrorCode.BODY_NOT_JSON, f"the body is not JSON (at character {i})") from None
+        raise IntakeError(ErrorCode.BODY_NOT_ARRAY, "the body must be a JSON array of commands (or NDJSON lines)")
     i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
     commands: list[tuple[bytes, Any]] = []
     if text.startswith("]", i):
@@ -118,7 +112,7 @@ def split_array(body: bytes) -> list[tuple[bytes, Any]]:
             except RecursionError:  # nested deeper than the interpreter's limit: the ledger refuses it
                 value, end = None, _skip_value(text, i)
             except (StopIteration, ValueError) as exc:
-                raise IntakeError(422, "body_not_json", f"the body is not JSON (at character {i}: {exc})") from None
+                raise IntakeError(ErrorCode.BODY_NOT_JSON, f"the body is not JSON (at character {i}: {exc})") from None
             commands.append((text[i:end].encode("utf-8", "surrogateescape"), value))
             i = _WS.match(text, end).end()  # type: ignore[union-attr]
             if text.startswith(",", i):
@@ -127,9 +121,9 @@ def split_array(body: bytes) -> list[tuple[bytes, Any]]:
             if text.startswith("]", i):
                 end = i + 1
                 break
-            raise IntakeError(422, "body_not_json", f"the body is not JSON (at character {i}: ',' or ']' expected)")
+            raise IntakeError(ErrorCode.BODY_NOT_JSON, f"the body is not JSON (at character {i}: ',' or ']' expected)")
     if _WS.match(text, end).end() != len(text):  # type: ignore[union-attr]
-        raise IntakeError(422, "body_not_json", f"the body is not JSON (extra data at character {end})")
+        raise IntakeError(ErrorCode.BODY_NOT_JSON, f"the body is not JSON (extra data at character {end})")
     return commands
 
 
@@ -144,4 +138,4 @@ def _skip_value(text: str, start: int) -> int:
             depth -= 1
             if depth == 0:
                 return match.end()
-    raise IntakeError(422, "body_not_json", f"the body is not JSON (the value at character {start} never ends)")
+    raise IntakeError(ErrorCode.BODY_NOT_JSON, f"the body is not JSON (the value at character {start} never ends)")

@@ -1,0 +1,47 @@
+"""The OpenAPI document (3.1) of the live service, as a client generator reads it: FastAPI's,
+with the feed's command union (ledger/commands.py, what `ledger schema` prints) as the
+components POST /v1/commands refers to, and every error answered as a Problem in
+application/problem+json only (ops/service/problems.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.commands import COMMAND_ADAPTER
+from ops.service.problems import PROBLEM_JSON, codes_markdown
+from ops.service.routes.commands import COMMAND_SCHEMA_NAME
+
+REF_TEMPLATE = "#/components/schemas/{model}"
+_FASTAPI_VALIDATION = ("HTTPValidationError", "ValidationError")  # replaced by Problem on every route
+
+DESCRIPTION = f"""\
+Live intake and reads of the casino ledger. Feed format: docs/feed.md; refusal codes: docs/refusals.md.
+
+**Keys.** Every `/v1` route needs `Authorization: Bearer KEY`, a key made with `ledger keys add`, whose
+role the route's tags name (studio, backoffice, auditor; an admin key may call every route).
+`/healthz`, `/readyz`, `/metrics` and this documentation (`/openapi.json`, `/docs`, `/redoc`) need no key.
+
+**Errors.** Every error is an RFC 9457 problem (`application/problem+json`): `type`, `title`, `status`,
+`detail`, a stable `code`, and where it helps `errors`, naming each offending parameter, file or command.
+A command the ledger refuses is not an error of the request: POST /v1/commands answers it in its result.
+
+{codes_markdown()}
+"""
+
+
+def complete(schema: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI's document, completed in place (see the module doc)."""
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    commands = COMMAND_ADAPTER.json_schema(ref_template=REF_TEMPLATE)
+    for name, definition in commands.pop("$defs").items():
+        if name in schemas and schemas[name] != definition:
+            raise ValueError(f"two schemas named {name}: a response model and a feed command")
+        schemas[name] = definition
+    schemas[COMMAND_SCHEMA_NAME] = commands
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation.get("responses", {}).items():
+                if status[0] in "45" and PROBLEM_JSON in response.get("content", {}):
+                    response["content"] = {PROBLEM_JSON: response["content"][PROBLEM_JSON]}
+    for name in _FASTAPI_VALIDATION:
+        schemas.pop(name, None)
+    return schema

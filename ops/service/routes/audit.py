@@ -1,0 +1,53 @@
+"""The audit trail: its export as events.jsonl, and the verification of an export."""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi.responses import StreamingResponse
+
+from domain.errorcodes import ErrorCode
+from ledger.eventlog import EventLog
+from ops.service.problems import documented
+from ops.service.routes.deps import AUDIT, KEYED, log_of, save
+from projections import queries
+
+router = APIRouter(prefix="/v1/audit", tags=["auditor"], dependencies=AUDIT)
+NDJSON = "application/x-ndjson"
+
+
+@router.get("/export", summary="the hash-chained audit trail as events.jsonl (streamed)",
+            response_class=StreamingResponse,
+            responses={200: {"content": {NDJSON: {"schema": {"type": "string",
+                                                            "description": "one chained event per line"}}}},
+                       **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
+def get_audit_export(request: Request,
+                     from_position: Annotated[int | None, Query(alias="from", ge=1, le=2**62)] = None,
+                     to_position: Annotated[int | None, Query(alias="to", ge=1, le=2**62)] = None,
+                     ) -> StreamingResponse:
+    return StreamingResponse(_encoded(log_of(request), from_position, to_position), media_type=NDJSON)
+
+
+def _encoded(log: EventLog, start: int | None, stop: int | None) -> Iterator[bytes]:
+    for line in queries.audit_export_lines(log, start, stop):
+        yield line.encode("utf-8")
+
+
+@router.post("/verify", summary="verify an export (events.jsonl, manifest.json, events.csv)",
+             response_model=queries.ExportCheck,
+             responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.BODY_TOO_LARGE))
+def post_audit_verify(request: Request, events_jsonl: Annotated[UploadFile, File()],
+                      manifest_json: Annotated[UploadFile, File()],
+                      events_csv: Annotated[UploadFile | None, File()] = None,
+                      against_store: bool = False) -> queries.ExportCheck:
+    from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST
+
+    with tempfile.TemporaryDirectory() as tmp:
+        save(events_jsonl, "events_jsonl", Path(tmp) / EVENTS_JSONL)
+        save(manifest_json, "manifest_json", Path(tmp) / MANIFEST)
+        if events_csv is not None:
+            save(events_csv, "events_csv", Path(tmp) / EVENTS_CSV)
+        return queries.verify_export(tmp, log_of(request) if against_store else None)

@@ -1,0 +1,52 @@
+"""The public routes (no key): liveness, readiness and metrics."""
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from domain.errorcodes import ErrorCode
+from ops.service import metrics
+from ops.service.health import RETRY_AFTER_S
+from ops.service.problems import documented, problem_response
+from projections import queries
+
+router = APIRouter(tags=["public"])
+
+
+class Alive(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]
+    position: int | None
+
+
+@router.get("/healthz", summary="the process is alive", response_model=Alive)
+def healthz() -> Alive:
+    return Alive(status="ok")
+
+
+@router.get("/readyz", summary="the store answers (503 store_unavailable otherwise)", response_model=Ready,
+            responses=documented(ErrorCode.STORE_UNAVAILABLE))
+async def readyz(request: Request) -> Ready | Response:
+    # The health task's last probe (ops/service/health.py), or one now before the first: never a wait on the pool.
+    health = request.app.state.health
+    status = health.status if health.status.position is not None or not health.ready else await health.check()
+    if not status.ready:
+        return problem_response(503, ErrorCode.STORE_UNAVAILABLE, f"the store is unreachable: {status.error}",
+                                headers={"Retry-After": str(RETRY_AFTER_S)})
+    return Ready(status="ready", position=status.position)
+
+
+@router.get("/metrics", summary="Prometheus metrics (all worker processes)", response_class=Response,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+def metrics_route(request: Request) -> Response:
+    try:
+        metrics.PROJECTION_LAG.set(queries.projection_lag(request.app.state.reader))
+    except Exception:  # the store is down: /readyz says so; metrics still answer
+        pass
+    return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
