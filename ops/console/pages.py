@@ -29,6 +29,7 @@ from ops.console.charts import band_chart, bar_chart, percent
 from ops.console.reading import page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
+from ops.service.health import RETRY_AFTER_S
 from projections import queries
 
 COOKIE = "ledger_ui"
@@ -53,13 +54,19 @@ class ConsoleRoute(APIRoute):
             except RequestValidationError as exc:
                 return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
                                                            for e in exc.errors()))
+            except Exception:
+                health = getattr(request.app.state, "health", None)
+                if health is None or health.ready:
+                    raise  # a bug: the service's 500
+                return _error_page(request, 503, f"The store is unreachable ({health.status.error}); "
+                                   "try again in a moment.", {"Retry-After": str(RETRY_AFTER_S)})
 
         return route
 
 
-def _error_page(request: Request, status: int, detail: str) -> HTMLResponse:
+def _error_page(request: Request, status: int, detail: str, headers: dict[str, str] | None = None) -> HTMLResponse:
     return HTMLResponse(render("error.html", request=request, session=None, status=status, detail=detail),
-                        status_code=status, headers=SECURITY_HEADERS)
+                        status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
 
 
 router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRoute)

@@ -212,3 +212,22 @@ def test_errors_are_pages_a_person_reads(client: TestClient, console_store: Cons
     response = client.get(path)
     assert response.status_code == status and response.headers["content-type"].startswith("text/html")
     assert says in response.text
+
+
+def test_a_store_outage_is_a_503_page(client: TestClient, console_store: ConsoleStore,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    sign_in(client, console_store.keys["backoffice"])
+
+    def unreachable(self: SessionStore, token: str | None) -> None:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(SessionStore, "get", unreachable)
+    state = client.app.state  # type: ignore[attr-defined]
+    health, state.health = state.health, SimpleNamespace(ready=False, status=SimpleNamespace(error="connection refused"))
+    try:
+        page = client.get("/ui/rounds")
+    finally:
+        state.health = health  # the app's own, which its shutdown stops
+    assert page.status_code == 503 and "The store is unreachable" in page.text and page.headers["retry-after"]
