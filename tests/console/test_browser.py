@@ -244,7 +244,7 @@ def test_every_page_fits_a_phone_and_is_keyboard_reachable(visit: Any, console_s
         for wanted in ("Rounds", "Monitor", "Sign out"):
             assert wanted in reached, (path, wanted, reached)
         assert not page.locator("a[tabindex='-1'], button[tabindex='-1'], input[tabindex='-1']").count(), path
-    screenshot(page, "console-audit-phone")
+        screenshot(page, "console-phone-" + path.strip("/").replace("/", "-").replace("?", "-").replace("%23", "-"))
     # the step control by keyboard alone: focus Next and press Enter
     page = v.go("/ui/rounds/dispute-bj%231?step=1")
     page.focus("#next")
