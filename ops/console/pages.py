@@ -247,7 +247,14 @@ def round_page(request: Request, ref: str, session: UI,
 
 @router.get("/rounds/{ref}/proof")
 def round_proof(request: Request, ref: str, session: UI) -> Response:
-    doc = _document(request, ref, with_proof=True)
+    """The round's events in the audit chain, from the chain kept in the store (projections/
+    chain_index.py: extended by the events recorded since the last page that asked)."""
+    from projections import chain_index
+
+    doc = _document(request, ref)
+    with _views(request) as db:
+        chain_index.extend(request.app.state.reader, db)
+        doc["proof"] = chain_index.proof(db, {step["position"] for step in doc["steps"]})
     return _page(request, "proof.html", session, doc=doc, ref=ref)
 
 

@@ -231,3 +231,20 @@ def test_a_store_outage_is_a_503_page(client: TestClient, console_store: Console
     finally:
         state.health = health  # the app's own, which its shutdown stops
     assert page.status_code == 503 and "The store is unreachable" in page.text and page.headers["retry-after"]
+
+
+def test_proof_page_gives_the_chain_of_ledger_replay(client: TestClient, console_store: ConsoleStore,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from ops.cli import main as cli
+
+    sign_in(client, console_store.keys["backoffice"])
+    for ref in ("dispute-bj#1", "dispute-tp#1"):
+        page = client.get(f"/ui/rounds/{ref.replace('#', '%23')}/proof").text  # keeps the chain in the store
+        capsys.readouterr()
+        assert cli(["replay", ref, "--db", console_store.url, "--json", "--proof"]) == 0
+        proof = json.loads(capsys.readouterr().out)["proof"]
+        shown = dict(re.findall(r'<tr data-position="(\d+)">.*?<td class="mono">([0-9a-f]{64})</td>', page, re.S))
+        assert shown == {p: e["hash"] for p, e in proof["events"].items()} and shown
+        assert f"hash {proof['head_hash']}; tree root {proof['tree_root']}" in page
