@@ -33,6 +33,7 @@ from eventsourcing.utils import resolve_topic
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
+from domain.errorcodes import ErrorCode
 from domain.errors import require
 from ledger.app import LedgerApp
 from ledger.records import (
@@ -140,7 +141,7 @@ class EventLog:
         try:
             require_ledger(url)
         except StoreUnavailable as exc:
-            if ledger_required or exc.code != "no_ledger":
+            if ledger_required or exc.code != ErrorCode.NO_LEDGER:
                 raise
         return cls(open_app(db_url_from(url)))
 

@@ -136,7 +136,7 @@ def holds_events(db_url: str | None = None) -> bool:
     try:
         require_ledger(db_url)
     except StoreUnavailable as exc:
-        if exc.code in ("store_missing", "no_ledger"):
+        if exc.code in (ErrorCode.STORE_MISSING, ErrorCode.NO_LEDGER):
             return False
         raise
     url = db_url_from(db_url)

@@ -18,6 +18,7 @@ import structlog
 from ops.service import metrics
 
 DOC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+DOC_ASSETS = "/docs-assets"  # their scripts and styles (ops/service/routes/docs.py), one label for all
 
 
 class _Stderr:
@@ -95,7 +96,8 @@ def log_request(scope: dict[str, Any], status: int, started: float, request_id: 
         timing["s"] = started + seconds
         scope["app"].state.trace.add(timing)
     # the route's template (bounded label values); the docs routes are plain paths
-    route = getattr(scope.get("route"), "path", None) or (scope["path"] if scope["path"] in DOC_PATHS else "unmatched")
+    route = getattr(scope.get("route"), "path", None) or (
+        scope["path"] if scope["path"] in DOC_PATHS else DOC_ASSETS if scope["path"].startswith(DOC_ASSETS) else "unmatched")
     requests, request_seconds = _request_metrics(route, status)
     requests.inc()
     request_seconds.observe(seconds)

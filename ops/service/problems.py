@@ -11,10 +11,11 @@ same way; ops/service/http.py renders its 408 and 431 with `problem_bytes`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -51,7 +52,7 @@ class Problem(BaseModel):
     errors: list[ProblemItem] | None = Field(default=None, description="each offending parameter, file or command")
 
 
-class ServiceError(StarletteHTTPException):
+class ServiceError(HTTPException):
     """A refused request: its status (the code's), a stable code and what was wrong."""
 
     def __init__(self, code: ErrorCode | RefusalCode, detail: str, *, status: int | None = None,
@@ -75,7 +76,7 @@ def problem_bytes(status: int, code: str, detail: str) -> bytes:
     return json.dumps(problem(status, code, detail)).encode()
 
 
-def problem_response(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None,
+def problem_response(status: int, code: str, detail: str, *, headers: Mapping[str, str] | None = None,
                      errors: list[ProblemItem] | None = None) -> JSONResponse:
     return JSONResponse(problem(status, code, detail, errors), status_code=status, headers=headers,
                         media_type=PROBLEM_JSON)
@@ -132,8 +133,13 @@ def documented(*codes: ErrorCode | RefusalCode) -> dict[int | str, dict[str, Any
             for status, found in sorted(by_status.items())}
 
 
+_SERVICE_MEANING = {ErrorCode.INTERNAL: "a bug: the service's log says what failed"}  # its meaning speaks of --debug
+
+
 def codes_markdown() -> str:
     """The service's codes as a table (the OpenAPI description carries it)."""
-    rows = [f"| `{c.value}` | {c.http_status} | {c.meaning} |" for c in ErrorCode if c.http_status]
-    rows.append(f"| `{RefusalCode.BAD_ROUND_REF.value}` | 422 | {RefusalCode.BAD_ROUND_REF.meaning} |")
+    served = sorted((c for c in ErrorCode if c.http_status), key=lambda c: c.http_status or 0)
+    rows = [f"| `{c.value}` | {c.http_status} | {_SERVICE_MEANING.get(c, c.meaning)} |" for c in served]
+    rows.insert(next(i for i, c in enumerate(served) if c.http_status == 422),
+                f"| `{RefusalCode.BAD_ROUND_REF.value}` | 422 | {RefusalCode.BAD_ROUND_REF.meaning} |")
     return "\n".join(["| code | status | meaning |", "|---|---|---|", *rows])

@@ -1,5 +1,7 @@
 """Property-based fuzz of the whole API from its own OpenAPI schema (schemathesis): with an
-admin key (every route open to it) and without one, no request gets a 5xx answer."""
+admin key (every route open to it) and without one, no request gets a 5xx answer, and every
+answer is one the schema documents: its status, its content type and its body's schema.
+Every error is a problem (application/problem+json) with a code of the catalogue."""
 from __future__ import annotations
 
 import json
@@ -12,7 +14,15 @@ import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
+from domain.errorcodes import ErrorCode
+from domain.refusals import RefusalCode
 from ops.service.app import Settings, create_app
 from tests.service.conftest import auth, feed, make_keys
 
@@ -27,7 +37,13 @@ def ndjson(ctx: Any, value: Any) -> bytes:
 # the store behind the app is made, and the app started, by the module fixture below.
 DIRECTORY = tempfile.mkdtemp(prefix="ledger-fuzz-")
 API = create_app(Settings(db_url=f"sqlite:///{DIRECTORY}/fuzz.db", key_cache_s=60.0))
-schema = schemathesis.openapi.from_asgi("/openapi.json", API)
+# The coverage phase (each boundary of each field of each schema) runs on every route but the
+# feed's: its 11 command schemas give some 1,150 bodies, a third of the run on a quiet machine,
+# for what tests/service/test_hostile_http.py and the ledger's own tests cover; the fuzzing
+# phase still posts commands generated from the union.
+CONFIG = schemathesis.Config.from_dict({"operations": [
+    {"include-name": "POST /v1/commands", "phases": {"coverage": {"enabled": False}}}]})
+schema = schemathesis.openapi.from_asgi("/openapi.json", API, config=CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +59,25 @@ def served() -> Iterator[tuple[Any, dict[str, str]]]:
         shutil.rmtree(DIRECTORY, ignore_errors=True)
 
 
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CODES = {c.value for c in ErrorCode} | {c.value for c in RefusalCode}
+
+
 @schema.parametrize()
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-def test_no_server_error(case: Any, served: tuple[Any, dict[str, str]]) -> None:
-    response = case.call(headers=auth(served[1]["admin"]))
-    assert response.status_code < 500, (case.method, case.path, response.text[:500])
-    anonymous = case.call()
-    assert anonymous.status_code < 500
+def test_every_answer_is_documented(case: Any, served: tuple[Any, dict[str, str]]) -> None:
+    response = case.call_and_validate(headers=auth(served[1]["admin"]), checks=CHECKS)
+    assert_problem_if_error(response)
+    anonymous = case.call_and_validate(checks=CHECKS)
+    assert_problem_if_error(anonymous)
     assert anonymous.status_code != 200 or case.path in {"/healthz", "/readyz", "/metrics"}
+
+
+def assert_problem_if_error(response: Any) -> None:
+    if response.status_code < 400:
+        return
+    content_type = response.headers["content-type"]  # schemathesis keeps each header's values as a list
+    assert content_type == ["application/problem+json"], response.text[:300]
+    body = response.json()
+    assert body["status"] == response.status_code and body["code"] in CODES, body
+    assert body["type"].endswith(body["code"]) and body["title"] and body["detail"], body

@@ -218,6 +218,9 @@ def test_hostile_connections_get_431_408_and_a_hang_up_is_no_500(served):
         assert status_of(big) == 431 and b"headers_too_large" in big, big[:300]
         many = raw_exchange(server.port, head + b"".join(b"X-%d: 1\r\n" % i for i in range(10_000)) + b"\r\n")
         assert status_of(many) == 431 and b"headers_too_many" in many, many[:300]
+        assert b"content-type: application/problem+json" in big and b'"status": 431' in many  # RFC 9457
+        garbled = raw_exchange(server.port, b"GET /\x00 HTTP/1.1\r\n\r\n")
+        assert status_of(garbled) == 400 and b'"code": "bad_request"' in garbled, garbled[:300]
 
         # One byte a second: answered 408 once the header timeout (2 s here) has passed.
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:

@@ -33,6 +33,7 @@ def _export_files(store_url: str, directory: Path) -> dict[str, Any]:
 
 ROUTES: list[tuple[str, str, set[str]]] = [
     ("POST", "/v1/commands", {"studio", "admin"}),
+    ("GET", "/v1/rounds", READ),
     ("GET", "/v1/rounds/{ref}", READ),
     ("GET", "/v1/rounds/{ref}/replay", READ),
     ("GET", "/v1/rounds/{ref}/replay.html", READ),
