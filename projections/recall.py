@@ -74,7 +74,7 @@ RECALL = Table(
         ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
         ("balance_before_minor", "int"), ("balance_after_minor", "int"), ("timezone", "text"),
     ),
-    indexes=(("player_id", "seq"),),
+    indexes=(("player_id", "seq"), ("round_id",)),  # a round's players, staked and paid: the console's round list
 )
 RECALL_LAST_DEFAULT = 10
 RECALL_LAST_MIN = 10
@@ -344,8 +344,8 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=4,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
-    # 4: timezone of the table configuration the round opened under
+    version=5,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
+    # 4: timezone of the table configuration the round opened under; 5: index by round
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,

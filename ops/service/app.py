@@ -133,6 +133,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     openapi_tags=routes.TAGS, docs_url=None, redoc_url=None)  # docs: ops/service/routes/docs.py
     problems.install(api)
     api.commands_route = routes.install(api)
+    from ops.console.pages import mount as mount_console
+
+    mount_console(api)  # the back-office pages under /ui/ (ops/console/)
     api.add_middleware(RequestLog)
     return api
 

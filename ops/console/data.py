@@ -1,0 +1,263 @@
+"""What the console's pages show that the read service (projections/queries.py) has no
+query for: a page of rounds with their players and money (by player from the recall view's
+index), a player's rounds over a period with the balance around each, a table's own events
+(configurations and seats), the monitor's tests with per-day figures for charts, and the
+rejections filtered by table and period. Everything else the pages read through the read
+service, as the command line and the JSON API do.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from domain.errors import require
+from ledger.eventlog import EventLog
+from ledger.records import TableConfigured, TableSeatingChanged
+from ops.monitor_stats import Group, evaluate, untested_tables
+from projections import queries
+from projections.balances import PLAYER_PREFIX
+from projections.monitor import deal_rows, monitor_rows, ops_rows
+from projections.recall import RECALL
+from projections.rounds import ROUNDS, STATUSES
+from projections.sql import Db
+
+PAGE_ROWS = 50
+PLAYER_ROUNDS_PAGE = 50
+_ROUND_COLS = ("round_id", "table_id", "round_no", "game", "currency", "status", "studio_time", "dealer_id",
+               "void_cause", "settlement_no")
+
+
+@dataclass(frozen=True)
+class RoundFilter:
+    table: str | None = None
+    player: str | None = None
+    status: str | None = None
+    dealer: str | None = None
+    since: date | None = None  # studio days, UTC: [since, until), as --since/--until of the commands
+    until: date | None = None
+
+    def clauses(self, prefix: str) -> tuple[list[str], list[Any]]:
+        where, params = [f"{prefix}table_id IS NOT NULL"], []
+        for clause, value in ((f"{prefix}table_id = ?", self.table), (f"{prefix}status = ?", self.status),
+                              (f"{prefix}dealer_id = ?", self.dealer),
+                              (f"{prefix}studio_time >= ?", _day_text(self.since)),
+                              (f"{prefix}studio_time < ?", _day_text(self.until))):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        return where, params
+
+
+def _day_text(day: date | None, plus_days: int = 0) -> str | None:
+    """The studio-time text (projections/rounds.py `studio_text`) of a UTC day's start."""
+    if day is None:
+        return None
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=plus_days)
+    return start.isoformat(timespec="microseconds")
+
+
+def round_page(db: Db, f: RoundFilter, page: int = 1, rows: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], bool]:
+    """One page of rounds, newest first, each with its players, staked and paid; and
+    whether there is a next page. By player: the player's rounds from the recall view's
+    (player_id, seq) index, newest first."""
+    require(f.status is None or f.status in STATUSES, f"unknown status {f.status!r}")
+    offset = (max(1, page) - 1) * rows
+    if f.player:
+        where, params = f.clauses("r.")
+        text = (f"SELECT {', '.join('r.' + c for c in _ROUND_COLS)} FROM {RECALL.name} p "
+                f"JOIN {ROUNDS.name} r ON r.round_id = p.round_id WHERE p.player_id = ? AND {' AND '.join(where)} "
+                f"ORDER BY p.seq DESC LIMIT {rows + 1} OFFSET {offset}")
+        params = [f.player, *params]
+    else:
+        where, params = f.clauses("")
+        text = (f"SELECT {', '.join(_ROUND_COLS)} FROM {ROUNDS.name} WHERE {' AND '.join(where)} "
+                f"ORDER BY studio_time DESC, table_id, round_no DESC LIMIT {rows + 1} OFFSET {offset}")
+    found = [dict(zip(_ROUND_COLS, r)) for r in db.query(text, params)]
+    more = len(found) > rows
+    found = found[:rows]
+    figures = round_figures(db, [r["round_id"] for r in found])
+    for r in found:
+        r.update(figures.get(r["round_id"], {"players": 0, "staked_minor": 0, "paid_minor": 0, "refunded_minor": 0}))
+    return found, more
+
+
+def round_search_sql(db: Db, player: str) -> tuple[str, list[Any]]:
+    """The player search's statement (for EXPLAIN in the benchmark)."""
+    where, params = RoundFilter(player=player).clauses("r.")
+    return (f"SELECT r.round_id FROM {RECALL.name} p JOIN {ROUNDS.name} r ON r.round_id = p.round_id "
+            f"WHERE p.player_id = ? AND {' AND '.join(where)} ORDER BY p.seq DESC LIMIT {PAGE_ROWS + 1}",
+            [player, *params])
+
+
+def round_figures(db: Db, round_ids: list[str]) -> dict[str, dict[str, int]]:
+    """Per round: how many players, staked, paid (in force) and refunded, from the recall view."""
+    if not round_ids:
+        return {}
+    found = db.query(f"SELECT round_id, COUNT(*), SUM(staked_minor), SUM(returned_minor), SUM(refunded_minor) "
+                     f"FROM {RECALL.name} WHERE round_id IN ({', '.join('?' * len(round_ids))}) GROUP BY round_id",
+                     round_ids)
+    return {r[0]: {"players": int(r[1]), "staked_minor": int(r[2] or 0), "paid_minor": int(r[3] or 0),
+                   "refunded_minor": int(r[4] or 0)} for r in found}
+
+
+def round_players(db: Db, round_id: str) -> list[str]:
+    return [r[0] for r in db.query(f"SELECT player_id FROM {RECALL.name} WHERE round_id = ? ORDER BY seq",
+                                   (round_id,))]
+
+
+# ------------------------------------------------------------------ players
+def player_rounds(db: Db, player: str, since: date | None, until: date | None, page: int = 1,
+                  rows: int = PLAYER_ROUNDS_PAGE) -> tuple[list[dict[str, Any]], bool]:
+    """The player's rounds in the period (studio days, UTC, [since, until)), newest first, with the
+    balance before and after each: the movements of the player's account round by round."""
+    cols = ("round_id", "table_id", "round_no", "game", "currency", "studio_at", "status", "staked_minor",
+            "returned_minor", "refunded_minor", "balance_before_minor", "balance_after_minor", "results", "refunds")
+    where, params = ["player_id = ?"], [player]
+    for clause, value in (("studio_at >= ?", _day_text(since)), ("studio_at < ?", _day_text(until))):
+        if value is not None:
+            where.append(clause)
+            params.append(value.replace("+00:00", "Z"))  # recall keeps studio_at as utc_text (`...Z`)
+    found = db.query(f"SELECT {', '.join(cols)} FROM {RECALL.name} WHERE {' AND '.join(where)} "
+                     f"ORDER BY seq DESC LIMIT {int(rows) + 1} OFFSET {(max(1, page) - 1) * int(rows)}", params)
+    out = []
+    for values in found[:rows]:
+        row = dict(zip(cols, values))
+        row["results"] = json.loads(row["results"] or "[]")
+        row["refunds"] = json.loads(row["refunds"] or "[]")
+        out.append(row)
+    return out, len(found) > rows
+
+
+def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
+    return queries.balances(db, [PLAYER_PREFIX + player]).accounts
+
+
+# ------------------------------------------------------------------ tables
+@dataclass
+class TableFacts:
+    configs: list[TableConfigured]
+    seating: TableSeatingChanged | None
+
+
+def table_facts(log: EventLog, table_id: str) -> TableFacts:
+    """The table's configuration versions and its last seating: the table aggregate's own
+    events, read once by its id (EventLog.table_history reads the same rows, keeping the
+    configurations only)."""
+    configs: list[TableConfigured] = []
+    seating = None
+    for record in map(log.decode, log._rows_where("originator_id", _table_aggregate(table_id))):
+        if isinstance(record, TableConfigured):
+            configs.append(record)
+        elif isinstance(record, TableSeatingChanged):
+            seating = record
+    return TableFacts(configs, seating)
+
+
+def _table_aggregate(table_id: str) -> Any:
+    from ledger.table import table_id_for
+
+    return table_id_for(table_id)
+
+
+def table_ggr_days(db: Db, table_id: str) -> list[queries.GgrRow]:
+    return [r for r in queries.ggr(db).rows if r.table_id == table_id]
+
+
+@dataclass(frozen=True)
+class RtpPoint:
+    day: str
+    lines: int
+    observed_ppm: int  # returned per staked, parts per million (a chart's y; never money)
+    expected_ppm: int
+    band_ppm: int  # three standard deviations of the observed return per staked
+
+
+def rtp_over_days(rows: list[dict[str, Any]]) -> list[RtpPoint]:
+    """Observed against expected return per unit staked, cumulated day by day over the
+    given monitor rows (the tested bet types only: ops/monitor_stats.py `Group`), with a
+    band of three standard deviations around the expected."""
+    group = Group(None, None, None, "chart")
+    points = []
+    for day in sorted({r["day"] for r in rows}):
+        for r in rows:
+            if r["day"] == day:
+                group.add(r)
+        if group.staked <= 0 or group.variance <= 0:
+            continue
+        sd = _isqrt_fraction(group.variance)
+        points.append(RtpPoint(day, group.lines, _ppm(group.returned / group.staked),
+                               _ppm(group.expected / group.staked), _ppm(3 * sd / group.staked)))
+    return points
+
+
+def _ppm(value: Any) -> int:
+    return int(round(value * 1_000_000))
+
+
+def _isqrt_fraction(value: Any) -> Any:
+    """The square root of a non-negative Fraction, to a millionth of a minor unit (exact integers)."""
+    from fractions import Fraction
+    from math import isqrt
+
+    scale = 10**6
+    return Fraction(isqrt(int(value * scale * scale)), scale)
+
+
+# ------------------------------------------------------------------ monitor
+@dataclass
+class MonitorReport:
+    findings: list[Any]
+    untested: list[Any]
+    rtp_rows: list[dict[str, Any]]
+
+
+def monitor_report(db: Db) -> MonitorReport:
+    """Every test of `ledger monitor` over all days, and the tables it could not test."""
+    rtp_rows, ops, deals = monitor_rows(db), ops_rows(db), deal_rows(db)
+    findings = evaluate(rtp_rows, ops, deals=deals)
+    return MonitorReport(findings, untested_tables(rtp_rows, deals, ops, findings), rtp_rows)
+
+
+def rows_of_finding(report: MonitorReport, finding: Any) -> list[dict[str, Any]]:
+    """The monitor rows behind an RTP finding (empty for the deal and operations tests)."""
+    out = []
+    for r in report.rtp_rows:
+        if finding.table_id is not None and r["table_id"] != finding.table_id:
+            continue
+        if finding.dealer_id is not None and r["dealer_id"] != finding.dealer_id:
+            continue
+        if finding.bet_type is not None and f"{r['ruleset_id']}/{r['bet_type']}" != finding.bet_type:
+            continue
+        out.append(r)
+    return out
+
+
+# ------------------------------------------------------------------ rejections
+def rejection_rows(log: EventLog, code: str | None, table: str | None, since: date | None, until: date | None,
+                   after_id: int = 0, limit: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], int | None]:
+    """Refused commands matching the filters, oldest first, read a thousand at a time from
+    `after_id`; and the id to continue after (None at the end)."""
+    out: list[dict[str, Any]] = []
+    while len(out) < limit:
+        batch = log.rejections(after_id=after_id, limit=1000)
+        if not batch:
+            return out, None
+        for row in batch:
+            after_id = row["id"]
+            if _rejection_matches(row, code, table, since, until):
+                out.append(row)
+                if len(out) == limit:
+                    return out, after_id
+    return out, after_id
+
+
+def _rejection_matches(row: dict[str, Any], code: str | None, table: str | None,
+                       since: date | None, until: date | None) -> bool:
+    if code and row.get("code") != code:
+        return False
+    if table and row.get("table_id") != table:
+        return False
+    day = str(row.get("received_at") or row.get("server_time") or "")[:10]
+    return not ((since and day < since.isoformat()) or (until and day >= until.isoformat()))

@@ -1,0 +1,469 @@
+"""The console's routes under /ui/: server-rendered pages (Jinja2), one per screen.
+
+Every read is a plain GET that renders without script; every change (sign-in, sign-out,
+wallet upload, audit export and verify) is a POST form carrying the session's CSRF token.
+Routes are plain `def` (they read the synchronous store; FastAPI runs them in its
+thread pool)."""
+from __future__ import annotations
+
+import io
+import secrets
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+
+from domain.errors import Refusal
+from ops.console import data, round_view
+from ops.console.charts import band_chart, bar_chart, percent
+from ops.console.reading import page_reads
+from ops.console.render import render
+from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
+from ops.service.health import RETRY_AFTER_S
+from projections import queries
+
+COOKIE = "ledger_ui"
+PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double submit): no session yet
+UPLOAD_BYTES_MAX = 200 * 1024 * 1024
+_STORE_LOCK = threading.Lock()
+
+class ConsoleRoute(APIRoute):
+    """A console route: its errors (a bad reference, no such round, a malformed filter) are
+    answered as a page a person reads, not as the API's JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except HTTPException as exc:
+                if exc.status_code < 400:
+                    raise
+                return _error_page(request, exc.status_code, str(exc.detail))
+            except RequestValidationError as exc:
+                return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
+                                                           for e in exc.errors()))
+            except Exception:
+                health = getattr(request.app.state, "health", None)
+                if health is None or health.ready:
+                    raise  # a bug: the service's 500
+                return _error_page(request, 503, f"The store is unreachable ({health.status.error}); "
+                                   "try again in a moment.", {"Retry-After": str(RETRY_AFTER_S)})
+
+        return route
+
+
+def _error_page(request: Request, status: int, detail: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    return HTMLResponse(render("error.html", request=request, session=None, status=status, detail=detail),
+                        status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
+
+
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRoute)
+
+
+# ------------------------------------------------------------------ sessions
+def sessions(request: Request) -> SessionStore:
+    """The process's session store, made on first use (its table beside the API keys)."""
+    state = request.app.state
+    store = getattr(state, "ui_sessions", None)
+    if store is None:
+        with _STORE_LOCK:
+            store = getattr(state, "ui_sessions", None)
+            if store is None:
+                store = state.ui_sessions = SessionStore(state.keys.store)
+    return store
+
+
+def signed_in(request: Request) -> Session:
+    """The request's live session, else a redirect to the sign-in page (303)."""
+    found = sessions(request).get(request.cookies.get(COOKIE))
+    if found is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise HTTPException(303, "sign in first", headers={"Location": "/ui/?" + urlencode({"next": target})})
+    return found
+
+
+UI = Annotated[Session, Depends(signed_in)]
+
+
+def _same_origin(request: Request) -> bool:
+    """A browser names the page a form was sent from; it must be this site (None: not a browser's form)."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return origin.split("://", 1)[-1] == request.headers.get("host", "")
+
+
+def checked_form(request: Request, session: Session, csrf: str | None) -> None:
+    if not _same_origin(request) or not same_secret(csrf, session.csrf):
+        raise HTTPException(403, "the form's CSRF token does not match this session; reload the page and send it again")
+
+
+# Nothing from elsewhere, no script, no framing; pages of a signed-in session are not cached.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
+}
+
+
+def _page(request: Request, template: str, session: Session | None, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, request=request, session=session, **context), status_code=status,
+                        headers=SECURITY_HEADERS)
+
+
+def _forbidden(request: Request, session: Session, what: str) -> HTMLResponse:
+    return _page(request, "forbidden.html", session, status=403, what=what)
+
+
+# ------------------------------------------------------------------ sign-in
+@router.get("/")
+def signin_page(request: Request, next: str | None = None) -> Response:
+    if sessions(request).get(request.cookies.get(COOKIE)) is not None:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    return _signin_form(request, next, None, 200)
+
+
+def _signin_form(request: Request, next: str | None, error: str | None, status: int) -> Response:
+    token = secrets.token_urlsafe(24)
+    response = _page(request, "signin.html", None, status=status, next=_safe_next(next), error=error, csrf=token)
+    response.set_cookie(PRE_COOKIE, token, max_age=600, path="/ui", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+def _safe_next(next: str | None) -> str:
+    """Only a page of the console (never another site: `//host` or `/\\host`)."""
+    if next and next.startswith("/ui/") and not next.startswith(("//", "/\\")) and "\\" not in next:
+        return next
+    return "/ui/rounds"
+
+
+@router.post("/")
+def signin(request: Request, key: Annotated[str, Form(max_length=500)], csrf: Annotated[str, Form(max_length=200)] = "",
+           next: Annotated[str | None, Form(max_length=2000)] = None) -> Response:
+    pre = request.cookies.get(PRE_COOKIE)
+    if not _same_origin(request) or pre is None or not same_secret(csrf, pre):
+        return _signin_form(request, next, "The form expired or came from another site; sign in again.", 403)
+    found = request.app.state.keys.store.check(key.strip())
+    if found is None:
+        return _signin_form(request, next, "This key is not valid (unknown, mistyped or revoked).", 401)
+    if found.role not in ROLES_CONSOLE:
+        return _signin_form(request, next, f"A {found.role} key cannot use the console "
+                            f"(it needs a {', '.join(ROLES_CONSOLE[:-1])} or {ROLES_CONSOLE[-1]} key).", 403)
+    store = sessions(request)
+    token = store.open(found.key_id)
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    response.set_cookie(COOKIE, token, max_age=store.session_s, path="/ui", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    response.delete_cookie(PRE_COOKIE, path="/ui")
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
+    checked_form(request, session, csrf)
+    sessions(request).end(request.cookies.get(COOKIE) or "")
+    response = RedirectResponse("/ui/", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+    return response
+
+
+# ------------------------------------------------------------------ rounds
+def _day(text: str | None, name: str) -> date | None:
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise HTTPException(422, f"{name}={text!r} is not a day (YYYY-MM-DD)") from None
+
+
+def _opt(text: str | None) -> str | None:
+    return text.strip() or None if text else None
+
+
+@router.get("/rounds")
+def rounds_page(request: Request, session: UI, table: str | None = None, player: str | None = None,
+                status: str | None = None, dealer: str | None = None, since: str | None = None, until: str | None = None,
+                page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
+    from projections.rounds import STATUSES
+
+    status = _opt(status)
+    if status is not None and status not in STATUSES:
+        raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
+    f = data.RoundFilter(table=_opt(table), player=_opt(player), status=status, dealer=_opt(dealer),
+                         since=_day(since, "since"), until=_day(until, "until"))
+    with _views(request) as db:
+        rows, more = data.round_page(db, f, page)
+    query = {k: v for k, v in (("table", f.table), ("player", f.player), ("status", status), ("dealer", f.dealer), ("since", since),
+                               ("until", until)) if v}
+    return _page(request, "rounds.html", session, rows=rows, f=f, statuses=STATUSES, page=page, more=more,
+                 query=query, since=since or "", until=until or "")
+
+
+def _views(request: Request) -> Any:
+    return page_reads(request).views(request)
+
+
+def _round_id(ref: str) -> Any:
+    try:
+        return queries.round_ref(ref)
+    except Refusal as refusal:
+        raise HTTPException(422, f"{refusal.code}: {refusal.message}") from None
+
+
+def _document(request: Request, ref: str, with_proof: bool = False) -> dict[str, Any]:
+    """The round's replay document (the read service's, as `ledger replay --json` prints it)."""
+    replay = queries.round_replay(request.app.state.reader, _round_id(ref), ref=ref, with_proof=with_proof)
+    if replay is None:
+        raise HTTPException(404, f"no round {ref} in the store")
+    return asdict(replay)
+
+
+@router.get("/rounds/{ref}")
+def round_page(request: Request, ref: str, session: UI,
+               step: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
+    doc = _document(request, ref)
+    with _views(request) as db:
+        players = data.round_players(db, doc["round_id"])
+    players = list(dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])]))
+    n = round_view.step_number(doc, step) if doc["steps"] else 0
+    return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_view,
+                 hands=round_view.table_at(doc, n) if n else [], players=players,
+                 results=[round_view.result_line(doc, c) for c in doc["results"]])
+
+
+@router.get("/rounds/{ref}/proof")
+def round_proof(request: Request, ref: str, session: UI) -> Response:
+    """The round's events in the audit chain, from the chain kept in the store (projections/
+    chain_index.py: extended by the events recorded since the last page that asked)."""
+    from projections import chain_index
+
+    doc = _document(request, ref)
+    with _views(request) as db:
+        chain_index.extend(request.app.state.reader, db)
+        doc["proof"] = chain_index.proof(db, {step["position"] for step in doc["steps"]})
+    return _page(request, "proof.html", session, doc=doc, ref=ref)
+
+
+@router.get("/rounds/{ref}/bundle")
+def round_bundle(request: Request, ref: str, session: UI) -> Response:
+    from ops.dispute_bundle import BundleError, write_bundle
+
+    doc = _document(request, ref, with_proof=True)
+    name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            write_bundle(Path(tmp) / name, request.app.state.reader, doc)
+        except BundleError as exc:
+            raise HTTPException(409, str(exc)) from None
+        body = (Path(tmp) / name).read_bytes()
+    return Response(body, media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{quote(name)}"'})
+
+
+# ------------------------------------------------------------------ players and tables
+@router.get("/players/{player}")
+def player_page(request: Request, player: str, session: UI, since: str | None = None,
+                until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
+    first, last = _day(since, "since"), _day(until, "until")
+    with _views(request) as db:
+        rounds, more = data.player_rounds(db, player, first, last, page)
+        balances = data.player_balances(db, player)
+    refunds = [(r, f) for r in rounds for f in r["refunds"]]
+    query = {k: v for k, v in (("since", since), ("until", until)) if v}
+    return _page(request, "player.html", session, player=player, rounds=rounds, balances=balances,
+                 refunds=refunds, since=since or "", until=until or "", page=page, more=more, query=query)
+
+
+@router.get("/tables/{table}")
+def table_page(request: Request, table: str, session: UI) -> Response:
+    facts = data.table_facts(request.app.state.reader, table)
+    reads = page_reads(request)
+    with reads.views(request) as db:
+        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db).rows) if r.table_id == table]
+        report = reads.figures("monitor", lambda: data.monitor_report(db))
+        recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
+    monitor = [r for r in report.rtp_rows if r["table_id"] == table]
+    if not (facts.configs or ggr or recent):
+        raise HTTPException(404, f"no table {table} in the store")
+    return _page(request, "table.html", session, table=table, facts=facts, recent=recent,
+                 ggr_chart=ggr_chart(table, ggr), rtp_chart=rtp_chart(f"Return at {table}", monitor))
+
+
+def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
+    from domain.money import format_minor
+
+    rows = sorted(rows, key=lambda r: (r.currency, r.day))
+    several = len({r.currency for r in rows}) > 1
+    return bar_chart(f"GGR per gaming day at {table}",
+                     "Gross gaming revenue (staked minus paid minus refunded) per gaming day; a bar below "
+                     "the line is a day the house lost.",
+                     [r.day + (f" {r.currency}" if several else "") for r in rows],
+                     [r.ggr_minor for r in rows], [format_minor(r.ggr_minor, r.currency) for r in rows],
+                     ("Gaming day", "GGR"))
+
+
+def rtp_chart(title: str, rows: list[dict[str, Any]]) -> Any:
+    points = data.rtp_over_days(rows)
+    return band_chart(title, "Observed return per unit staked, cumulated day by day, against the game's "
+                      "expected return and a band of three standard deviations around it (tested bet types only).",
+                      [p.day for p in points], [p.observed_ppm for p in points], [p.expected_ppm for p in points],
+                      [p.band_ppm for p in points],
+                      [(p.day, percent(p.observed_ppm), percent(p.expected_ppm),
+                        f"{percent(p.expected_ppm - p.band_ppm)} .. {percent(p.expected_ppm + p.band_ppm)}",
+                        str(p.lines)) for p in points],
+                      ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"))
+
+
+# ------------------------------------------------------------------ monitor, rejections
+@router.get("/monitor")
+def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
+    reads = page_reads(request)
+    with reads.views(request) as db:
+        report = reads.figures("monitor", lambda: data.monitor_report(db))
+    shown = [f for f in report.findings if all or f.flagged]
+    charts = reads.figures(f"monitor-charts-{all}", lambda: {
+        _finding_key(f): rtp_chart(_finding_title(f), data.rows_of_finding(report, f))
+        for f in shown if f.level in ("table", "dealer", "bet_type", "table_bet_type")})
+    return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
+                 total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
+                 untested=report.untested, show_all=all)
+
+
+def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
+    return (f.level, f.table_id, f.dealer_id, f.bet_type)
+
+
+def _finding_title(f: Any) -> str:
+    who = " ".join(x for x in (f.table_id and f"table {f.table_id}", f.dealer_id and f"dealer {f.dealer_id}",
+                               f.bet_type and f"bet type {f.bet_type}") if x)
+    return f"Return of {who or 'the studio'}"
+
+
+@router.get("/rejections")
+def rejections_page(request: Request, session: UI, code: str | None = None, table: str | None = None,
+                    since: str | None = None, until: str | None = None,
+                    after: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
+    rows, next_after = data.rejection_rows(request.app.state.reader, _opt(code), _opt(table),
+                                           _day(since, "since"), _day(until, "until"), after)
+    query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
+    return _page(request, "rejections.html", session, rows=rows, next_after=next_after, query=query,
+                 code=code or "", table=table or "", since=since or "", until=until or "")
+
+
+# ------------------------------------------------------------------ reconcile
+@router.get("/reconcile")
+def reconcile_page(request: Request, session: UI) -> Response:
+    return _page(request, "reconcile.html", session, report=None, error=None)
+
+
+@router.post("/reconcile")
+def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile, File()],
+                     csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
+    from projections.reconcile import WalletFormatError
+
+    checked_form(request, session, csrf)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _save(wallet, Path(tmp) / "wallet.csv")
+        try:
+            report = queries.reconcile_wallet(request.app.state.reader, path)
+        except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
+            return _page(request, "reconcile.html", session, status=422, report=None,
+                         error=str(exc).replace(str(path), wallet.filename or "wallet"))
+    return _page(request, "reconcile.html", session, report=report, error=None,
+                 filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
+
+
+def _save(upload: UploadFile, path: Path) -> Path:
+    body = upload.file.read(UPLOAD_BYTES_MAX + 1)
+    if len(body) > UPLOAD_BYTES_MAX:
+        raise HTTPException(413, f"{upload.filename}: larger than {UPLOAD_BYTES_MAX} bytes")
+    path.write_bytes(body)
+    return path
+
+
+# ------------------------------------------------------------------ audit
+@router.get("/audit")
+def audit_page(request: Request, session: UI) -> Response:
+    if not session.may_audit:
+        return _forbidden(request, session, "the audit pages (auditor or admin keys only)")
+    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head())
+
+
+@router.post("/audit/export")
+def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
+                 since: Annotated[str | None, Form(max_length=10)] = None,
+                 until: Annotated[str | None, Form(max_length=10)] = None) -> Response:
+    from ops.cli import version
+    from projections.audit_export import Window, export
+
+    if not session.may_audit:
+        return _forbidden(request, session, "the audit export (auditor or admin keys only)")
+    checked_form(request, session, csrf)
+    first, last = _day(since, "since"), _day(until, "until")
+    log = request.app.state.reader
+    exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    with tempfile.TemporaryDirectory() as tmp:
+        window = Window(None, None, _instant(first), _instant(last))
+        result = export(tmp, log.stored(1, log.head(), page_size=5000), exported_at=exported_at,
+                        window=window, software_version=version())
+        if not result.manifest["count"]:
+            return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
+                         error="No events in that period: nothing exported.")
+        body = _zip_folder(Path(tmp))
+    name = f"audit-export-{since or 'start'}-{until or 'head'}.zip"
+    return Response(body, media_type="application/zip", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def _instant(day: date | None) -> datetime | None:
+    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _zip_folder(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.iterdir()):
+            zf.write(path, path.name)
+    return buffer.getvalue()
+
+
+@router.post("/audit/verify")
+def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, File()],
+                 csrf: Annotated[str | None, Form(max_length=200)] = None,
+                 against_store: Annotated[bool, Form()] = False) -> Response:
+    """Verify an export as the export page gives it (a zip of events.jsonl, events.csv and manifest.json)."""
+    from projections.audit_export import EVENTS_CSV, EVENTS_JSONL, MANIFEST
+
+    if not session.may_audit:
+        return _forbidden(request, session, "the audit verification (auditor or admin keys only)")
+    checked_form(request, session, csrf)
+    log = request.app.state.reader
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            with zipfile.ZipFile(_save(export, Path(tmp) / "export.zip")) as zf:
+                for name in (EVENTS_JSONL, EVENTS_CSV, MANIFEST):  # only these names: nothing else is written
+                    if name in zf.namelist():
+                        (Path(tmp) / name).write_bytes(zf.read(name))
+        except zipfile.BadZipFile:
+            return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
+                         error=f"{export.filename}: not a zip file (upload the export as the export button gives it)")
+        verified = queries.verify_export(tmp, log if against_store else None)
+    return _page(request, "audit.html", session, head=log.head(), filename=export.filename, verified=verified)
+
+
+def mount(api: FastAPI) -> None:
+    """Add the console's routes to the service."""
+    api.include_router(router)

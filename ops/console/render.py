@@ -1,0 +1,54 @@
+"""The console's Jinja2 environment: templates from the package, autoescaped, with
+money shown as money (format_minor from integers) and round links made in one place."""
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from domain.money import format_minor
+
+
+def round_url(table_id: str | None, round_no: int | None, round_id: str) -> str:
+    """/ui/rounds/TABLE%23NO (the id when the round has no table: a tombstone)."""
+    ref = f"{table_id}#{round_no}" if table_id and round_no is not None else round_id
+    return "/ui/rounds/" + quote(ref, safe="")
+
+
+def _money(minor: int | None, currency: str | None = None) -> str:
+    return "" if minor is None else format_minor(minor, currency)
+
+
+def _with_query(path: str, query: dict[str, Any], **changes: Any) -> str:
+    merged = {k: v for k, v in {**query, **changes}.items() if v not in (None, "")}
+    return path + ("?" + urlencode(merged) if merged else "")
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("ops.console", "templates"), autoescape=select_autoescape(["html"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["money"] = _money
+    env.filters["q"] = lambda text: quote(str(text), safe="")
+    env.globals.update(round_url=round_url, with_query=_with_query, rounds_link=rounds_link, **_texts())
+    return env
+
+
+def rounds_link(finding: Any) -> str:
+    """The rounds list behind a monitor test: its table and dealer."""
+    return _with_query("/ui/rounds", {"table": finding.table_id, "dealer": finding.dealer_id})
+
+
+def _texts() -> dict[str, Any]:
+    """The command line's own wording of settings, monitor figures and wallet findings."""
+    from domain.tableconfig import describe_settings
+    from ops.commands.monitor import detail_text
+    from ops.commands.reconcile import finding_text
+
+    return {"describe": describe_settings, "detail": detail_text, "finding_text": finding_text}
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)

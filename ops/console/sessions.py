@@ -1,0 +1,108 @@
+"""Sign-in sessions of the console, kept in the ledger's own store.
+
+A session is a row beside the API keys (ledger/keys.py): the SHA-256 of a random token
+(the cookie holds the token, the store only its hash, as for keys), the key it was opened
+with, a CSRF token for the forms of that session, when it expires and when it was ended.
+Every worker process of `ledger serve --workers N` reads the same rows, so a session opened
+in one works in all, and signing out ends it in all at once. Each request reads its session
+joined with its key's row: a revoked key ends its sessions at the next request (sooner than
+the key cache's time).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ledger.keys import KeyStore
+
+SESSIONS_TABLE = "ledger_ui_sessions"
+SESSION_S_DEFAULT = 8 * 3600  # a working day: the cookie and the row expire together
+ROLES_CONSOLE = ("backoffice", "auditor", "admin")
+ROLES_AUDIT = ("auditor", "admin")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    key_id: str
+    key_name: str
+    role: str
+    csrf: str
+    expires_at: str
+
+    @property
+    def may_audit(self) -> bool:
+        return self.role in ROLES_AUDIT
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def same_secret(given: str | None, expected: str) -> bool:
+    """Constant-time comparison of a submitted token with the expected one (False when missing)."""
+    return bool(given) and hmac.compare_digest(str(given).encode(), expected.encode())
+
+
+class SessionStore:
+    """The session table in the key store's database (SQLite or PostgreSQL)."""
+
+    def __init__(self, keys: KeyStore, session_s: int = SESSION_S_DEFAULT) -> None:
+        self.keys, self.session_s = keys, session_s
+        self.datastore = keys.datastore
+        self.postgres = keys.postgres
+        self.table = f'"{self.datastore.schema}".{SESSIONS_TABLE}' if self.postgres else SESSIONS_TABLE
+        with self._cursor() as c:
+            c.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (token_hash text PRIMARY KEY, key_id text NOT NULL, "
+                      "csrf text NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text)")
+
+    @contextmanager
+    def _cursor(self, commit: bool = True) -> Iterator[Any]:
+        with self.datastore.transaction(commit=commit) as c:
+            yield c
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.postgres else text
+
+    def open(self, key_id: str) -> str:
+        """A new session for a checked key: the token for the cookie (shown once)."""
+        token, now = secrets.token_urlsafe(32), _now()
+        with self._cursor() as c:
+            # Sessions past their time are of no use to anyone (the cookie expired with them).
+            c.execute(self._sql(f"DELETE FROM {self.table} WHERE expires_at < ?"), (now.isoformat(),))
+            c.execute(self._sql(f"INSERT INTO {self.table} (token_hash, key_id, csrf, created_at, expires_at, ended_at) "
+                                "VALUES (?,?,?,?,?,NULL)"),
+                      (_hash(token), key_id, secrets.token_urlsafe(24), now.isoformat(),
+                       (now + timedelta(seconds=self.session_s)).isoformat()))
+        return token
+
+    def get(self, token: str | None) -> Session | None:
+        """The live session of this cookie token: not ended, not expired, its key not revoked
+        and still of a console role; None otherwise."""
+        if not token or len(token) > 200:
+            return None
+        with self._cursor(commit=False) as c:
+            c.execute(self._sql(f"SELECT s.key_id, s.csrf, s.expires_at, s.ended_at, k.name, k.role, k.revoked_at "
+                                f"FROM {self.table} s JOIN {self.keys.table} k ON k.key_id = s.key_id "
+                                "WHERE s.token_hash = ?"), (_hash(token),))
+            row = c.fetchone()
+        if row is None or row["ended_at"] is not None or row["revoked_at"] is not None:
+            return None
+        if row["role"] not in ROLES_CONSOLE or datetime.fromisoformat(row["expires_at"]) <= _now():
+            return None
+        return Session(row["key_id"], row["name"], row["role"], row["csrf"], row["expires_at"])
+
+    def end(self, token: str) -> None:
+        """Sign-out: the session ends for every worker process at once."""
+        with self._cursor() as c:
+            c.execute(self._sql(f"UPDATE {self.table} SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL"),
+                      (_now().isoformat(), _hash(token)))

@@ -1,0 +1,36 @@
+"""The session table on both stores (SQLite and PostgreSQL): a session lives until it is
+ended, expires or its key is revoked or is not a console role; tokens are stored hashed."""
+from __future__ import annotations
+
+from ledger.keys import key_store
+from ledger.store import open_app
+from ops.console.sessions import SESSIONS_TABLE, SessionStore
+
+
+def test_sessions_on_each_store(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        keys = key_store(app)
+        store = SessionStore(keys)
+        _, backoffice = keys.add("backoffice", name="bo")
+        _, studio = keys.add("studio", name="st")
+        token = store.open(backoffice.key_id)
+        session = store.get(token)
+        assert session is not None and (session.key_id, session.role, session.key_name) == (backoffice.key_id, "backoffice", "bo")
+        assert not session.may_audit and len(session.csrf) >= 24
+        assert store.get(token + "x") is None and store.get(None) is None and store.get("") is None
+        with keys.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT token_hash FROM {store.table}")
+            assert token not in {r["token_hash"] for r in c.fetchall()}  # only its hash is kept
+        assert store.get(store.open(studio.key_id)) is None  # a studio key has no console session
+        other = store.open(backoffice.key_id)
+        store.end(token)
+        assert store.get(token) is None and store.get(other) is not None  # sign-out ends that session only
+        assert keys.revoke(backoffice.key_id) == 1
+        assert store.get(other) is None  # the revoked key ends the rest
+        expired = SessionStore(keys, session_s=0)
+        _, auditor = keys.add("auditor")
+        assert expired.get(expired.open(auditor.key_id)) is None
+        assert SESSIONS_TABLE in store.table
+    finally:
+        app.close()
