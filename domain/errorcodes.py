@@ -3,10 +3,10 @@ and why the HTTP service refused a request (an RFC 9457 problem's `code`). Refus
 (a command the ledger refuses) are the other catalogue, domain/refusals.py; no code is in both.
 
 Every code is declared here once and raised by name (`ErrorCode.BAD_DB_URL`), by the
-ledger (ledger/store.py), the command line (ops/errors.py) and the live service
+ledger (ledger/store.py), the command line (ops/cli/errors.py) and the live service
 (ops/service/problems.py). `http_status` is the status the service answers a code with
 (None: the command line's only); `cli` says whether the command line reports it (the
-README's table lists those: `python -m ops.errors --markdown`).
+README's table lists those: `python -m ops.cli.errors --markdown`).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ bet once per mode), how many ordered deals end in each (outcome, paytable
 line). The money side, the return per unit staked and its distribution (RTP,
 variance, largest return), is then read off the rule set's own paytable, so
 each bet line's odds are declared once, in its rule set. `ledger rtp`
-(ops/rtp.py) and the monitor (projections/monitor_math.py) both take their
+(ops/gamemath/rtp.py) and the monitor (projections/monitor_math.py) both take their
 figures from here.
 
 The counts are exhaustive, weighted enumerations (no sampling) through the

@@ -332,7 +332,7 @@ class RefusalCode(StrEnum):
         "open_round on a shoe that dealt the most rounds a shoe deals",
         "shoe {shoe_id} has dealt {rounds} rounds, the limit is {rounds_max}",
     )
-    # command line (domain/roundfile.py, ops/commands/, projections/audit_store.py)
+    # command line (domain/roundfile.py, ops/cli/commands/, projections/audit_store.py)
     BAD_ROUND_FILE = (
         "bad_round_file",
         "a round file (`ledger settle`) that is not valid JSON or not shaped as docs/rounds.md says",
@@ -576,8 +576,8 @@ aggregate (except the human-error consequence below) and is appended to
 ))
 
 COMMAND_LINE = Section("Command line: settle, replay, audit", """\
-Modules: domain/roundfile.py and ops/commands/settle.py (`ledger settle`, docs/rounds.md),
-projections/audit_store.py and ops/commands/replay.py (`ledger replay`). Game codes from
+Modules: domain/roundfile.py and ops/cli/commands/settle.py (`ledger settle`, docs/rounds.md),
+projections/audit_store.py and ops/cli/commands/replay.py (`ledger replay`). Game codes from
 domain/ pass through unchanged.""", (
     Use(C.BAD_ROUND_FILE, "the round file is not valid JSON, not an object, has more steps than STEPS_MAX, or a bet "
         "or step of the wrong shape", "bet has unknown fields ['colour']; allowed: ..."),

@@ -66,7 +66,7 @@ def _play(row: tuple[Any, ...]) -> Play:
 
 @dataclass
 class Tally:
-    """The export's summary, counted as the sessions go (what `ops/commands/export.py` prints)."""
+    """The export's summary, counted as the sessions go (what `ops/cli/commands/export.py` prints)."""
 
     through: int = 0  # the high-water mark: the last position read
     records: int = 0

@@ -13,7 +13,7 @@ Baccarat Banker bets are keyed by mode (`banker:traditional`,
 Not here, on purpose (the monitor shows their observed RTP but does not test
 it): the blackjack `main` bet and `insurance`. The main bet's return depends
 on the players' decisions (doubles, splits, surrender add stake and change
-the odds); ops/rtp_blackjack.py's figure assumes optimal play, while real
+the odds); ops/gamemath/rtp_blackjack.py's figure assumes optimal play, while real
 players (and the simulator's bet-behind followers) play otherwise, so a
 fair table would be flagged for its players' mistakes. Insurance is only
 offered when the dealer shows an ace and its odds depend on the cards seen

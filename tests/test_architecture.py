@@ -148,12 +148,12 @@ def test_the_import_graph_counts_deferred_type_checking_and_relative_imports(tmp
         "from domain.errors import Refusal\n"
         "from . import sibling\n"
         "from ..other import thing\n"
-        "if TYPE_CHECKING:\n    from ops.sim_core import RoundCtx\n"
+        "if TYPE_CHECKING:\n    from ops.sim.core import RoundCtx\n"
         "def later():\n    import ledger.app\n",
         encoding="utf-8",
     )
-    names = set(imported_names(source, "ops.commands"))
-    assert {"domain.errors", "ops.commands.sibling", "ops.other.thing", "ops.sim_core", "ledger.app"} <= names
+    names = set(imported_names(source, "ops.cli.commands"))
+    assert {"domain.errors", "ops.cli.commands.sibling", "ops.cli.other.thing", "ops.sim.core", "ledger.app"} <= names
     graph = import_graph(repo_modules())
     assert "domain.baccarat" in graph["domain.registry"]  # `from domain import baccarat` inside a function
     assert "domain.errors" in graph["domain.money"]

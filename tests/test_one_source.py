@@ -14,7 +14,7 @@ import pytest
 from domain import baccarat as bac
 from domain import blackjack_rules, gamemath
 from ledger import keys
-from ops.commands import keys as keys_command
+from ops.cli.commands import keys as keys_command
 from ops.service import auth
 from projections import monitor_math
 
@@ -39,7 +39,7 @@ def test_every_module_uses_the_one_role_declaration() -> None:
         assert set(granted) <= set(keys.ROLES)
 
 
-@pytest.mark.parametrize("path", ["ops/service/auth.py", "ops/commands/keys.py", "ops/service/app.py"])
+@pytest.mark.parametrize("path", ["ops/service/auth.py", "ops/cli/commands/keys.py", "ops/service/app.py"])
 def test_no_other_module_spells_out_a_role_tuple(path: str) -> None:
     tuples = [n for n in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))) if isinstance(n, ast.Tuple)]
     spelled = [ast.unparse(t) for t in tuples
@@ -51,7 +51,7 @@ def test_no_other_module_spells_out_a_role_tuple(path: str) -> None:
 FRACTION_TEXT = re.compile(r"""["']\d+/\d+["']""")
 
 
-@pytest.mark.parametrize("path", ["projections/monitor_math.py", "ops/rtp.py", "tests/projections/monitor_distributions.py"])
+@pytest.mark.parametrize("path", ["projections/monitor_math.py", "ops/gamemath/rtp.py", "tests/projections/monitor_distributions.py"])
 def test_no_copy_of_the_game_math_outside_domain(path: str) -> None:
     """No exact figures written out, no paytable odds restated, no bet line list of their own."""
     text = (ROOT / path).read_text(encoding="utf-8")
@@ -68,7 +68,7 @@ def test_the_monitor_takes_its_figures_from_domain() -> None:
 
 
 def test_ledger_rtp_takes_its_figures_from_domain() -> None:
-    from ops import rtp
+    from ops.gamemath import rtp
 
     rows = {r.bet: r for r in rtp.tables("baccarat")}
     assert len(rows) == len(gamemath.baccarat_lines())
@@ -105,7 +105,7 @@ def test_one_blackjack_rule_set_is_written_out_the_others_are_derived() -> None:
 def test_the_simulator_places_only_the_rule_sets_bet_types() -> None:
     """The simulator's bet mix is its own (how players bet), the bet types are the games'."""
     from domain import teenpatti as tp
-    from ops.sim_games import BaccaratDriver, TeenPattiDriver
+    from ops.sim.games import BaccaratDriver, TeenPattiDriver
 
     for driver, game in ((BaccaratDriver, bac), (TeenPattiDriver, tp)):
         placed = set(driver.main_types) | {t for t, _ in driver.side_types}

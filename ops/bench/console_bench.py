@@ -166,7 +166,7 @@ def uncached(url: str, s: dict[str, Any], times: int, chain_pages: bool) -> dict
         return {name: round(statistics.median(t), 1) for name, t in out.items()}
     with TestClient(create_app(Settings(db_url=url))) as client:
         sign_in(client, _backoffice_key(url))
-        for _ in range(1):  # ops/dispute_bundle.py hashes the whole chain again: minutes at 1M events
+        for _ in range(1):  # ops/bundle/build.py hashes the whole chain again: minutes at 1M events
             for name, path in (("round_bundle", f"/ui/rounds/{ref}/bundle"),):
                 started = time.perf_counter()
                 assert client.get(path).status_code == 200

@@ -50,7 +50,7 @@ from ledger.eventlog import EventLog
 from ledger.persistence import COMMAND_COLUMNS, COMMANDS_TABLE, REJECTION_COLUMNS, REJECTION_TYPES, REJECTIONS_TABLE
 from ledger.shards import default_workers
 from ledger.store import env_for, open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 COMMANDS_PER_ROUND_APPROX = 20

@@ -67,7 +67,7 @@ def free_port() -> int:
 
 def feed(commands: int, tag: str, tables: int = TABLES) -> list[bytes]:
     """At least `commands` clean commands of `tables` tables (50), table and command ids tagged (each step its own rounds)."""
-    from ops.simulator import simulate
+    from ops.sim.simulator import simulate
 
     rounds = 1
     while True:

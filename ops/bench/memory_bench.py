@@ -70,7 +70,7 @@ def export_steps(tmp: str, url: str) -> dict[str, int]:
 
 def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:
     """Peak KiB of every step on one size (a fresh store per size)."""
-    from ops.simulator import simulate
+    from ops.sim.simulator import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
         feed = Path(tmp) / "feed.jsonl"

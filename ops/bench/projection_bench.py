@@ -23,7 +23,7 @@ import time
 
 from ledger.eventlog import EventLog
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.runner import PAGE_SIZE_DEFAULT, Projector
 
 GOAL_RATIO = 0.5

@@ -40,7 +40,7 @@ def best_of(repeat: int, works: dict[str, Callable[[], int]]) -> dict[str, tuple
 
 
 def measure(log: EventLog, repeat: int, workers: int | None) -> dict[str, Any]:
-    from ops.commands.audit import replay_all
+    from ops.cli.commands.audit import replay_all
     from projections.audit import chain
 
     def raw() -> int:  # the physical limit: rows read and decoded by the library, no record built
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ledger.eventlog import EventLog
     from ledger.store import open_app
-    from ops.simulator import simulate
+    from ops.sim.simulator import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"

@@ -14,8 +14,8 @@ from typing import Any
 
 from domain.cards import parse_card
 from domain.roundfile import parse_bet, play
-from ops.feed_rounds import round_files
-from ops.simulator import simulate
+from ops.sim.feed_rounds import round_files
+from ops.sim.simulator import simulate
 
 
 def raw_decode(files: list[dict[str, Any]]) -> int:

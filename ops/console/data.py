@@ -15,7 +15,7 @@ from typing import Any
 from domain.errors import require
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured, TableSeatingChanged
-from ops.monitor_stats import Group, evaluate, untested_tables
+from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
 from projections.monitor import deal_rows, monitor_rows, ops_rows
@@ -176,7 +176,7 @@ class RtpPoint:
 
 def rtp_over_days(rows: list[dict[str, Any]]) -> list[RtpPoint]:
     """Observed against expected return per unit staked, cumulated day by day over the
-    given monitor rows (the tested bet types only: ops/monitor_stats.py `Group`), with a
+    given monitor rows (the tested bet types only: ops/gamemath/monitor_stats.py `Group`), with a
     band of three standard deviations around the expected."""
     group = Group(None, None, None, "chart")
     points = []

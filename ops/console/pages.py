@@ -260,7 +260,7 @@ def round_proof(request: Request, ref: str, session: UI) -> Response:
 
 @router.get("/rounds/{ref}/bundle")
 def round_bundle(request: Request, ref: str, session: UI) -> Response:
-    from ops.dispute_bundle import BundleError, write_bundle
+    from ops.bundle.build import BundleError, write_bundle
 
     doc = _document(request, ref, with_proof=True)
     name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"

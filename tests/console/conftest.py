@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.service.app import Settings, create_app
-from ops.simulator import simulate
-from ops.wallet import Injected, write_wallet
+from ops.sim.simulator import simulate
+from ops.sim.wallet import Injected, write_wallet
 from tests.ops.dispute_rounds import ingest_corrections, ingest_three
 from tests.service.conftest import make_keys
 

@@ -15,7 +15,7 @@ from domain.blackjack import RULE_SETS, new_round
 from domain.cards import ALL_CARDS, Card
 from domain.errors import Refusal
 from domain.model import Bet, StakeMove
-from ops.sim_strategy import basic_strategy  # the simulator's players: realistic play to check the rules against
+from ops.sim.strategy import basic_strategy  # the simulator's players: realistic play to check the rules against
 
 STEPS_MAX = 600
 ACTIONS = ("hit", "stand", "double", "split", "insurance", "no_insurance", "even_money", "surrender", "auto")

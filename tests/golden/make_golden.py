@@ -97,7 +97,7 @@ def result_dicts(results: list[Any]) -> list[dict[str, Any]]:
 
 def main(events_only: bool = False) -> None:
     from ledger.store import open_app
-    from ops.simulator import simulate
+    from ops.sim.simulator import simulate
 
     if not events_only:
         _write_gz(FEED, b"".join(simulate(**SIM_ARGS)))

@@ -24,7 +24,7 @@ from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, Opened
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.runner import Projector
 from tests.ledger.test_shards import _round_facts
 from tests.projections.test_audit_store import Store

@@ -91,7 +91,7 @@ def _mapper_records(log: EventLog) -> list[str]:
 def test_records_equal_the_library_mappers_on_both_stores(store_url) -> None:
     """The EventLog's own row select (PostgreSQL: ids as text) and state decoding give the mapper's records."""
     from ledger.store import open_app
-    from ops.simulator import simulate
+    from ops.sim.simulator import simulate
 
     app = open_app(store_url)
     app.ingest(simulate(2, 6, 7, fault_rate=50))

@@ -11,7 +11,7 @@ import random
 
 from ledger.eventlog import EventLog
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ledger.fuzz import MUTATIONS, malformed
 from tests.ledger.test_shards import _round_facts
 

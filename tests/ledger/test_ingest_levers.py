@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 
 def _feed(rounds: int = 3) -> list[bytes]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ledger.app import LedgerApp
 from ledger.commands import parse_command
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 TABLES = 5  # one of each simulated rule set, Teen Patti (a shoe a round) included
 PER_TABLE_MAX = 3  # its round in flight, its current shoe, its table

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from domain.money import round_account
 from ledger.round import Round
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ledger.feed import Feed, lines
 
 CARDS = [r + s for r in "A23456789TJQK" for s in "SHDC"]

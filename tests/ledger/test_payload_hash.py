@@ -9,7 +9,7 @@ import json
 
 from ledger.app import payload_hash
 from ledger.commands import parse_command
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 
 def test_the_hash_is_sha256_of_the_canonical_json_for_every_kind_of_command() -> None:

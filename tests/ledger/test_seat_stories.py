@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.eventlog import EventLog
 from ledger.records import TableSeatingChanged
-from ops.commands.audit import replay_all
+from ops.cli.commands.audit import replay_all
 from projections.seating import replay_seating
 from tests.ledger.feed import Feed, lines
 

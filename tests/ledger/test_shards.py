@@ -13,7 +13,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from ledger.commands import parse_command
 from ledger.shards import ShardFailed, split, table_of
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ledger.feed import Feed, lines
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ledger.store import open_app
 from ops.service.committer import write_batch
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ledger.test_shards import _round_facts
 
 

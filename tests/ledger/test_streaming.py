@@ -9,7 +9,7 @@ import pytest
 
 from ledger.shards import INBOX_BATCHES
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ledger.feed import Feed, lines, teen_patti_round
 
 

@@ -24,7 +24,7 @@ import pytest
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from tests.ops.dispute_rounds import SPLIT, ingest_three
 from tests.ops.test_dispute_bundle import verify
 

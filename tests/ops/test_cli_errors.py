@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ops import errors, options
-from ops.cli import build_parser, leaf_commands, main
-from ops.errors import ErrorCode
-from ops.simulator import simulate
+from ops.cli import build_parser, errors, leaf_commands, main, options
+from ops.cli.errors import ErrorCode
+from ops.sim.simulator import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING_DB = "sqlite:///{tmp}/missing.db"
@@ -249,11 +248,11 @@ def test_progress_says_nothing_for_a_short_run(feed: Path, tmp_path: Path, capsy
 
 # ------------------------------------------------------------------ the catalogue
 def test_readme_table_of_codes_is_the_catalogue() -> None:
-    """One place per code: ErrorCode (ops/errors.py) for the CLI's, domain/refusals.py for refusals."""
+    """One place per code: ErrorCode (ops/cli/errors.py) for the CLI's, domain/refusals.py for refusals."""
     from domain.refusals import RefusalCode
 
     readme = (ROOT / "README.md").read_text()
-    assert errors.markdown_table() in readme, "regenerate: python -m ops.errors --markdown"
+    assert errors.markdown_table() in readme, "regenerate: python -m ops.cli.errors --markdown"
     assert not {c.value for c in ErrorCode} & {c.value for c in RefusalCode}
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ops.cli import main
-from ops.errors import ErrorCode
-from ops.simulator import simulate
-from ops.wallet import write_wallet
+from ops.cli.errors import ErrorCode
+from ops.sim.simulator import simulate
+from ops.sim.wallet import write_wallet
 
 SETTLE_EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "baccarat.json"
 
@@ -262,7 +262,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from ops.errors import classify
+    from ops.cli.errors import classify
 
     denied = classify(PermissionError(13, "Permission denied", str(tmp_path / "feed.jsonl")))
     assert denied.code == ErrorCode.INPUT_UNREADABLE and "feed.jsonl" in denied.message
@@ -270,7 +270,7 @@ def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, cap
     def broken(args: object) -> int:
         raise KeyError("a bug")
 
-    monkeypatch.setattr("ops.commands.schema.run", broken)
+    monkeypatch.setattr("ops.cli.commands.schema.run", broken)
     import ops.cli
 
     parser = ops.cli.build_parser()

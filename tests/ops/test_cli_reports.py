@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 FAR_EAST = "Pacific/Kiritimati"  # UTC+14: the simulated noon of 2026-11-21 is the 22nd there
 

@@ -18,11 +18,11 @@ import pytest
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.audit_store import parse_round_ref, round_events
 from tests.ops.dispute_rounds import SPLIT, VOIDED, ingest_three
 
-VERIFIER = Path(__file__).parents[2] / "ops" / "bundle_verify.py"
+VERIFIER = Path(__file__).parents[2] / "ops" / "bundle" / "verify.py"
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ import pytest
 
 from domain.money import format_minor
 from ops.cli import main
-from ops.simulator import simulate
-from ops.wallet import write_wallet
+from ops.sim.simulator import simulate
+from ops.sim.wallet import write_wallet
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 CONFIGURE = {"type": "configure_table", "command_id": "cfg/bj-cfg-1/1", "table_id": "bj-cfg-1",
@@ -148,8 +148,8 @@ def test_replay_of_earlier_wording_agrees_and_a_changed_explanation_is_a_finding
 
 def test_rtp_names_the_rule_set_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from domain.blackjack_rules import RULE_SETS
-    from ops import rtp_blackjack
-    from ops.rtp_blackjack import Effect
+    from ops.gamemath import rtp_blackjack
+    from ops.gamemath.rtp_blackjack import Effect
 
     # the flips themselves take about 10 s a rule set (tests/ops/test_rtp_blackjack.py checks them)
     monkeypatch.setattr(rtp_blackjack, "rule_effects",

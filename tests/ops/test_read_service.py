@@ -13,7 +13,7 @@ from ledger.eventlog import EventLog
 from ledger.records import BetPlaced
 from ledger.store import open_app
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections import queries
 from projections.runner import Projector
 

@@ -12,7 +12,7 @@ from ledger.eventlog import EventLog
 from ledger.records import Opened, Paused, Resumed, Settled, SettlementReversed, Voided
 from ledger.store import open_app
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 _STATUS = {Paused: "paused", Resumed: "open", Voided: "voided", Settled: "settled", SettlementReversed: "reversed"}
 

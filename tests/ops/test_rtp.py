@@ -15,8 +15,8 @@ import pytest
 
 from domain import gamemath
 from domain import teenpatti as tp
-from ops import rtp
-from ops.commands import rtp as rtp_command
+from ops.cli.commands import rtp as rtp_command
+from ops.gamemath import rtp
 
 
 def _rows(game):

@@ -1,4 +1,4 @@
-"""Blackjack game math (ops/rtp_blackjack.py) against an independent computation.
+"""Blackjack game math (ops/gamemath/rtp_blackjack.py) against an independent computation.
 
 `_Independent` below is a second infinite-deck solver written from the rule text
 (docs: ../shared/spec/rules.md), sharing no code with the module: its own hand
@@ -19,7 +19,7 @@ import pytest
 
 from domain.blackjack_rules import CASINO_TOUR_V1, LIVE_8D_V1, RULE_SETS, SPIELBANK_V1, BlackjackRules
 from domain.money import Odds
-from ops import rtp_blackjack as bj
+from ops.gamemath import rtp_blackjack as bj
 
 TOLERANCE = 1e-9  # two float computations of the same exact quantity
 P = {v: Fraction(4 if v == 10 else 1, 13) for v in range(1, 11)}
@@ -228,7 +228,7 @@ def test_cli_json_rows_have_the_common_fields(capsys: pytest.CaptureFixture[str]
     import argparse
     import json
 
-    from ops.commands import rtp as rtp_command
+    from ops.cli.commands import rtp as rtp_command
 
     parser = argparse.ArgumentParser()
     rtp_command.register(parser.add_subparsers())

@@ -13,9 +13,9 @@ from domain.errors import InvariantBroken, Refusal
 from domain.model import Bet
 from domain.registry import get_rule_set, new_round
 from ledger.commands import parse_command
-from ops.sim_core import as_rate
-from ops.sim_table import FAULT_KINDS
-from ops.simulator import Studio, plan_tables, simulate, simulated_rule_sets
+from ops.sim.core import as_rate
+from ops.sim.simulator import Studio, plan_tables, simulate, simulated_rule_sets
+from ops.sim.table import FAULT_KINDS
 
 
 def feed(tables: int = 5, rounds: int = 8, seed: int = 1, fault_rate: int | Fraction = 0) -> list[bytes]:

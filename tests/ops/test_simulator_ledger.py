@@ -25,11 +25,11 @@ from ledger.records import (
     postings_of,
 )
 from ledger.store import open_app
-from ops.commands.demo import run_demo
-from ops.errors import CliError
-from ops.simulator import Studio, simulate
+from ops.cli.commands.demo import run_demo
+from ops.cli.errors import CliError
+from ops.sim.simulator import Studio, simulate
 
-# Every refusal a faulty feed may cause, each on purpose (see ops/sim_table.py FAULT_KINDS).
+# Every refusal a faulty feed may cause, each on purpose (see ops/sim/table.py FAULT_KINDS).
 EXPECTED_FAULT_CODES = {
     "round_voided",  # commands of a round whose void came first (or that a dealer error voided)
     "wrong_target", "impossible_card", "card_not_expected",  # dealer errors

@@ -1,10 +1,10 @@
-"""The simulated blackjack players' basic strategy (ops/sim_strategy.py): one legal action, the sensible one."""
+"""The simulated blackjack players' basic strategy (ops/sim/strategy.py): one legal action, the sensible one."""
 from __future__ import annotations
 
 import pytest
 
 from domain.cards import parse_card
-from ops.sim_strategy import basic_strategy
+from ops.sim.strategy import basic_strategy
 
 
 @pytest.mark.parametrize("cards,up,legal,action", [

@@ -1,7 +1,7 @@
 """Exact return distributions of every bet line the monitor tests, counted afresh
 by domain/gamemath.py (the engine's own settlement functions) rather than read
 from its stored COUNTS, and the dealer's outcomes by up card from
-ops/rtp_blackjack.py. Used by tests/projections/test_monitor.py and
+ops/gamemath/rtp_blackjack.py. Used by tests/projections/test_monitor.py and
 test_monitor_deals.py, and to print the dealer constants:
 `python -m tests.projections.monitor_distributions dealer`."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from domain import baccarat as bac
 from domain import gamemath
 from domain import teenpatti as tp
 from domain.blackjack_rules import LIVE_8D_V1 as BJ_LIVE
-from ops import rtp_blackjack
+from ops.gamemath import rtp_blackjack
 
 Distribution = gamemath.Distribution  # return per unit staked -> probability
 

@@ -11,9 +11,9 @@ from typing import Any
 from domain.blackjack_rules import BlackjackRules
 from domain.ruleset import RuleSet
 from ledger.records import SettlementLine
-from ops.sim_core import player_pool
-from ops.sim_table import TableSim
-from ops.simulator import PLAYER_POOL_MIN, plan_tables, simulated_rule_sets
+from ops.sim.core import player_pool
+from ops.sim.simulator import PLAYER_POOL_MIN, plan_tables, simulated_rule_sets
+from ops.sim.table import TableSim
 from projections.monitor import Sums, settlement_sums
 from projections.monitor_deal import NOT_PLAYED_OUT, deal_outcome, new_deal, on_card, on_decision
 

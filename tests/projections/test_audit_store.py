@@ -14,7 +14,7 @@ from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, CardDealt, DecisionTaken, Settled
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.audit_export import EVENTS_JSONL, export, verify_against_store, verify_files
 
 TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 5, 3, 11, 150

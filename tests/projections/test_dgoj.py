@@ -20,7 +20,7 @@ from lxml import etree
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.runner import Projector
 from tests.ledger.feed import Feed, baccarat_round, lines
 

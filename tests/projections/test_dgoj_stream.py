@@ -15,7 +15,7 @@ import pytest
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections import dgoj_stream, dgoj_xml
 from projections.dgoj import ExportRules, Play, read_sessions, sessions_of
 from projections.dgoj_register import ensure, latest, plan, record_rows

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ops.cli import main
-from ops.monitor_stats import (
+from ops.gamemath.monitor_stats import (
     Finding,
     Group,
     bennett,
@@ -28,7 +28,7 @@ from ops.monitor_stats import (
     rtp_findings,
     rtp_p_value,
 )
-from ops.simulator import Studio
+from ops.sim.simulator import Studio
 from projections.monitor_math import bet_math, bet_math_texts, decimal_text, ratio_text
 from projections.monitor_math import tested_bets as exact_bets
 from tests.projections.monitor_sim import rule_sets, studio_rows
@@ -98,7 +98,7 @@ def test_ledger_monitor_flags_the_biased_table_end_to_end(store_url: str, tmp_pa
 def _check_view_against_ggr(store_url: str) -> None:
     """The view's money equals the `ggr` view's (voids, reversals and resettlements
     included), and its void counts equal the rounds' statuses."""
-    from ops.commands.project import open_views
+    from ops.cli.commands.project import open_views
 
     with open_views(store_url) as views:
         q = views.db.query

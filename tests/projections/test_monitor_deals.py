@@ -1,7 +1,7 @@
 """The monitor catches a rigged table of every game (issue 20 item 1).
 
 Blackjack tables are tested on what does not depend on the players' decisions
-(projections/monitor_deal.py, ops/monitor_stats.deal_findings): the dealer's
+(projections/monitor_deal.py, ops/gamemath/monitor_stats.deal_findings): the dealer's
 up cards against the shoe and the dealer's busts against the exact odds by up
 card. Seeded: studios folded straight from the simulator's own rounds
 (tests/projections/monitor_sim.py) and one run end to end through `ledger
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from domain.blackjack_rules import RULE_SETS as BJ_RULE_SETS
-from ops import rtp_blackjack
 from ops.cli import main
-from ops.monitor_stats import Finding, binomial_two_sided, deal_findings, holm, rtp_findings, untested_tables
-from ops.simulator import Studio, simulated_rule_sets
+from ops.gamemath import rtp_blackjack
+from ops.gamemath.monitor_stats import Finding, binomial_two_sided, deal_findings, holm, rtp_findings, untested_tables
+from ops.sim.simulator import Studio, simulated_rule_sets
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
     UP_CLASSES,
@@ -50,7 +50,7 @@ SLOW = bool(os.environ.get("LEDGER_SLOW"))
 
 
 def _found(rtp_rows: list[dict[str, Any]], deal_rows: list[dict[str, Any]]) -> list[Finding]:
-    """What `ledger monitor` computes (ops/monitor_stats.evaluate, game-math family)."""
+    """What `ledger monitor` computes (ops/gamemath/monitor_stats.evaluate, game-math family)."""
     return holm(rtp_findings(rtp_rows) + deal_findings(deal_rows), ALPHA)
 
 
@@ -251,7 +251,7 @@ def test_ledger_monitor_flags_rigged_blackjack_tables_end_to_end(tmp_path: Any,
     assert not [f for f in every if f["level"] == "untested"]
     tested = {f["table_id"] for f in every if f["level"] in ("up_card", "dealer_bust")} - {None}
     assert tested == {"bj-live-1", "bj-spielbank-1", "bj-tour-1"}
-    from ops.commands.project import open_views
+    from ops.cli.commands.project import open_views
 
     with open_views(db) as views:  # every settled blackjack round counted once, dealer outcomes in range
         q = views.db.query

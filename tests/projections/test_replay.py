@@ -12,8 +12,8 @@ from ledger.eventlog import EventLog
 from ledger.records import CardDealt, FollowDecided, Opened, Paused, Record, Settled, SettlementReversed, Voided
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.commands.audit import replay_all
-from ops.simulator import simulate
+from ops.cli.commands.audit import replay_all
+from ops.sim.simulator import simulate
 from projections.audit_store import parse_round_ref, round_events
 from projections.replay import recompute
 from tests.projections.test_audit_store import Store

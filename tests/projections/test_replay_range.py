@@ -15,8 +15,8 @@ from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, Opened, Settled, is_round, is_round_topic
 from ledger.store import open_app
 from ops.cli import main as cli
-from ops.commands.audit import replay_all
-from ops.simulator import simulate
+from ops.cli.commands.audit import replay_all
+from ops.sim.simulator import simulate
 from projections import replay_range as rr
 from projections.audit_store import rounds_in_range
 from projections.replay import recompute

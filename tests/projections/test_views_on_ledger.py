@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ledger.eventlog import EventLog
 from ledger.store import open_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 from projections.runner import Projector
 from projections.sql import dump
 

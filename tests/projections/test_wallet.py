@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ledger.eventlog import EventLog
 from ledger.store import open_app
-from ops.simulator import simulate
-from ops.wallet import findings_as_injected, write_wallet
+from ops.sim.simulator import simulate
+from ops.sim.wallet import findings_as_injected, write_wallet
 from projections.reconcile import expected_movements, read_wallet, reconcile
 from tests.projections.synthetic import RoundScript, number
 

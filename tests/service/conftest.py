@@ -18,7 +18,7 @@ from ledger.batching import Result
 from ledger.keys import key_store
 from ledger.store import open_app
 from ops.service.app import Settings, create_app
-from ops.simulator import simulate
+from ops.sim.simulator import simulate
 
 ROLES = ("studio", "backoffice", "auditor", "admin")
 

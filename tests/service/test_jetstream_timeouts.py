@@ -8,7 +8,7 @@ from typing import Any
 import nats.errors
 import pytest
 
-from ops.errors import ErrorCode, classify
+from ops.cli.errors import ErrorCode, classify
 from ops.jetstream.intake import CONTROL_ATTEMPTS, Consumer, patiently
 
 # nats-py raises its own TimeoutError, and in fetch also a bare asyncio.TimeoutError

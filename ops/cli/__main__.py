@@ -1,0 +1,6 @@
+"""`python -m ops.cli`: the same as `ledger`."""
+import sys
+
+from ops.cli import main
+
+sys.exit(main())

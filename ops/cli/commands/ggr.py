@@ -1,0 +1,66 @@
+"""`ledger ggr`: gross gaming revenue per table, game and day (staked, paid,
+refunded, rounding kept as an exact fraction, GGR), from the `ggr` view."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from domain.money import format_minor
+from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
+from ops.cli.options import add_period_arguments, period_days
+from projections import queries
+from projections.state import parse_fraction
+
+EPILOG = """\
+GGR = staked - paid - refunded, booked on the gaming day of the settlement, void
+or reversal: the day of its studio time in the studio's zone (--timezone, UTC by
+default). Rounding kept = the exact sum of the fractions of a minor unit cut
+by rounding payouts down, in the currency with the decimals it needs (19/20 of
+a cent is 0.0095 EUR); --json keeps it exact as "n/d" minor units.
+
+Examples:
+  ledger ggr
+  ledger ggr --json
+  ledger ggr --timezone Europe/Malta
+  ledger ggr --since 2026-11-01 --until 2026-12-01     # November
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("ggr", help="gross gaming revenue per table, game and day",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_timezone_argument(p)
+    add_period_arguments(p, "gaming days", days="gaming days")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    first, last = period_days(args)
+    with open_views(args.db) as views:
+        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last))
+    rows, totals = found["rows"], found["totals"]
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    print(f"{'day':<10}  {'table':<16} {'game':<10} cur  {'rounds':>6} {'staked':>14} {'paid':>14} "
+          f"{'refunded':>12} {'GGR':>14} {'rounding kept':>14}")
+    for r in rows:
+        print(f"{r['day']:<10}  {r['table_id']:<16} {r['game']:<10} {r['currency']}  {r['rounds_closed']:>6} "
+              f"{format_minor(r['staked_minor']):>14} {format_minor(r['paid_minor']):>14} "
+              f"{format_minor(r['refunded_minor']):>12} {format_minor(r['ggr_minor']):>14} {_kept(r['rounding_kept']):>14}")
+    for currency, t in sorted(totals.items()):
+        print(f"{'total':<10}  {'':<16} {'':<10} {currency}  {'':>6} {format_minor(t['staked_minor']):>14} "
+              f"{format_minor(t['paid_minor']):>14} {format_minor(t['refunded_minor']):>12} "
+              f"{format_minor(t['ggr_minor']):>14} {_kept(t['rounding_kept']):>14}")
+    if not rows:
+        print("(no settled or voided rounds yet)")
+    return 0
+
+
+def _kept(text: str) -> str:
+    """The view's exact `n/d` minor units as money (`13/2` -> `0.065`): text shows
+    amounts in the currency's decimal form, JSON keeps the exact fraction."""
+    return format_minor(parse_fraction(text))

@@ -1,0 +1,177 @@
+"""`ledger ingest FEED.jsonl`: apply a studio feed to the store, in batches."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from ledger import logging as ledger_logging
+from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
+from ledger.shards import WORKERS_MAX
+from ledger.store import db_url_from, open_app
+from ops.cli.errors import CliError, ErrorCode, check_input_file
+from ops.cli.options import Progress, add_quiet_argument, int_range
+from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+EPILOG = """\
+One JSON command per line (docs/feed.md). Commands are checked one by one and
+saved in batches (one transaction per batch). Examples:
+
+  ledger ingest feed.jsonl
+  ledger simulate --tables 5 --rounds 20 | ledger ingest - --db sqlite:///demo.db
+  ledger ingest feed.jsonl --db postgresql://postgres@127.0.0.1:5432/postgres --json
+  ledger ingest big-day.jsonl --workers 2     # tables split over 2 processes
+
+--workers N (default 1) checks the feed's tables in N processes at once: each
+table goes whole to one process, in feed order. A process's batch is written when
+it is full, so keep 1 for a slow live stream on standard input. A UTF-8 byte-order
+mark at the start is accepted; blank lines are skipped and counted.
+
+Exit status: 0 everything accepted (or duplicate); 1 something was refused or
+conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds);
+2 the feed or the store could not be used (one line on standard error).
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("ingest", help="apply a JSONL feed of commands to the store", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
+    p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    p.add_argument("--batch-size", type=int_range(1, BATCH_SIZE_MAX), default=BATCH_SIZE_DEFAULT,
+                   help=f"commands per transaction, 1..{BATCH_SIZE_MAX} (default {BATCH_SIZE_DEFAULT})")
+    p.add_argument("--workers", type=int_range(1, WORKERS_MAX), default=1, metavar="N",
+                   help=f"processes, each checking a share of the tables, 1..{WORKERS_MAX} (default 1)")
+    p.add_argument("--max-wait-ms", type=float, default=None, metavar="MS",
+                   help="with FEED '-': commit what has arrived after MS milliseconds (default 50)")
+    p.add_argument("--results", metavar="FILE", help="one JSON result per command, in feed order ('-': stdout)")
+    p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="debug logs one line per command")
+    add_quiet_argument(p)
+    p.set_defaults(func=run)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _lines(path: str, blank: Counter[str]) -> Iterator[bytes]:
+    """The feed's lines as they are read; a UTF-8 byte-order mark before the first is
+    dropped, blank lines are counted in `blank["lines"]` and skipped."""
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    with stream:
+        for n, line in enumerate(stream):
+            if n == 0 and line.startswith(BOM):
+                line = line[len(BOM):]
+            if line.strip():
+                yield line
+            else:
+                blank["lines"] += 1
+
+
+class Tally:
+    """The summary, kept up to date batch by batch (no result is kept: memory stays flat)."""
+
+    def __init__(self) -> None:
+        self.by_status: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()
+        self.events = 0
+        self.duplicate_of_refused = 0  # re-sent lines that were refused the first time
+
+    def add(self, results: list[Result]) -> None:
+        for r in results:
+            self.by_status[r.status] += 1
+            self.events += len(r.events)
+            if r.status in ("refused", "conflict"):
+                self.refused[str(r.code)] += 1
+            elif r.status == "duplicate" and r.original_status == "refused":
+                self.duplicate_of_refused += 1
+
+
+def summarize(results: list[Result]) -> dict[str, Any]:
+    tally = Tally()
+    tally.add(results)
+    return _summary(tally)
+
+
+def _summary(tally: Tally, blank_lines: int = 0) -> dict[str, Any]:
+    by_status = tally.by_status
+    return {
+        "commands": sum(by_status.values()),
+        "accepted": by_status["accepted"],
+        "duplicate": by_status["duplicate"],
+        "duplicate_of_refused": tally.duplicate_of_refused,
+        "refused": by_status["refused"],
+        "conflict": by_status["conflict"],
+        "events": tally.events,
+        "refused_by_code": dict(sorted(tally.refused.items())),
+        "blank_lines": blank_lines,
+    }
+
+
+def _lines_in(feed: str) -> int | None:
+    """The progress total: the feed's lines (blank ones too, so approximately its
+    commands); unknown for standard input. One fast pass over the file's bytes."""
+    if feed == "-":
+        return None
+    with open(feed, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def _open_output(path: str) -> TextIO:
+    try:
+        return open(path, "w")
+    except OSError as exc:  # an output: not the input_unreadable an OSError means elsewhere
+        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"--results {path}: {exc.strerror or exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    check_input_file(args.feed)  # before the store is opened (and perhaps created)
+    ledger_logging.configure(args.log_level)
+    log = ledger_logging.get_logger()
+    # the results file before the store: a store is not created for a run that cannot write
+    results_out = sys.stdout if args.results == "-" else _open_output(args.results) if args.results else None
+    try:
+        app = open_app(args.db)
+    except BaseException:
+        if results_out not in (None, sys.stdout):
+            results_out.close()
+        raise
+    tally, blank = Tally(), Counter[str]()
+    try:
+        with Progress("ingest", _lines_in(args.feed), quiet=args.quiet) as progress:
+            write = results_writer(results_out) if results_out else None
+            if args.feed == "-" and args.workers == 1:  # a live stream: commit on time too
+                wait = STREAM_MAX_WAIT_MS_DEFAULT if args.max_wait_ms is None else args.max_wait_ms
+                batches = stream_batches(app, _lines("-", blank), args.batch_size, wait)
+            else:
+                batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
+            for batch in batches:
+                tally.add(batch)
+                progress.advance(len(batch))
+                if write:
+                    write(batch)
+    finally:
+        app.close()
+        if results_out not in (None, sys.stdout):
+            results_out.close()
+    summary = _summary(tally, blank["lines"])
+    log.info("ingest finished", db=db_url_from(args.db).split("@")[-1], **{k: v for k, v in summary.items()})
+    out = sys.stderr if args.results == "-" else sys.stdout  # stdout carries the results then
+    if args.json:
+        print(json.dumps(summary, indent=2), file=out)
+    else:
+        again = summary["duplicate_of_refused"]
+        print(f"{summary['commands']} commands: {summary['accepted']} accepted, {summary['duplicate']} duplicate"
+              + (f" ({again} of them refused the first time)" if again else "") + ", "
+              f"{summary['refused']} refused, {summary['conflict']} conflict; {summary['events']} events recorded"
+              + (f"; {summary['blank_lines']} blank lines skipped" if summary["blank_lines"] else ""), file=out)
+        for code, n in summary["refused_by_code"].items():
+            print(f"  {code}: {n}", file=out)
+    failed = summary["refused"] + summary["conflict"]
+    return 1 if failed and not args.allow_refusals else 0

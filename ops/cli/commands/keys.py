@@ -1,0 +1,104 @@
+"""`ledger keys add|list|revoke`: API keys of the live service (stored hashed)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ledger.keys import ROLES
+from ops.cli.options import help_for
+
+EPILOG = """\
+Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
+reconcile), auditor (reads, audit export and verify), admin (everything).
+The key is printed once; only its hash is stored.
+
+  ledger keys add --role studio --tables bj-live-1,bacc-1 --name studio-a
+  ledger keys add --role auditor --json
+  ledger keys list
+  ledger keys revoke studio-a           # by name or key id
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("keys", help="API keys of `ledger serve`: add, list, revoke", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="keys_action", metavar="ACTION")
+    add = actions.add_parser("add", help="make a key (printed once)")
+    add.add_argument("--role", required=True, choices=ROLES)
+    add.add_argument("--tables", default="", help="comma-separated table ids a studio key may write (default all)")
+    add.add_argument("--name", default="", help="a name to find the key by (default role-keyid)")
+    _common(add)
+    add.set_defaults(func=run_add)
+    ls = actions.add_parser("list", help="every key (never the secret)")
+    _common(ls)
+    ls.set_defaults(func=run_list)
+    rev = actions.add_parser("revoke", help="revoke a key by key id or name")
+    rev.add_argument("key", metavar="KEY_ID_OR_NAME")
+    _common(rev)
+    rev.set_defaults(func=run_revoke)
+    p.set_defaults(func=help_for(p))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+
+
+def _store(db: str | None, *, existing: bool = True):  # type: ignore[no-untyped-def]
+    """`existing`: list and revoke read a store, and must not create the one they were
+    pointed at by mistake (store_missing, exit 2); add may start a new one."""
+    from ledger.keys import key_store
+    from ledger.store import open_app, require_ledger
+
+    if existing:
+        require_ledger(db)
+    app = open_app(db)
+    return app, key_store(app)
+
+
+def run_add(args: argparse.Namespace) -> int:
+    app, store = _store(args.db, existing=False)
+    try:
+        key, row = store.add(args.role, args.name, [t.strip() for t in args.tables.split(",") if t.strip()])
+    finally:
+        app.close()
+    if args.json:
+        print(json.dumps({"key": key, "role": row.role, "name": row.name, "key_id": row.key_id,
+                          "tables": list(row.tables)}))
+    else:
+        print(key)
+        print(f"role {row.role}, name {row.name}, tables {','.join(row.tables) or 'all'} "
+              "(shown once: only its hash is stored)", file=sys.stderr)
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    app, store = _store(args.db)
+    try:
+        rows = store.list()
+    finally:
+        app.close()
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    for r in rows:
+        state = f"revoked {r.revoked_at[:19]}" if r.revoked_at else "active"
+        print(f"{r.key_id}  {r.role:<10} {r.name:<24} tables {','.join(r.tables) or 'all':<24} "
+              f"created {r.created_at[:19]}  {state}")
+    if not rows:
+        print("no keys")
+    return 0
+
+
+def run_revoke(args: argparse.Namespace) -> int:
+    app, store = _store(args.db)
+    try:
+        count = store.revoke(args.key)
+    finally:
+        app.close()
+    if args.json:
+        print(json.dumps({"revoked": count}))
+    else:
+        print(f"revoked {count} key(s)" if count else f"no active key {args.key!r}")
+    return 0 if count else 1

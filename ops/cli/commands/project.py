@@ -1,0 +1,105 @@
+"""`ledger project`: bring every view (rounds, balances, recall, refunds, ggr)
+up to date with the events, exactly once; `--rebuild` empties them and
+replays from position 0. The query commands (balances, refunds, recall, ggr)
+catch up quietly before they answer."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from zoneinfo import ZoneInfo
+
+from ledger.eventlog import PAGE_SIZE_MAX, EventLog
+from ops.cli.options import Progress, add_quiet_argument, int_range, timezone
+from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
+from projections.state import Zones
+
+EPILOG = """\
+Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
+proj_recall, proj_recall_rounds, proj_refunds, proj_ggr, ...; see docs/projections.md).
+Each page of events is written with the views' positions (proj_tracking) in one
+transaction, so a crash or a second runner never counts an event twice.
+
+Examples:
+  ledger project                      # catch up (progress bar on stderr)
+  ledger project --rebuild            # empty the views and replay everything
+  ledger project --db postgresql://postgres@127.0.0.1:5432/ledger --json
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("project", help="bring the query views up to date (exactly once); --rebuild from scratch",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    p.add_argument("--rebuild", action="store_true", help="empty every view and replay from position 0")
+    p.add_argument("--page-size", type=int_range(1, PAGE_SIZE_MAX), default=PAGE_SIZE_DEFAULT, metavar="N",
+                   help=f"events per transaction (default {PAGE_SIZE_DEFAULT})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_quiet_argument(p)
+    p.set_defaults(func=run)
+
+
+def add_db_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
+
+
+def add_timezone_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
+                   help="the studio's time zone: days are gaming days there, by studio time; a round at a table "
+                   "configured with a time zone of its own uses the zone in force when it was played (default: LEDGER_TIMEZONE or UTC)")
+
+
+def gaming_day_zones(fallback: str) -> Zones:
+    """A round at a configured table has the time zone of the configuration it opened under
+    (kept by the views); `fallback` (--timezone) is every other round's."""
+    return Zones(ZoneInfo(fallback))
+
+
+@contextmanager
+def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
+               ledger_required: bool = True) -> Iterator[Projector]:
+    """A Projector on the store, caught up (quietly) unless told otherwise."""
+    log = EventLog.open(db_url, ledger_required=ledger_required)
+    projector = Projector(log, page_size=page_size)
+    try:
+        if catch_up:
+            projector.catch_up()
+        yield projector
+    finally:
+        projector.close()
+        log.close()
+
+
+def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
+    start = min(projector.positions.values(), default=0)
+    with Progress("project", quiet=quiet, done=start) as progress:
+        return projector.catch_up(lambda position, head: progress.update(position, head))
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    # A projector may start beside the first ingest: the store must exist, its ledger may come.
+    with open_views(args.db, catch_up=False, page_size=args.page_size, ledger_required=False) as projector:
+        if args.rebuild:
+            projector.rebuild()
+        result = catch_up_with_progress(projector, args.quiet)
+        positions = dict(projector.positions)
+    elapsed_s = time.monotonic() - started
+    summary = {"rebuilt": args.rebuild, "events": result.events, "pages": result.pages,
+               "rows_written": result.rows_written, "conflicts": result.conflicts, "positions": positions,
+               "elapsed_s": round(elapsed_s, 3), "finding": result.finding}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    elif not args.quiet:
+        rate = f", {result.events / elapsed_s:,.0f} events/s" if result.events and elapsed_s > 0 else ""
+        print(f"{'rebuilt' if args.rebuild else 'caught up'}: {result.events} events in {result.pages} pages "
+              f"({result.rows_written} rows written{rate}); views at position {max(positions.values(), default=0)}",
+              file=sys.stderr)
+    if result.finding:  # a store altered behind the ledger's back: the views stop short of it
+        print(f"ledger project: stopped: {result.finding}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,101 @@
+"""`ledger reconcile WALLET.csv`: match the operator's wallet transactions
+with the money movements the ledger expects (debit per stake and stake move,
+credit per payout, cancel per refund or settlement reversal), per
+gaming day and table: matched, missing in the wallet, missing in the ledger,
+duplicated, amount / player / currency differs, invalid wallet rows, repeated
+transaction ids. Exit status 1 when anything does not match, 2 when the wallet
+file or the store cannot be used."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from domain.money import format_minor
+from ledger.eventlog import EventLog
+from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones
+from ops.cli.errors import CliError, ErrorCode, check_input_file
+from ops.cli.options import int_range
+from projections import queries
+from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, read_wallet
+
+EPILOG = """\
+Wallet CSV columns: transaction_id,type,reference,player,amount_minor,currency,time
+(type debit|credit|cancel; references in docs/projections.md).
+
+Examples:
+  ledger simulate --tables 5 --rounds 20 --out feed.jsonl --wallet-out wallet.csv --wallet-discrepancies 4
+  ledger ingest feed.jsonl && ledger reconcile wallet.csv
+  ledger reconcile wallet.csv --json | jq .counts
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("reconcile", help="reconcile an operator wallet file with the ledger (exit 1 on discrepancies)",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("wallet", metavar="WALLET.csv", help="the operator's wallet transactions")
+    add_db_argument(p)
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.add_argument("--findings", type=int_range(0), default=50, metavar="N", help="list at most N findings (default 50)")
+    add_timezone_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_input_file(args.wallet)
+    try:
+        wallet = read_wallet(args.wallet)
+    except WalletEmpty as exc:
+        raise CliError(ErrorCode.INPUT_EMPTY, str(exc)) from None
+    except WalletFormatError as exc:
+        raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
+    if not wallet:  # a clerk who reconciles nothing has the wrong file
+        raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
+    log = EventLog.open(args.db)
+    try:
+        report = queries.reconcile_rows(log, wallet, gaming_day_zones(args.timezone))
+    finally:
+        log.close()
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        print_report(report, args.findings)
+    return 1 if report.discrepancies else 0
+
+
+SHORT = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
+         "duplicated": "duplicated", "amount_differs": "amount", "player_differs": "player",
+         "currency_differs": "currency", "invalid_row": "invalid", "repeated_transaction_id": "rep.txn"}
+SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id", "currency")
+AMOUNT_KEYS = {"ledger_amount_minor": "ledger", "wallet_amount_minor": "wallet"}
+
+
+def finding_text(f: dict[str, Any]) -> str:
+    """A finding's other fields, amounts as money with the currency (`ledger=1.00 EUR
+    wallet=4.34 EUR`, never minor units: --json keeps those)."""
+    money = f["category"] == "amount_differs"
+    parts = []
+    for k, v in f.items():
+        if k in SHOWN_APART:
+            continue
+        if k in AMOUNT_KEYS or (money and k in ("ledger", "wallet")):
+            parts.append(f"{AMOUNT_KEYS.get(k, k)}={format_minor(v, f.get('currency'))}")
+        else:
+            parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def print_report(report: queries.Reconciliation, findings_max: int) -> None:
+    print(f"{'day':<10}  {'table':<18}" + "".join(f"{SHORT[c]:>12}" for c in CATEGORIES))
+    for row in report.by_day_and_table:
+        print(f"{row['day']:<10}  {row['table_id']:<18}" + "".join(f"{row[c]:>12}" for c in CATEGORIES))
+    print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>12}" for c in CATEGORIES))
+    for f in report.findings[:findings_max]:
+        extra = finding_text(f)
+        print(f"  {f['category']:<23} {f.get('round', '-'):<16} {f['type']:<6} {f['reference']:<32} {extra}")
+    if len(report.findings) > findings_max:
+        print(f"  ... {len(report.findings) - findings_max} more (--findings N or --json)")
+    print("reconciled: no discrepancies" if not report.discrepancies else f"{report.discrepancies} discrepancies",
+          file=sys.stderr)

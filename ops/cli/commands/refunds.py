@@ -1,0 +1,55 @@
+"""`ledger refunds`: one line per refunded bet (round, table, game, cause, who
+voided, when, player, amount, the void's note) and totals by day and cause, from the `refunds` view."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from domain.money import format_minor
+from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
+from ops.cli.options import add_period_arguments, period_days
+from projections import queries
+
+EPILOG = """\
+Days are gaming days: the day of the void's studio time in the studio's zone
+(--timezone, UTC by default).
+
+Examples:
+  ledger refunds
+  ledger refunds --since 2024-03-01 --until 2024-04-01 --json
+  ledger refunds --totals
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("refunds", help="refunded bets with cause, who and when; totals by cause and day",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(p)
+    add_period_arguments(p, "refunds", days="gaming days", old_day_options=True)
+    p.add_argument("--totals", action="store_true", help="only the totals")
+    add_timezone_argument(p)
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    day_from, day_to = period_days(args)
+    with open_views(args.db) as views:
+        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals)
+    if args.json:
+        print(json.dumps(asdict(found), indent=2))
+        return 0
+    lines, totals = asdict(found)["refunds"], asdict(found)["totals"]
+    for r in lines:
+        print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
+              f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "
+              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {r['note']}" if r["note"] else ""))
+    if lines:
+        print()
+    print("day         cause                   refunds          amount")
+    for t in totals:
+        print(f"{t['day']}  {t['cause']:<22}  {t['refunds']:>7}  {format_minor(t['amount_minor'], t['currency']):>18}")
+    if not totals:
+        print("(no refunds)")
+    return 0

@@ -1,0 +1,46 @@
+"""`ledger rejections`: the append-only log of refused commands."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from domain.refusals import RefusalCode
+from ledger.eventlog import EventLog
+from ops.cli.options import int_range
+from projections import queries
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
+                       description="Every refused command is kept: command id, round, code, message, raw payload.")
+    p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    p.add_argument("--code", type=refusal_code, help="only this refusal code (docs/refusals.md)")
+    p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=run)
+
+
+def refusal_code(text: str) -> str:
+    """An argparse type: a code of the refusal catalogue (a typo would list nothing, silently)."""
+    if text not in {c.value for c in RefusalCode}:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a refusal code (see docs/refusals.md)")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    log = EventLog.open(args.db)
+    try:
+        rows = [asdict(r) for r in queries.rejections(log, args.code, limit=args.limit)]
+    finally:
+        log.close()
+    for r in rows:
+        if args.json:
+            print(json.dumps(r))
+        else:
+            where = f"{r['table_id']}#{r['round_no']}" if r["table_id"] else "-"
+            print(f"{r['id']:>6} {r['received_at'][:19]} {where:<20} {r['command_id'] or '-':<28} "
+                  f"{r['code']}: {r['message']}")
+    if not rows and not args.json:
+        print("no rejections")
+    return 0

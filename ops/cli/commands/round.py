@@ -1,0 +1,166 @@
+"""`ledger round show ID`: one round's events, cards, bets and settlement.
+`ledger round list`: rounds by status, table and studio time, from the `rounds` view."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+from typing import Any
+from uuid import UUID
+
+from domain.money import format_minor
+from domain.tableconfig import describe_settings
+from ledger.eventlog import EventLog
+from ledger.round import round_id_for
+from ops.cli.commands.project import add_db_argument, open_views
+from ops.cli.errors import usage
+from ops.cli.options import add_period_arguments, check_period, help_for, int_range
+from projections import queries
+from projections.rounds import LIST_LIMIT_MAX, STATUSES
+
+REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("round", help="look at one round")
+    rsub = p.add_subparsers(dest="round_command", metavar="ACTION")
+    show = rsub.add_parser("show", help="events, cards, bets and settlement of one round",
+                           description="ID is the round UUID or TABLE#ROUND_NO, e.g. bacc-1#12.")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    show.add_argument("--json", action="store_true", help="machine-readable JSON")
+    show.set_defaults(func=run_show)
+    listing = rsub.add_parser(
+        "list", help="rounds by status, table and studio time (one JSON object per line with --json)",
+        description=LIST_DESCRIPTION, epilog=LIST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    listing.add_argument("--status", choices=STATUSES, help="only rounds in this state now")
+    listing.add_argument("--table", metavar="T", help="only this table")
+    add_period_arguments(listing, "rounds opened (studio time)")
+    listing.add_argument("--limit", type=int_range(1, LIST_LIMIT_MAX), metavar="N",
+                         help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
+    add_db_argument(listing)
+    listing.add_argument("--json", action="store_true",
+                         help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
+    listing.set_defaults(func=run_list)
+    p.set_defaults(func=help_for(p))
+
+
+LIST_DESCRIPTION = """\
+Rounds in the order the studio opened them (studio time, then table and
+number), from the `rounds` view (caught up first). Status is where a round
+stands now: open, paused, settled, reversed (a settlement reversed, waiting
+for its void or resettlement) or voided. A void that arrived before its round
+opened has no table or number and is not listed (`ledger refunds` shows it)."""
+LIST_EPILOG = """\
+Examples:
+  ledger round list --status voided
+  ledger round list --table bacc-1 --since 2026-11-21 --until 2026-11-22
+  ledger round list --status open --json | jq -r .round
+"""
+
+def run_list(args: argparse.Namespace) -> int:
+    check_period(args)
+    with open_views(args.db) as views:
+        found = queries.round_list(views.db, status=args.status, table_id=args.table, since=args.since,
+                                   until=args.until, limit=args.limit)
+    listed = [asdict(r) for r in found.rounds]
+    if args.json:
+        sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
+        return 0
+    if not listed:
+        print("no rounds match", file=sys.stderr)
+        return 0
+    width = max(len(r["round"]) for r in listed)
+    cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
+    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
+          "round id")
+    for r in listed:
+        print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
+              f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
+    return 0
+
+
+def parse_ref(ref: str) -> UUID:
+    m = REF_RE.match(ref)
+    if m:
+        return round_id_for(m.group("table"), int(m.group("no")))
+    return UUID(ref)
+
+
+def as_money(value: Any, currency: str | None) -> Any:
+    """An event's fields for text: each `..._minor` field under the name without the
+    suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
+    --json keeps them."""
+    if isinstance(value, dict):
+        return {(k.removesuffix("_minor")): (format_minor(v, currency) if k.endswith("_minor") and type(v) is int
+                                             else as_money(v, currency))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_money(v, currency) for v in value]
+    return value
+
+
+def run_show(args: argparse.Namespace) -> int:
+    try:
+        round_uuid = parse_ref(args.id)
+    except ValueError:
+        raise usage(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO") from None
+    log = EventLog.open(args.db)
+    try:
+        detail = queries.round_detail(log, round_uuid, args.id)
+    finally:
+        log.close()
+    if detail is None:
+        print(f"no round {args.id} in the store", file=sys.stderr)
+        return 1
+    info = asdict(detail)
+    story = info["story"]
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    if story["tombstone"]:
+        return _print_tombstone(info, story)
+    print(f"round {info['table_id']}#{info['round_no']}  {info['round_id']}")
+    print(f"  {info['ruleset']}  {info['currency']}  shoe {info['shoe_id']} (round {info['round_in_shoe']})  "
+          f"phase {info['phase']}")
+    if info["table_config"]:
+        config = info["table_config"]
+        print(f"  at table configuration v{config['version']} ({config['hash'][:12]}): "
+              f"{describe_settings(config['settings'])}")
+    for b in info["bets"]:
+        print(f"  bet {b['bet_id']:<16} {b['player_id']:<12} {b['spot']:<10} {b['bet_type']:<14} "
+              f"{format_minor(b['stake_minor'])}")
+    print("  cards: " + " ".join(f"{c['card']}>{c['target']}" for c in info["cards"]))
+    for e in info["events"]:
+        extra = {k: v for k, v in e.items() if k not in ("version", "event", "command_id", "studio_time",
+                                                           "recorded_at", "postings", "results")}
+        print(f"  {e['version']:>3} {e['event']:<19} {e['command_id']:<28} "
+              f"{json.dumps(as_money(extra, info['currency']), default=str, ensure_ascii=False)[:120]}")
+    status = {st["settlement_no"]: st["status"] for st in story["settlements"]}
+    for s in info["settlements"]:
+        mark = "REVERSED, not in force" if status.get(s["settlement_no"]) == "reversed" else "in force"
+        print(f"  settlement {s['settlement_no']} ({mark}):")
+        for r in s["results"]:
+            print(f"    {r['bet_id']:<16} {r['outcome']:<9} staked {format_minor(r['staked_minor'])} "
+                  f"returned {format_minor(r['returned_minor'])}  {r['explanation']}")
+    _print_story(story, info["currency"])
+    return 0
+
+
+def _print_story(story: dict[str, Any], currency: str | None) -> None:
+    from projections.round_story import story_lines
+
+    print("what is in force:")
+    for line in story_lines(story, currency):
+        print(f"  {line}")
+
+
+def _print_tombstone(info: dict[str, Any], story: dict[str, Any]) -> int:
+    """A void that came before the round opened: no table, rules or cards, only the void."""
+    t = story["tombstone"]
+    name = f"{t['table_id']}#{t['round_no']}" if t["table_id"] else "(table and number not recorded)"
+    print(f"round {name}  {info['round_id']}  phase voided (before it opened)")
+    _print_story(story, None)
+    return 0

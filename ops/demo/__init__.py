@@ -1,0 +1,1 @@
+"""`ledger demo`: a simulated day through every part of the ledger, as a report."""
