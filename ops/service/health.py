@@ -51,6 +51,7 @@ class StoreHealth:
         self._stopping = False
         self._pool = ThreadPoolExecutor(max_workers=self.STUCK_MAX + 1, thread_name_prefix="store-health")
         self._running = 0
+        self._in_flight: set[asyncio.Future[int]] = set()
 
     @property
     def ready(self) -> bool:
@@ -67,6 +68,11 @@ class StoreHealth:
         if self._task is not None:
             self._task.cancel()
             await asyncio.wait({self._task}, timeout=self.interval_s + self.timeout_s + 1.0)
+        # A probe still reading must end before the store closes under it (closing a SQLite
+        # connection another thread is reading crashed a test process); bounded, as a probe is.
+        in_flight = {f for f in self._in_flight if not f.done()}
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=self.timeout_s)
         self._pool.shutdown(wait=False)
         closer = getattr(self.probe, "close", None)
         if closer is not None:
@@ -78,6 +84,7 @@ class StoreHealth:
             return self.status
         self._running += 1
         future = asyncio.get_running_loop().run_in_executor(self._pool, self.probe)
+        self._in_flight.add(future)
         future.add_done_callback(self._finished)
         try:
             position = await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
@@ -91,6 +98,7 @@ class StoreHealth:
 
     def _finished(self, future: asyncio.Future[int]) -> None:
         self._running -= 1
+        self._in_flight.discard(future)
         if not future.cancelled():
             future.exception()  # retrieved: a late failure of an abandoned probe is no "never retrieved" warning
 
