@@ -55,8 +55,8 @@ _R = TypeVar("_R")  # a stored row as one reader selects it (Notification or tup
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
 # Aggregate ids remembered as text, forgotten all at once when full: rounds in flight are
-# far fewer, and a long reader must not keep every round's id (100,000 of them held
-# ~17 MiB, growing with the rounds read; issue 9).
+# far fewer, and a long reader must not keep every round's id (its memory would grow with
+# the rounds read).
 ID_CACHE_MAX = 1_024
 SQLITE = "sqlite"
 POSTGRES = "postgres"
@@ -430,7 +430,7 @@ class EventLog:
         (`_state` inlined for the usual case)."""
         decoders, ids, direct, transcode, state_of = self._decoders, self._ids, self._direct, self._transcode, self._state
         out = []
-        with no_cyclic_gc():  # a page of records: ~2 us/event less on a typed read
+        with no_cyclic_gc():  # a page of records holds no cycles: a collection would only re-walk it
             for position, aggregate_id, version, topic, data in rows:
                 decoder = decoders.get(topic) or self._decoder(topic)
                 state = None

@@ -45,9 +45,8 @@ _Id = TypeVar("_Id", str, UUID)
 IN_LIST_MAX = 500  # ids per lookup query
 # Rows (events + index rows + rejections) up to which a PostgreSQL batch is written by one
 # call of the write function; above, by COPY. One statement saves the round trips of the
-# COPY path (each a wake-up of the server and of the writer: ~0.1 ms on a quiet machine,
-# often 1 ms or more on a busy one); unnest costs ~0.4 us per row more CPU than COPY
-# (micro-measured, ops/bench/live_bench.py).
+# COPY path (each wakes the server and the writer, dearer the busier the machine), while
+# unnest costs a little more CPU per row than COPY, so large batches go by COPY.
 ONE_STATEMENT_ROWS_MAX = 400
 KNOWN_COLUMNS = "command_id, payload_hash, status, code, round_id"
 WRITE_FUNCTION = "ledger_write_batch"  # a small batch's whole transaction, one statement (PostgreSQL)

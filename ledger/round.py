@@ -36,9 +36,9 @@ from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
 NAMESPACE = uuid5(NAMESPACE_URL, "https://casino-ledger/ids")
 # Ids memoised per name: a feed touches a table's current round (and shoe) command after
 # command, so the working set is a name per table with a round in flight. 1,024 serves a
-# studio of a thousand tables (a miss costs a uuid5, ~4.5 us, on every command once the
-# tables outnumber the memo) in about 1 KiB per name over the memos; more only held memory
-# that grew with the rounds ingested (issue 9: 4,096 per memo still added 3 MiB by 40x).
+# studio of a thousand tables (a miss costs a uuid5 on every command once the tables
+# outnumber the memo) in about 1 KiB per name over the memos; a larger memo only held
+# memory that grew with the rounds ingested.
 ID_MEMO_MAX = 1024
 HUMAN_ERROR = "human_error"
 LEDGER_ACTOR = "ledger"

@@ -170,7 +170,7 @@ class Projector:
             try:
                 # No cyclic collection while pages are folded and written: a page's records and
                 # rows hold no cycles (refcounting frees them), and each collection re-walked
-                # every row of the page in flight (~1 ms, several a page); what survives a page
+                # every row of the page in flight, several times a page; what survives a page
                 # is frozen after it (`_finish`).
                 with no_cyclic_gc() if self.gc_off_per_run else nullcontext():
                     self._catch_up(result, head, progress, max_pages, after_commit)

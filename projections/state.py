@@ -35,10 +35,9 @@ from projections.sql import Db, Table, select_sql
 # joined it) it becomes the old one and the old one is dropped (a row read again is moved
 # back to the young one). So while a page is folded the cache holds the last sealed page's
 # rows (as written: values, JSON as text) and the rows read since; rows of finished rounds
-# are never touched again, so the cache stays flat in the number of rounds (issue 9). A
-# count of every row ever written measured x1.9 the peak memory for 10x the rounds;
-# turning the generations only at page ends, x1.23 (two to three pages of rows as dicts);
-# this, x1.06 (README "Memory"). A dropped row is read back from the database.
+# are never touched again, so the cache stays flat in the number of rounds (keeping every
+# row ever written, or turning the generations only at page ends, let the peak memory grow
+# with the rounds: docs/benchmarks.md). A dropped row is read back from the database.
 CACHE_ROWS_YOUNG = 1_000
 # Keys of dropped rows, in a fixed-size bit set (two bits a key): while the cache was
 # complete (fresh views), a miss on a key that is not in it needs no database read. A
