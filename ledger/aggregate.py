@@ -80,8 +80,8 @@ class PendingEvents:
     `save` asks of every object it is given `isinstance(obj, DomainEventProtocol)` and then
     `isinstance(obj, CollectEventsProtocol)`; on Python 3.11 a runtime protocol check walks
     the protocol's class dictionaries on every call (typing._get_protocol_attrs, not cached
-    before 3.12): 22 us per aggregate, about a tenth of ingest's CPU with ~175 aggregates per
-    500-command batch. This object keeps the protocols `save` relies on (`id`, `version`,
+    before 3.12), a noticeable share of ingest's CPU with hundreds of aggregates per batch
+    (docs/architecture-library.md). This object keeps the protocols `save` relies on (`id`, `version`,
     `collect_events`) and collects from every aggregate, in order: the same events reach
     `EventStore.put` in the same order, at the cost of one check per batch. `save` keeps
     the objects it was given by id only to cache them when the repository does not

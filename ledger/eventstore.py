@@ -6,8 +6,8 @@ doing per event class what it did per event.
 recorder insert them, and then builds a `Recording` and a `Notification` (a frozen
 dataclass) per event for `save` to return and to pass to the application's notify hook,
 which does nothing unless overridden. The ledger's batches read neither (LedgerApp
-overrides no notify hook), and the two objects cost 1.3 us per event (micro-measured;
-the driver's own insert of a row is about 5 us on SQLite). So the ledger saves with
+overrides no notify hook), and the two objects cost a fair share of what the driver's own
+insert of a row costs (docs/architecture-library.md). So the ledger saves with
 `recordings=False`: the same mapping and the same insert, and no recordings (save
 returns an empty list). Without the keyword, `put` is the library's.
 

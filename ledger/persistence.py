@@ -235,8 +235,8 @@ def _bytes(statement: object) -> bytes:
 
 class EncodedArray(bytes):
     """A one-dimensional array already in PostgreSQL's binary form (array_send's), sent as
-    it is: psycopg's generic list dumper spent ~40 us per array finding the element type
-    and sizing dimensions, half a small batch's client CPU."""
+    it is: psycopg's generic list dumper finds the element type and sizes the dimensions
+    of every array again, a large share of a small batch's client CPU (docs/architecture-library.md)."""
 
     oid = 0
 
@@ -479,8 +479,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         """The whole transaction as ONE statement, its own transaction on the pool's autocommit
         connection: the write function (`write_function_statement`) inserts the rows that need
         no lock, runs the library's lock statements and NOTIFY, then inserts the events
-        `RETURNING` their ids. Eight pipelined statements (BEGIN .. COMMIT) cost the writer
-        ~310 us of CPU per one-command batch, one ~160 (ops/bench/live_batch.py, 26 November). A failing insert (a
+        `RETURNING` their ids. One statement costs the writer about half the CPU of the eight
+        pipelined ones it replaces (BEGIN .. COMMIT; ops/bench/live_batch.py). A failing insert (a
         command id or an aggregate version already stored) fails the statement: nothing of
         the batch is kept."""
         commands = rows.commands if rows is not None else ()

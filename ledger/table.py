@@ -7,7 +7,7 @@ its content hash; a configuration identical to the current one records
 nothing. A table never configured has no aggregate: its rounds play by the
 rule set's defaults and record exactly what they always did.
 
-Seats (issue 11 item 3, domain/seating.py): tables whose rule set keeps seats across
+Seats (domain/seating.py): tables whose rule set keeps seats across
 rounds (`seats_span_rounds`, `blackjack/live-8d` v2) also keep their seating here. Before
 a round takes a bet the ledger asks `check_bet`; when a round closes (settled or voided)
 for the first time, `round_closed` records `Table.SeatingChanged` with the whole seating

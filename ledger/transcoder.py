@@ -4,8 +4,7 @@ Stored events keep the library's exact form: compact JSON, keys in insertion ord
 non-ASCII unescaped, registered types as {"_type_": name, "_data_": ...}. For the
 plain values events hold (str, int, bool, None, lists, string-keyed dicts, and the
 registered types) orjson writes the same bytes as the library's `JSONTranscoder`
-and reads back the same values: writing takes half the time (2.3 against 5.0 us per
-ledger event), reading a fifth less (2.9 against 3.6 us). Anything outside that
+and reads back the same values, in less time both ways (docs/architecture-library.md). Anything outside that
 (floats, which orjson would write differently for NaN; big integers; other types)
 goes through the library's own code, so old rows and odd values read and write
 exactly as before. Selected with the library's TRANSCODER_TOPIC (ledger/store.py).

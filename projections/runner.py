@@ -250,7 +250,7 @@ class Projector:
         """Read the page from `start` and fold it into the cache; a page that does not decode or
         breaks a view's invariant (events swapped, edited or deleted in the store) is Unfoldable.
         Returns (events read, last position): the page's records are dropped here, so that they
-        are not alive while the next page is read (two pages of records at once, issue 9)."""
+        are not alive while the next page is read (two pages of records at once would double the reader's memory)."""
         try:
             page, read, last = self.log.page(start, self.page_size, self._kinds)
             if read:

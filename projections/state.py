@@ -202,7 +202,7 @@ def day_bounds(day_from: str | None, day_to: str | None, zone: tzinfo,
 
 def iso(timestamp: datetime) -> str:
     """A server timestamp as ISO 8601 UTC text. The last one is remembered: the events of
-    a ledger batch share their timestamp, and isoformat with an offset costs ~1 us."""
+    a ledger batch share their timestamp, and isoformat with an offset is not free."""
     global _last_iso
     if timestamp.tzinfo is not UTC:  # the library records UTC already: skip the conversion
         return timestamp.astimezone(UTC).isoformat()
@@ -495,8 +495,8 @@ _encode_chunks = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
 
 
 def _dump(value: Any) -> str | None:
-    """`json.dumps(value, separators=(",", ":"))`, the same text. orjson writes it in a
-    third of the time (0.9 against 1.9 us per event on a catch-up) whenever its bytes
+    """`json.dumps(value, separators=(",", ":"))`, the same text. orjson writes it faster
+    (docs/benchmarks.md) whenever its bytes
     need no escape (ASCII, no backslash, no DEL); anything else (non-ASCII text, which
     json escapes; integers beyond 64 bits; non-str keys) goes to the json encoder.
     Views hold no floats (money is integers), where orjson's exponent form would differ."""
