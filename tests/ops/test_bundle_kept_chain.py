@@ -161,3 +161,31 @@ def test_kept_chain_roots_match_a_tree_over_the_links(store: str) -> None:
     finally:
         db.close()
         log.close()
+
+
+def test_chain_kept_changed_is_refused_not_bundled(store: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A subtree root changed in the chain kept: the head's path no longer gives the head's
+    tree root, refused; a link hash changed while the roots are made again: the CLI says so
+    (exit 2), no traceback and no bundle."""
+    from ops.cli import main as cli
+
+    log = EventLog.open(store)
+    db = Db.for_store(log.backend)
+    try:
+        _kept(log, db, SPLIT, tmp_path / "kept" / "round.zip")
+        lo, hi = db.query(f"SELECT lo, hi FROM {chain_index.NODES.name} ORDER BY hi - lo DESC LIMIT 1")[0]
+        with db.transaction():
+            db.execute(f"UPDATE {chain_index.NODES.name} SET hash = ? WHERE lo = ? AND hi = ?", ("00" * 32, lo, hi))
+        with pytest.raises(BundleError, match="has root"):
+            _kept(log, db, SPLIT, tmp_path / "again" / "round.zip")
+        with db.transaction():
+            db.execute(f"DELETE FROM {chain_index.NODES.name}")
+            db.execute(f"UPDATE {chain_index.CHAIN.name} SET hash = ? WHERE seq = 5", ("11" * 32,))
+        out = tmp_path / "cli.zip"
+        capsys.readouterr()
+        assert cli(["replay", SPLIT, "--db", store, "--bundle", str(out)]) == 2
+        assert "does not match its head" in capsys.readouterr().err and not out.exists()
+    finally:
+        db.close()
+        log.close()
