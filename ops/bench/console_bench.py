@@ -135,22 +135,17 @@ def explain(db: Any, player: str) -> list[str]:
     return plan + ["-- the page's figures per round:"] + [r[0] for r in db.query("EXPLAIN " + figures, ids)]
 
 
-def uncached(url: str, s: dict[str, Any], times: int, chain_pages: bool) -> dict[str, float]:
+def uncached(url: str, times: int) -> dict[str, float]:
     """What the pages keep per store head, made again (the first page after new events pays
-    it), and the pages that read the whole chain (the proof, the bundle): medians in ms."""
-    from urllib.parse import quote
-
-    from fastapi.testclient import TestClient
-
+    it): medians in ms."""
     from ledger.eventlog import EventLog
     from ops.console.data import monitor_report
-    from ops.service.app import Settings, create_app
     from projections import queries
     from projections.sql import Db
 
     log = EventLog.open(url)
     db = Db.for_store(log.backend)
-    out: dict[str, list[float]] = {"monitor_tests": [], "ggr_all_days": [], "round_bundle": []}
+    out: dict[str, list[float]] = {"monitor_tests": [], "ggr_all_days": []}
     try:
         for _ in range(times):
             for name, work in (("monitor_tests", lambda: monitor_report(db)), ("ggr_all_days", lambda: queries.ggr(db))):
@@ -160,17 +155,6 @@ def uncached(url: str, s: dict[str, Any], times: int, chain_pages: bool) -> dict
     finally:
         db.close()
         log.close()
-    ref = quote(f"{s['settled'][0]}#{s['settled'][1]}", safe="")
-    if not chain_pages:
-        del out["round_bundle"]
-        return {name: round(statistics.median(t), 1) for name, t in out.items()}
-    with TestClient(create_app(Settings(db_url=url))) as client:
-        sign_in(client, _backoffice_key(url))
-        for _ in range(1):  # ops/bundle/build.py hashes the whole chain again: minutes at 1M events
-            for name, path in (("round_bundle", f"/ui/rounds/{ref}/bundle"),):
-                started = time.perf_counter()
-                assert client.get(path).status_code == 200
-                out[name].append((time.perf_counter() - started) * 1000)
     return {name: round(statistics.median(t), 1) for name, t in out.items()}
 
 
@@ -187,6 +171,7 @@ def pages(s: dict[str, Any]) -> dict[str, str]:
         "round_settled": f"/ui/rounds/{ref(s['settled'])}",
         "round_voided_step": f"/ui/rounds/{ref(s['voided'])}?step=2",
         "round_proof": f"/ui/rounds/{ref(s['settled'])}/proof",  # the chain kept in the store (made at warm-up)
+        "round_bundle": f"/ui/rounds/{ref(s['settled'])}/bundle",  # proved from the same chain kept
         "player": f"/ui/players/{quote(s['player'])}",
         "table": f"/ui/tables/{quote(s['table'])}",
         "monitor": "/ui/monitor",
@@ -203,7 +188,7 @@ def sign_in(client: Any, key: str) -> Any:
     return client.post("/ui/", data={"key": key, "csrf": token}, follow_redirects=False)
 
 
-def measure(url: str, repeat: int, chain_pages: bool) -> dict[str, Any]:
+def measure(url: str, repeat: int) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
     from ops.service.app import Settings, create_app
@@ -225,7 +210,7 @@ def measure(url: str, repeat: int, chain_pages: bool) -> dict[str, Any]:
                for name, t in times.items()}
     search = search_times(url, s["player"], repeat)
     print(json.dumps({"pages": figures}), file=sys.stderr)
-    return {"pages": figures, "uncached_median_ms": uncached(url, s, 3, chain_pages), "search_by_player_query": {"median_ms": round(statistics.median(search), 2),
+    return {"pages": figures, "uncached_median_ms": uncached(url, 3), "search_by_player_query": {"median_ms": round(statistics.median(search), 2),
                                                           "p95_ms": round(_p95(search), 2)},
             "search_plan": s["plan"], "samples": {k: str(v) for k, v in s.items() if k != "plan"}}
 
@@ -242,13 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--repeat", type=int, default=40)
     p.add_argument("--prepare-only", action="store_true")
-    p.add_argument("--chain-pages", action="store_true",
-                   help="also time the bundle once (it hashes the whole chain: minutes at 1M)")
     args = p.parse_args(argv)
     url = prepare(args.pg, args.name, args.events)
     if args.prepare_only:
         return 0
-    result = measure(url, args.repeat, args.chain_pages)
+    result = measure(url, args.repeat)
     result["events"] = _head(url)
     worst = max(f["p95_ms"] for f in result["pages"].values())
     search = result["search_by_player_query"]["p95_ms"]

@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.eventlog import EventLog
-from projections.audit import FORMAT, Link, TreeBuilder, chain, path_ranges
+from projections import chain_index
+from projections.audit import FORMAT, Link, TreeBuilder, chain, path_ranges, root_from_path
 from projections.replay_page import render_html
+from projections.sql import Db
 
 VERIFIER = Path(__file__).with_name("verify.py")
 README = """\
@@ -52,9 +54,11 @@ class BundleError(Exception):
 
 
 def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
-                 manifest_path: str | Path | None = None) -> str:
+                 manifest_path: str | Path | None = None, views: Db | None = None) -> str:
     """Write the bundle of the round `document` describes (a whole-round replay
-    document with its proof); return a one-line summary."""
+    document with its proof); return a one-line summary. With `views`, the proof is read
+    from the audit chain kept there (projections/chain_index.py, extended here first): a
+    few indexed reads whatever the store's size; without, one pass over the chain."""
     if document.get("at") is not None:
         raise BundleError("a bundle holds the whole round: drop --at")
     seqs = sorted(p["seq"] for p in document["proof"]["events"].values())
@@ -63,15 +67,16 @@ def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
     if seqs[-1] > size:
         raise BundleError(f"the round has events after the manifest's head (seq {size}): "
                           "anchor it to a later export")
-    links, tree, head = _prove(log, set(seqs), size)
+    positions = {int(p) for p in document["proof"]["events"]}
+    links, nodes, head, root = _kept(log, views, positions, size) if views else _prove(log, set(seqs), size)
     if head is None or head.hash != manifest["head_hash"]:
         raise BundleError(f"the store's chain at seq {size} hashes to {head.hash if head else None}, not "
                           f"the manifest's head_hash {manifest['head_hash']}: the store or the manifest changed")
-    if tree.root() != manifest["tree_root"]:
-        raise BundleError(f"the store's tree over seq 1..{size} has root {tree.root()}, not the manifest's "
+    if root != manifest["tree_root"]:
+        raise BundleError(f"the store's tree over seq 1..{size} has root {root}, not the manifest's "
                           f"tree_root {manifest['tree_root']}: the store or the manifest changed")
     proof = {"tree": "RFC 9162 section 2.1 (SHA-256) over the audit chain's link hashes: leaf i = link seq i + 1",
-             "size": size, "nodes": tree.finish()}
+             "size": size, "nodes": nodes}
     files = {
         "README.txt": README.format(round=document["round"], round_id=document["round_id"], name=Path(path).name,
                                     made_at=_now(), head_hash=manifest["head_hash"], tree_root=manifest["tree_root"],
@@ -115,7 +120,20 @@ def _anchor(proof: dict[str, Any], manifest_path: str | Path | None) -> tuple[by
     return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(), manifest
 
 
-def _prove(log: EventLog, seqs: set[int], size: int) -> tuple[list[Link], TreeBuilder, Link | None]:
+def _kept(log: EventLog, views: Db, positions: set[int], size: int) -> tuple[list[Link], dict[str, str], Link | None,
+                                                                            str | None]:
+    """What `_prove` gives, from the chain kept in the views (the tree's root at `size`
+    is proved by the head link's own path, as the verifier does)."""
+    try:
+        chain_index.extend(log, views)
+        links, nodes, head = chain_index.prove(log, views, positions, size)
+    except ValueError as exc:
+        raise BundleError(str(exc)) from None
+    root = root_from_path(head.seq - 1, size, head.hash, nodes) if head else None
+    return links, nodes, head, root
+
+
+def _prove(log: EventLog, seqs: set[int], size: int) -> tuple[list[Link], dict[str, str], Link | None, str | None]:
     """One pass over the chain from genesis to seq `size` (the hashes depend on all before): the
     round's links, the tree over every link with the sibling roots that prove the round's links
     and the head link kept, and the head link. Memory: the round's links and O(log size) hashes."""
@@ -128,7 +146,7 @@ def _prove(log: EventLog, seqs: set[int], size: int) -> tuple[list[Link], TreeBu
         if link.seq in seqs:
             links.append(link)
         head = link
-    return links, tree, head
+    return links, tree.finish(), head, tree.root() if head else None
 
 
 def _lines(links: Any) -> bytes:

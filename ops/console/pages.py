@@ -7,6 +7,7 @@ thread pool)."""
 from __future__ import annotations
 
 import io
+import json
 import secrets
 import tempfile
 import threading
@@ -260,13 +261,17 @@ def round_proof(request: Request, ref: str, session: UI) -> Response:
 
 @router.get("/rounds/{ref}/bundle")
 def round_bundle(request: Request, ref: str, session: UI) -> Response:
+    """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
     from ops.bundle.build import BundleError, write_bundle
+    from projections import chain_index
 
-    doc = _document(request, ref, with_proof=True)
+    doc = _document(request, ref)
     name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"
-    with tempfile.TemporaryDirectory() as tmp:
+    with _views(request) as db, tempfile.TemporaryDirectory() as tmp:
+        chain_index.extend(request.app.state.reader, db)
+        doc["proof"] = json.loads(json.dumps(chain_index.proof(db, {step["position"] for step in doc["steps"]})))
         try:
-            write_bundle(Path(tmp) / name, request.app.state.reader, doc)
+            write_bundle(Path(tmp) / name, request.app.state.reader, doc, views=db)
         except BundleError as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()

@@ -16,6 +16,7 @@ from ops.cli.options import int_range
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
+    from projections.sql import Db
 
 EPILOG = """\
 ROUND is the round's UUID or TABLE#ROUND_NO (e.g. bacc-1#12).
@@ -87,9 +88,11 @@ def run(args: argparse.Namespace) -> int:
     replay = recompute(events)
     replay.findings.extend(table_config_findings(events, log.table_history))
     wants_proof = args.proof or args.html or args.bundle
+    if args.bundle:
+        return _bundle(args, log, round_id, events, replay)
     proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
     document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
-    if args.html or args.bundle:
+    if args.html:
         return _write_files(args, log, document)
     if args.json:
         print(json.dumps(document, indent=2, default=str))
@@ -98,7 +101,26 @@ def run(args: argparse.Namespace) -> int:
     return 1 if replay.findings else 0
 
 
-def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, Any]) -> int:
+def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list[Record], replay: Any) -> int:
+    """--bundle: the proof from the audit chain kept in the store (projections/chain_index.py,
+    extended first), so the bundle costs the same at any store size."""
+    from projections import chain_index, replay_view
+    from projections.sql import Db
+
+    views = Db.for_store(log.backend)
+    try:
+        try:
+            chain_index.extend(log, views)
+        except ValueError as exc:  # the chain kept disagrees with its own head: say so, do not bundle
+            raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None
+        proof = chain_index.proof(views, {e.position for e in events})
+        document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
+        return _write_files(args, log, document, views)
+    finally:
+        views.close()
+
+
+def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, Any], views: Db | None = None) -> int:
     """--html and --bundle: the dispute page and the self-verifying bundle (ops/bundle/build.py)."""
     from ops.bundle.build import BundleError, write_bundle
     from projections.replay_page import render_html
@@ -109,7 +131,7 @@ def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, An
                 f.write(render_html(document))
             print(f"wrote {args.html}", file=sys.stderr)
         if args.bundle:
-            summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest)
+            summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest, views=views)
             print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
     except BundleError as exc:
         raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None
