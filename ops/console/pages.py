@@ -250,29 +250,38 @@ def round_page(request: Request, ref: str, session: UI,
 def round_proof(request: Request, ref: str, session: UI) -> Response:
     """The round's events in the audit chain, from the chain kept in the store (projections/
     chain_index.py: extended by the events recorded since the last page that asked)."""
-    from projections import chain_index
 
     doc = _document(request, ref)
     with _views(request) as db:
-        chain_index.extend(request.app.state.reader, db)
-        doc["proof"] = chain_index.proof(db, {step["position"] for step in doc["steps"]})
+        doc["proof"] = _kept_proof(request, db, doc)
     return _page(request, "proof.html", session, doc=doc, ref=ref)
+
+
+def _kept_proof(request: Request, db: Any, doc: dict[str, Any], as_json: bool = False) -> dict[str, Any]:
+    """The round's proof from the chain kept in the store, extended first; a kept chain that
+    disagrees with the store (or with its own head) is a finding to show, not a crash."""
+    from projections import chain_index
+
+    try:
+        chain_index.extend(request.app.state.reader, db)
+        proof: dict[str, Any] = chain_index.proof(db, {s["position"] for s in doc["steps"]})
+    except ValueError as exc:
+        raise HTTPException(409, f"the audit chain kept in the store cannot prove this round: {exc}") from None
+    return json.loads(json.dumps(proof)) if as_json else proof  # the bundle's document: keys as text
 
 
 @router.get("/rounds/{ref}/bundle")
 def round_bundle(request: Request, ref: str, session: UI) -> Response:
     """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
     from ops.bundle.build import BundleError, write_bundle
-    from projections import chain_index
 
     doc = _document(request, ref)
     name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"
     with _views(request) as db, tempfile.TemporaryDirectory() as tmp:
-        chain_index.extend(request.app.state.reader, db)
-        doc["proof"] = json.loads(json.dumps(chain_index.proof(db, {step["position"] for step in doc["steps"]})))
+        doc["proof"] = _kept_proof(request, db, doc, as_json=True)
         try:
             write_bundle(Path(tmp) / name, request.app.state.reader, doc, views=db)
-        except BundleError as exc:
+        except (BundleError, ValueError) as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()
     return Response(body, media_type="application/zip",
