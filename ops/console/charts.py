@@ -83,13 +83,14 @@ def bar_chart(title: str, desc: str, labels: Sequence[str], values: Sequence[int
 
 def band_chart(title: str, desc: str, labels: Sequence[str], observed: Sequence[int], expected: Sequence[int],
                band: Sequence[int], texts: Sequence[tuple[str, ...]], headers: tuple[str, ...],
-               unit: int = 1_000_000) -> Chart:
+               unit: int = 1_000_000, floor: int | None = None) -> Chart:
     """A line of observed values against the expected line and its band (expected ± band),
-    e.g. return per unit staked in parts per million."""
+    e.g. return per unit staked in parts per million; the band cut at `floor` when given
+    (a rate is never below zero)."""
     chart = Chart(title, desc, headers, [tuple(t) for t in texts])
     if not observed:
         return chart
-    lows = [e - b for e, b in zip(expected, band)]
+    lows = [e - b if floor is None else max(e - b, floor) for e, b in zip(expected, band)]
     highs = [e + b for e, b in zip(expected, band)]
     lo, hi = min(*lows, *observed), max(*highs, *observed)
     n = len(observed)

@@ -8,8 +8,9 @@ service, as the command line and the JSON API do.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 from domain.errors import require
@@ -19,6 +20,13 @@ from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
 from projections.monitor import deal_rows, monitor_rows, ops_rows
+from projections.monitor_deal import (
+    NOT_PLAYED_OUT,
+    UP_CLASSES,
+    dealer_key,
+    dealer_outcome_probabilities,
+    up_card_probability,
+)
 from projections.recall import RECALL
 from projections.rounds import ROUNDS, STATUSES
 from projections.sql import Db
@@ -198,7 +206,6 @@ def _ppm(value: Any) -> int:
 
 def _isqrt_fraction(value: Any) -> Any:
     """The square root of a non-negative Fraction, to a millionth of a minor unit (exact integers)."""
-    from fractions import Fraction
     from math import isqrt
 
     scale = 10**6
@@ -211,19 +218,26 @@ class MonitorReport:
     findings: list[Any]
     untested: list[Any]
     rtp_rows: list[dict[str, Any]]
+    deal_rows: list[dict[str, Any]] = field(default_factory=list)
+    ops_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def monitor_report(db: Db) -> MonitorReport:
     """Every test of `ledger monitor` over all days, and the tables it could not test."""
     rtp_rows, ops, deals = monitor_rows(db), ops_rows(db), deal_rows(db)
     findings = evaluate(rtp_rows, ops, deals=deals)
-    return MonitorReport(findings, untested_tables(rtp_rows, deals, ops, findings), rtp_rows)
+    return MonitorReport(findings, untested_tables(rtp_rows, deals, ops, findings), rtp_rows, deals, ops)
 
 
 def rows_of_finding(report: MonitorReport, finding: Any) -> list[dict[str, Any]]:
-    """The monitor rows behind an RTP finding (empty for the deal and operations tests)."""
+    """The view rows behind a finding: the RTP rows of an RTP test, the deal rows of an
+    `up_card` or `dealer_bust` test, every dealer's operations rows for a rate test (the
+    dealer is tested against the others)."""
+    if finding.level in OPS_LEVELS:
+        return report.ops_rows
+    rows = report.deal_rows if finding.level in DEAL_LEVELS else report.rtp_rows
     out = []
-    for r in report.rtp_rows:
+    for r in rows:
         if finding.table_id is not None and r["table_id"] != finding.table_id:
             continue
         if finding.dealer_id is not None and r["dealer_id"] != finding.dealer_id:
@@ -231,6 +245,83 @@ def rows_of_finding(report: MonitorReport, finding: Any) -> list[dict[str, Any]]
         if finding.bet_type is not None and f"{r['ruleset_id']}/{r['bet_type']}" != finding.bet_type:
             continue
         out.append(r)
+    return out
+
+
+DEAL_LEVELS = ("up_card", "dealer_bust")
+OPS_LEVELS = {"void_rate": "voided", "human_error_rate": "human_errors"}  # the test -> its count's column
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """An observed rate against the test's expected rate and a band of three standard
+    deviations of the observed rate around it (all in parts per million: a chart's y)."""
+
+    label: str
+    count: int
+    trials: int
+    observed_ppm: int
+    expected_ppm: int
+    band_ppm: int
+
+
+class _Tally:
+    """Independent indicators: how many, how many hit, and the sum of p and of p(1 - p)."""
+
+    def __init__(self) -> None:
+        self.trials, self.hits = 0, 0
+        self.expected, self.variance = Fraction(0), Fraction(0)
+
+    def add(self, trials: int, hits: int, p: Fraction) -> None:
+        self.trials += trials
+        self.hits += hits
+        self.expected += p * trials
+        self.variance += p * (1 - p) * trials
+
+    def point(self, label: str) -> RatePoint:
+        n = self.trials
+        return RatePoint(label, self.hits, n, _ppm(Fraction(self.hits, n)), _ppm(self.expected / n),
+                         _ppm(3 * _isqrt_fraction(self.variance) / n))
+
+
+def deal_points(rows: list[dict[str, Any]], level: str) -> list[RatePoint]:
+    """Per up card, from deal rows: for `up_card` the share of rounds dealt that up card against
+    the shoe's composition; for `dealer_bust` the dealer's bust rate after that up card against
+    its exact probability (rule sets with exact dealer math, rounds played out), as the
+    monitor's deal tests count them (ops/gamemath/monitor_stats.py `deal_groups`)."""
+    tallies = {up: _Tally() for up in UP_CLASSES}
+    if level == "up_card":
+        total, dealt = sum(r["rounds"] for r in rows), dict.fromkeys(UP_CLASSES, 0)
+        for r in rows:
+            dealt[r["up"]] += r["rounds"]
+        for up, t in tallies.items():
+            t.add(total, dealt[up], up_card_probability(up))
+    for r in rows if level == "dealer_bust" else ():
+        key = dealer_key(r["ruleset_id"], r["ruleset_version"])
+        probs = dealer_outcome_probabilities(*key) if key is not None else None
+        if probs is not None and r["outcome"] != NOT_PLAYED_OUT:
+            n = r["rounds"]
+            tallies[r["up"]].add(n, n if r["outcome"] == "bust" else 0, probs[r["up"]]["bust"])
+    return [t.point(up) for up, t in tallies.items() if t.trials and t.variance]
+
+
+def rate_points(rows: list[dict[str, Any]], level: str) -> list[RatePoint]:
+    """Per dealer, from operations rows: the dealer's rate of voided rounds (`void_rate`) or of
+    rounds with a human error (`human_error_rate`) against the rest of the studio's rate, as
+    the test takes it (Laplace-smoothed: ops/gamemath/monitor_stats.py `ops_findings`)."""
+    column = OPS_LEVELS[level]
+    per: dict[str, list[int]] = {}
+    for r in rows:
+        c = per.setdefault(r["dealer_id"], [0, 0])
+        c[0] += r["rounds"]
+        c[1] += r[column]
+    rounds, count = sum(c[0] for c in per.values()), sum(c[1] for c in per.values())
+    out = []
+    for dealer, (n, k) in sorted(per.items()):
+        if n:
+            t = _Tally()
+            t.add(n, k, Fraction(count - k + 1, rounds - n + 2))
+            out.append(t.point(dealer))
     return out
 
 

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Coroutine
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -311,10 +311,12 @@ def table_page(request: Request, table: str, session: UI) -> Response:
         report = reads.figures("monitor", lambda: data.monitor_report(db))
         recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
     monitor = [r for r in report.rtp_rows if r["table_id"] == table]
+    deals = [r for r in report.deal_rows if r["table_id"] == table]
     if not (facts.configs or ggr or recent):
         raise HTTPException(404, f"no table {table} in the store")
     return _page(request, "table.html", session, table=table, facts=facts, recent=recent,
-                 ggr_chart=ggr_chart(table, ggr), rtp_chart=rtp_chart(f"Return at {table}", monitor))
+                 ggr_chart=ggr_chart(table, ggr), rtp_chart=rtp_chart(f"Return at {table}", monitor),
+                 deal_charts=[deal_chart(level, f"table {table}", deals) for level in data.DEAL_LEVELS])
 
 
 def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
@@ -342,6 +344,52 @@ def rtp_chart(title: str, rows: list[dict[str, Any]]) -> Any:
                       ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"))
 
 
+_DEAL_TEXTS = {
+    "up_card": ("Up cards at {who}", "Share of rounds dealt each dealer up card against the shoe's composition "
+                "(1/13 a rank, 4/13 ten-value cards), with a band of three standard deviations; the test counts "
+                "aces and ten-value cards together.", "Share of rounds"),
+    "dealer_bust": ("Dealer busts by up card at {who}", "The dealer's bust rate after each up card against its exact "
+                    "probability under the table's rules, with a band of three standard deviations (rounds in "
+                    "which the dealer played out).", "Bust rate"),
+}
+_RATE_TEXTS = {"void_rate": "Voided rounds", "human_error_rate": "Rounds with a human error"}
+
+
+def deal_chart(level: str, who: str, rows: list[dict[str, Any]]) -> Any:
+    title, desc, what = _DEAL_TEXTS[level]
+    return _rate_chart(title.format(who=who), desc, data.deal_points(rows, level),
+                       ("Up card", what, "Expected", "Band (3 sd)", "Rounds"))
+
+
+def ops_chart(level: str, rows: list[dict[str, Any]], dealer: str | None) -> Any:
+    """Every dealer's rate, so the tested one (marked) is seen among the others."""
+    what = _RATE_TEXTS[level]
+    points = [replace(p, label=f"{p.label} (this test)") if p.label == dealer else p
+              for p in data.rate_points(rows, level)]
+    return _rate_chart(f"{what} per dealer", f"{what} per dealer (each a point) against the rate of the rest of "
+                       "the studio as the test takes it (smoothed), with a band of three standard deviations for "
+                       "that dealer's number of rounds.", points,
+                       ("Dealer", "Rate", "Rest of the studio (smoothed)", "Band (3 sd)", "Rounds"))
+
+
+def _rate_chart(title: str, desc: str, points: list[data.RatePoint], headers: tuple[str, ...]) -> Any:
+    return band_chart(title, desc, [p.label for p in points], [p.observed_ppm for p in points],
+                      [p.expected_ppm for p in points], [p.band_ppm for p in points],
+                      [(p.label, percent(p.observed_ppm), percent(p.expected_ppm),
+                        f"{percent(max(p.expected_ppm - p.band_ppm, 0))} .. {percent(p.expected_ppm + p.band_ppm)}",
+                        f"{p.count} of {p.trials}") for p in points], headers, floor=0)
+
+
+def finding_chart(report: data.MonitorReport, f: Any) -> Any:
+    """The chart of one monitor test, from the view rows behind it."""
+    rows = data.rows_of_finding(report, f)
+    if f.level in data.DEAL_LEVELS:
+        return deal_chart(f.level, _finding_who(f), rows)
+    if f.level in data.OPS_LEVELS:
+        return ops_chart(f.level, rows, f.dealer_id)
+    return rtp_chart(_finding_title(f), rows)
+
+
 # ------------------------------------------------------------------ monitor, rejections
 @router.get("/monitor")
 def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
@@ -349,9 +397,8 @@ def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
     with reads.views(request) as db:
         report = reads.figures("monitor", lambda: data.monitor_report(db))
     shown = [f for f in report.findings if all or f.flagged]
-    charts = reads.figures(f"monitor-charts-{all}", lambda: {
-        _finding_key(f): rtp_chart(_finding_title(f), data.rows_of_finding(report, f))
-        for f in shown if f.level in ("table", "dealer", "bet_type", "table_bet_type")})
+    charts = reads.figures(f"monitor-charts-{all}", lambda: {_finding_key(f): finding_chart(report, f)
+                                                            for f in shown})
     return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
                  untested=report.untested, show_all=all)
@@ -361,10 +408,14 @@ def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
     return (f.level, f.table_id, f.dealer_id, f.bet_type)
 
 
-def _finding_title(f: Any) -> str:
+def _finding_who(f: Any) -> str:
     who = " ".join(x for x in (f.table_id and f"table {f.table_id}", f.dealer_id and f"dealer {f.dealer_id}",
                                f.bet_type and f"bet type {f.bet_type}") if x)
-    return f"Return of {who or 'the studio'}"
+    return who or "the studio"
+
+
+def _finding_title(f: Any) -> str:
+    return f"Return of {_finding_who(f)}"
 
 
 @router.get("/rejections")
