@@ -57,8 +57,8 @@ from ledger.commands import (
 from ledger.library.aggregate import LedgerAggregate, PendingEvents, Stamp
 from ledger.library.eventstore import LedgerEventStore, LedgerMapper
 from ledger.library.recorders import CommandRow, KnownCommand, LedgerRows, RejectionRow, VersionRead
+from ledger.partitions import can_fork, ingest_partitioned, partitioned_batches
 from ledger.round import Round, round_id_for, round_text_for
-from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.startup import tables_created_alone
 from ledger.table import Table, table_id_for
@@ -207,10 +207,10 @@ class LedgerApp(Application[UUID]):
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
         batch commits (progress). `workers` > 1 splits the tables over that many processes
-        (ledger/shards.py; per table the order is the feed's). Results in feed order."""
+        (ledger/partitions.py; per table the order is the feed's). Results in feed order."""
         if workers > 1 and can_fork():
             require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
-            return ingest_sharded(self, raws, batch_size, workers, on_batch)
+            return ingest_partitioned(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
         for batch_results in self.ingest_batches(raws, batch_size):
             results.extend(batch_results)
@@ -224,7 +224,7 @@ class LedgerApp(Application[UUID]):
         the feed. With workers > 1, in commit order (per table, the feed's order)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
         if workers > 1 and can_fork():
-            for _, batch_results in sharded_batches(self, raws, batch_size, workers):
+            for _, batch_results in partitioned_batches(self, raws, batch_size, workers):
                 yield batch_results
             return
         with collector_spared() as after_batch:

@@ -54,7 +54,7 @@ from ledger.library.recorders import (
     REJECTION_TYPES,
     REJECTIONS_TABLE,
 )
-from ledger.shards import default_workers
+from ledger.partitions import default_workers
 from ledger.store import env_for, open_app
 from ops.sim.simulator import simulate
 
