@@ -36,7 +36,6 @@ from domain.ruleset import BetLimit
 from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
 from ledger import logging as ledger_logging
-from ledger.aggregate import LedgerAggregate, PendingEvents, Stamp
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
     CloseBetting,
@@ -55,10 +54,11 @@ from ledger.commands import (
     is_command,
     parse_command,
 )
-from ledger.eventstore import LedgerEventStore, LedgerMapper
-from ledger.persistence import CommandRow, KnownCommand, LedgerRows, RejectionRow, VersionRead
+from ledger.library.aggregate import LedgerAggregate, PendingEvents, Stamp
+from ledger.library.eventstore import LedgerEventStore, LedgerMapper
+from ledger.library.recorders import CommandRow, KnownCommand, LedgerRows, RejectionRow, VersionRead
+from ledger.partitions import can_fork, ingest_partitioned, partitioned_batches
 from ledger.round import Round, round_id_for, round_text_for
-from ledger.shards import can_fork, ingest_sharded, sharded_batches
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.startup import tables_created_alone
 from ledger.table import Table, table_id_for
@@ -153,7 +153,7 @@ def _number(data: dict[str, object], key: str) -> int | None:
 
 @runtime_checkable
 class LedgerRecorder(Protocol):
-    """What the application reads from ledger/persistence.py's recorders, beside events."""
+    """What the application reads from ledger/library/recorders.py's recorders, beside events."""
 
     def select_commands(self, command_ids: Sequence[str]) -> dict[str, KnownCommand]: ...
 
@@ -184,11 +184,11 @@ class LedgerApp(Application[UUID]):
         self.shoes_in_use = ShoesInUse(int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0))
 
     def construct_mapper(self) -> Mapper[UUID]:
-        """The library's mapper, with its per-event work done once per event class (ledger/eventstore.py)."""
+        """The library's mapper, with its per-event work done once per event class (ledger/library/eventstore.py)."""
         return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=LedgerMapper)
 
     def construct_event_store(self) -> EventStore[UUID]:
-        """The library's event store, which can skip the per-event recordings (ledger/eventstore.py)."""
+        """The library's event store, which can skip the per-event recordings (ledger/library/eventstore.py)."""
         return LedgerEventStore(mapper=self.mapper, recorder=self.recorder)
 
     def construct_recorder(self) -> ApplicationRecorder:
@@ -207,10 +207,10 @@ class LedgerApp(Application[UUID]):
     ) -> list[Result]:
         """Apply commands in batches of `batch_size`; `on_batch(results)` is called as each
         batch commits (progress). `workers` > 1 splits the tables over that many processes
-        (ledger/shards.py; per table the order is the feed's). Results in feed order."""
+        (ledger/partitions.py; per table the order is the feed's). Results in feed order."""
         if workers > 1 and can_fork():
             require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
-            return ingest_sharded(self, raws, batch_size, workers, on_batch)
+            return ingest_partitioned(self, raws, batch_size, workers, on_batch)
         results: list[Result] = []
         for batch_results in self.ingest_batches(raws, batch_size):
             results.extend(batch_results)
@@ -224,7 +224,7 @@ class LedgerApp(Application[UUID]):
         the feed. With workers > 1, in commit order (per table, the feed's order)."""
         require(1 <= batch_size <= BATCH_SIZE_MAX, f"batch_size must be 1..{BATCH_SIZE_MAX}, got {batch_size}")
         if workers > 1 and can_fork():
-            for _, batch_results in sharded_batches(self, raws, batch_size, workers):
+            for _, batch_results in partitioned_batches(self, raws, batch_size, workers):
                 yield batch_results
             return
         with collector_spared() as after_batch:
@@ -476,7 +476,7 @@ class UnitOfWork:
 
     def save(self) -> None:
         """The batch's events, command-index rows and rejection rows in ONE transaction:
-        `Application.save` hands `ledger_rows` to the recorder's insert (ledger/persistence.py).
+        `Application.save` hands `ledger_rows` to the recorder's insert (ledger/library/recorders.py).
         Then the aggregates go to the cache as they are (the library caches only on
         reads when it fast-forwards), so the next batch is checked with no store read;
         if the write fails, `run_batch` evicts them."""

@@ -1,7 +1,7 @@
 """What a batch of feed commands gives back (`Result`), how a feed is cut into batches,
 and how the cyclic collector is spared while batches run.
 
-Shared by the application (ledger/app.py) and the ingest workers (ledger/shards.py),
+Shared by the application (ledger/app.py) and the ingest workers (ledger/partitions.py),
 which therefore do not import each other.
 """
 from __future__ import annotations

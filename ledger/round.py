@@ -30,7 +30,7 @@ from domain.money import house_account, player_account, round_account
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from domain.tableconfig import TableSettings, effective_rules
-from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
+from ledger.library.aggregate import LedgerAggregate, LedgerEvent, Stamp
 
 # Fixed forever: round and shoe ids are derived from it (docs/events.md).
 NAMESPACE = uuid5(NAMESPACE_URL, "https://casino-ledger/ids")

@@ -18,7 +18,7 @@ from uuid import UUID, uuid5
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
-from ledger.aggregate import LedgerAggregate, LedgerEvent, Stamp
+from ledger.library.aggregate import LedgerAggregate, LedgerEvent, Stamp
 from ledger.round import ID_MEMO_MAX, NAMESPACE
 
 ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds

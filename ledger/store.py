@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     import psycopg
 
 DEFAULT_DB_URL = "sqlite:///./casino-ledger.db"
-SQLITE_RECORDER = "ledger.persistence:LedgerSQLiteRecorder"
-POSTGRES_RECORDER = "ledger.persistence:LedgerPostgresRecorder"
-TRANSCODER = "ledger.transcoder:OrjsonTranscoder"
+SQLITE_RECORDER = "ledger.library.recorders:LedgerSQLiteRecorder"
+POSTGRES_RECORDER = "ledger.library.recorders:LedgerPostgresRecorder"
+TRANSCODER = "ledger.library.transcoder:OrjsonTranscoder"
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 SQLITE_EVENTS_TABLE = "stored_events"  # the library's names for the events table: its presence marks a ledger
 PG_EVENTS_TABLE = f"{LedgerApp.name.lower()}_events"  # the PostgreSQL factory prefixes the application's name

@@ -45,8 +45,8 @@ from typing import Any
 
 from domain.errors import InvariantBroken, require
 from ledger.eventlog import EventLog, Row
+from ledger.partitions import available_cores, can_fork
 from ledger.records import Opened, Record, TableApplied, TableConfigured
-from ledger.shards import available_cores, can_fork
 from projections.audit import Finding
 
 Rows = list[Row]  # one round's stored rows, undecoded: (position, originator id as stored, version, topic, state)

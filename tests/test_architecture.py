@@ -184,6 +184,8 @@ def test_event_names_fields_and_the_store_stay_inside_ledger(layer: str) -> None
         name = str(path.relative_to(ROOT))
         allowed = LEAKS_ALLOWED.get(name, set())
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("from ledger."):  # importing ledger's modules (ledger.library.recorders) is the way in
+                continue
             hits += [f"{name}:{lineno}: {leak} in {line.strip()}" for leak in VOCABULARY_LEAKS
                      if leak in line and leak not in allowed]
     assert not hits, "outside ledger/ (use ledger.records / ledger.eventlog):\n" + "\n".join(hits)
@@ -195,3 +197,128 @@ def test_the_leak_check_catches_what_it_names() -> None:
                "rows = app.recorder.select_notifications(1, 10)", "event = app.mapper.to_domain_event(n)"]
     for sample in samples:
         assert any(leak in sample for leak in VOCABULARY_LEAKS), sample
+
+
+# The library seam (docs/architecture-library.md): the ledger's overrides of `eventsourcing`
+# classes live in ledger/library/ only, each justified by a measurement there. Elsewhere the
+# library is used through its public API; subclassing `Application` to fill its
+# `construct_*` hooks is the library's intended use (ledger/app.py), not an override.
+# The tests are not checked: the contract tests (tests/ledger/test_recorders.py,
+# test_ingest_levers.py) read the library's source on purpose, to fail on an upgrade.
+SEAM = "ledger.library"
+LIBRARY_ENTRY_POINTS = {"eventsourcing.application.Application"}
+
+
+def library_names(tree: ast.AST) -> dict[str, str]:
+    """Local name -> the dotted `eventsourcing` name it was imported as."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "eventsourcing":
+            names.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
+        elif isinstance(node, ast.Import):
+            names.update({(alias.asname or alias.name).split(".")[0]: (alias.asname and alias.name) or alias.name.split(".")[0]
+                          for alias in node.names if alias.name.split(".")[0] == "eventsourcing"})
+    return names
+
+
+def library_name(expr: ast.expr, names: dict[str, str]) -> str | None:
+    """The `eventsourcing` name `expr` (`Mapper`, `Mapper[UUID]`, `persistence.Mapper`) stands for, if any."""
+    if isinstance(expr, ast.Subscript):
+        return library_name(expr.value, names)
+    if isinstance(expr, ast.Attribute):
+        owner = library_name(expr.value, names)
+        return owner and f"{owner}.{expr.attr}"
+    return names.get(expr.id) if isinstance(expr, ast.Name) else None
+
+
+def library_subclasses(tree: ast.AST, names: dict[str, str]) -> Iterator[tuple[ast.ClassDef, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            yield from ((node, base) for base in map(lambda b: library_name(b, names), node.bases) if base)
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def own_names(cls: ast.ClassDef) -> set[str]:
+    """What the class itself defines: methods, class attributes, and attributes it assigns on self."""
+    found = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            found.add(node.id if isinstance(node, ast.Name) else node.attr)
+    return found
+
+
+def private_library_reads(tree: ast.AST) -> Iterator[str]:
+    """`from eventsourcing.x import _y`, `<library name>._y`, and, in a subclass of a
+    library class, `self._y` / `super()._y` / `cls._y` that the class does not define itself."""
+    names = library_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
+            yield from (f"line {node.lineno}: import {a.name}" for a in node.names if private(a.name))
+        elif isinstance(node, ast.Attribute) and private(node.attr) and library_name(node.value, names):
+            yield f"line {node.lineno}: {ast.unparse(node)}"
+    for cls, _base in library_subclasses(tree, names):
+        own = own_names(cls)
+        for node in ast.walk(cls):
+            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and private(node.attr)
+                    and node.attr not in own and ast.unparse(node.value) in {"self", "cls", "super()"}):
+                yield f"line {node.lineno}: {cls.name}: {ast.unparse(node)}"
+
+
+def in_seam(module: str) -> bool:
+    return module == SEAM or module.startswith(SEAM + ".")
+
+
+def test_only_the_seam_subclasses_library_classes() -> None:
+    offenders = []
+    for module, path in repo_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders += [f"{module}: class {cls.name}({base})" for cls, base in library_subclasses(tree, library_names(tree))
+                      if not in_seam(module) and base not in LIBRARY_ENTRY_POINTS]
+    assert not offenders, f"overrides of eventsourcing classes belong in {SEAM}:\n" + "\n".join(offenders)
+
+
+def test_the_seam_holds_the_overrides_the_docs_name() -> None:
+    """The check above sees the seam's subclasses (so it would see one elsewhere)."""
+    found = set()
+    for module, path in repo_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found |= {(module, cls.name, base) for cls, base in library_subclasses(tree, library_names(tree))}
+    assert {
+        ("ledger.library.aggregate", "LedgerEvent", "eventsourcing.domain.DomainEvent"),
+        ("ledger.library.eventstore", "LedgerEventStore", "eventsourcing.persistence.EventStore"),
+        ("ledger.library.eventstore", "LedgerMapper", "eventsourcing.persistence.Mapper"),
+        ("ledger.library.transcoder", "OrjsonTranscoder", "eventsourcing.persistence.JSONTranscoder"),
+        ("ledger.library.recorders", "LedgerSQLiteRecorder", "eventsourcing.sqlite.SQLiteApplicationRecorder"),
+        ("ledger.library.recorders", "LedgerPostgresRecorder", "eventsourcing.postgres.PostgresApplicationRecorder"),
+        ("ledger.app", "LedgerApp", "eventsourcing.application.Application"),
+    } == found
+
+
+def test_no_module_reads_library_private_names() -> None:
+    offenders = []
+    for module, path in repo_modules().items():
+        offenders += [f"{module}: {hit}" for hit in private_library_reads(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not offenders, "names starting with `_` are the library's internals:\n" + "\n".join(offenders)
+
+
+def test_the_private_read_check_catches_what_it_names() -> None:
+    source = (
+        "import eventsourcing.persistence as p\n"
+        "from eventsourcing.application import Application, _helper\n"
+        "from eventsourcing.sqlite import SQLiteApplicationRecorder\n"
+        "x = Application._private\n"
+        "y = p.Mapper._z\n"
+        "class R(SQLiteApplicationRecorder):\n"
+        "    _mine = 1\n"
+        "    def insert_events(self):\n"
+        "        self._mine, self._own = 1, 2\n"
+        "        return self._own, self._insert_events(), super()._select()\n"
+    )
+    hits = list(private_library_reads(ast.parse(source)))
+    assert {hit.split(": ")[-1] for hit in hits} == {
+        "import _helper", "Application._private", "p.Mapper._z", "self._insert_events", "super()._select"}

@@ -13,7 +13,7 @@ ledger's own recorder, same keys and indexes) by the database driver alone:
 
 - the events (originator_id, originator_version, topic, state);
 - the command-index rows (one per command handled: idempotency and conflict
-  detection need them, ledger/persistence.py COMMAND_COLUMNS);
+  detection need them, ledger/library/recorders.py COMMAND_COLUMNS);
 - the rejection rows (one per refused command).
 
 Written with:
@@ -47,8 +47,14 @@ from uuid import UUID
 
 from ledger.app import BATCH_SIZE_DEFAULT, Result
 from ledger.eventlog import EventLog
-from ledger.persistence import COMMAND_COLUMNS, COMMANDS_TABLE, REJECTION_COLUMNS, REJECTION_TYPES, REJECTIONS_TABLE
-from ledger.shards import default_workers
+from ledger.library.recorders import (
+    COMMAND_COLUMNS,
+    COMMANDS_TABLE,
+    REJECTION_COLUMNS,
+    REJECTION_TYPES,
+    REJECTIONS_TABLE,
+)
+from ledger.partitions import default_workers
 from ledger.store import env_for, open_app
 from ops.sim.simulator import simulate
 

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import aggregate, app, eventstore, persistence
+from ledger import app
 from ledger.app import BATCH_SIZE_DEFAULT
+from ledger.library import aggregate, eventstore, recorders
 from ops.bench.ingest_bench import (
     batched,
     fresh_store,
@@ -41,7 +42,7 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.LedgerApp, "_parse", "parse: pydantic validate_json"),
     (app, "payload_hash", "payload hash: to_json + sha256"),
     (app.LedgerApp, "_wanted", "batch reads: ids wanted, lookup"),
-    (persistence.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
+    (recorders.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
     (app.UnitOfWork, "load", "aggregates: load from batch / cache"),
     (app.UnitOfWork, "_dispatch", "rules: command checks, game model, settlement"),
     (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
@@ -50,8 +51,8 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.UnitOfWork, "_refuse", "rejection rows"),
     (app.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
-    (persistence.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
-    (persistence.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
+    (recorders.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
+    (recorders.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),
 )
 

@@ -40,7 +40,7 @@ def test_an_event_made_the_fast_way_is_the_event_its_init_makes(cls: type) -> No
     from datetime import UTC, datetime
     from uuid import uuid4
 
-    from ledger.aggregate import Stamp
+    from ledger.library.aggregate import Stamp
 
     own = [f.name for f in dataclasses.fields(cls)][5:]  # after the envelope and the command's stamp
     fields = {name: f"v-{i}" for i, name in enumerate(reversed(own))}  # any order in the call
@@ -67,8 +67,8 @@ def test_save_without_recordings_stores_the_same_rows_and_returns_none(tmp_path:
     from eventsourcing.application import Application
     from eventsourcing.persistence import EventStore
 
-    from ledger.aggregate import Stamp
-    from ledger.eventstore import LedgerEventStore
+    from ledger.library.aggregate import Stamp
+    from ledger.library.eventstore import LedgerEventStore
     from ledger.round import Round
 
     # What this relies on from the library: save hands its keywords to put, put maps and inserts.
@@ -100,7 +100,7 @@ def test_save_without_recordings_stores_the_same_rows_and_returns_none(tmp_path:
 def test_the_ledgers_mapper_stores_what_the_librarys_mapper_stores(tmp_path: Path) -> None:
     from eventsourcing.persistence import Mapper
 
-    from ledger.eventstore import LedgerMapper
+    from ledger.library.eventstore import LedgerMapper
 
     app = open_app(f"sqlite:///{tmp_path / 'm.db'}")
     assert type(app.mapper) is LedgerMapper
@@ -152,7 +152,7 @@ def test_a_batch_is_saved_as_one_object_and_its_events_in_the_aggregates_order(
     a batch hands it one PendingEvents, whose events are each aggregate's, in turn."""
     from eventsourcing.application import Application
 
-    from ledger.aggregate import PendingEvents
+    from ledger.library.aggregate import PendingEvents
 
     app = open_app(f"sqlite:///{tmp_path / 'l.db'}")
     given: list[tuple[object, ...]] = []
@@ -177,7 +177,7 @@ def test_a_batch_is_saved_as_one_object_and_its_events_in_the_aggregates_order(
 def test_pending_events_collect_every_aggregates_events_in_turn() -> None:
     from uuid import uuid4
 
-    from ledger.aggregate import PendingEvents, Stamp
+    from ledger.library.aggregate import PendingEvents, Stamp
     from ledger.round import Round
 
     stamp = Stamp("c-1", "2026-01-01T00:00:00+00:00")
@@ -195,7 +195,7 @@ def test_a_repository_that_does_not_fast_forward_is_given_the_aggregates_themsel
     """Then Application.save caches what it is given: the aggregates, never a PendingEvents."""
     from eventsourcing.application import Application
 
-    from ledger.aggregate import LedgerAggregate, PendingEvents
+    from ledger.library.aggregate import LedgerAggregate, PendingEvents
 
     given: list[object] = []
     save = Application.save

@@ -1,6 +1,6 @@
 """What the ledger relies on from the eventsourcing library, pinned so an upgrade fails here, loudly.
 
-- Aggregates are plain classes keeping the library's public protocols (ledger/aggregate.py):
+- Aggregates are plain classes keeping the library's public protocols (ledger/library/aggregate.py):
   `Application.save` collects their events and `Repository.get` folds stored events into them,
   and a round's first stored event (Opened, or a tombstone Voided) carries no `originator_topic`.
 - `Application.save(*aggregates, ledger_rows=...)` hands its keyword arguments to the
@@ -19,8 +19,8 @@ from eventsourcing.application import Application
 from eventsourcing.domain import CanMutateProtocol, CollectEventsProtocol, DomainEventProtocol
 from eventsourcing.persistence import RecordConflictError
 
-from ledger.aggregate import Stamp
-from ledger.persistence import CommandRow, LedgerRows
+from ledger.library.aggregate import Stamp
+from ledger.library.recorders import CommandRow, LedgerRows
 from ledger.round import Round
 from tests.ledger.feed import Feed, lines
 

@@ -17,7 +17,7 @@ from eventsourcing.persistence import StoredEvent
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from ledger.persistence import ONE_STATEMENT_ROWS_MAX, EncodedArray, LedgerPostgresRecorder
+from ledger.library.recorders import ONE_STATEMENT_ROWS_MAX, EncodedArray, LedgerPostgresRecorder
 from ledger.store import open_app
 from tests.ledger.test_recorders import all_ids, rows, things
 

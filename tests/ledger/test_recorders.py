@@ -33,7 +33,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.persistence import (
+from ledger.library.recorders import (
     ELEMENT_OIDS,
     ByteaArray,
     CommandRow,
@@ -47,8 +47,8 @@ from ledger.persistence import (
     UuidArray,
     encode_array,
 )
+from ledger.library.transcoder import OrjsonTranscoder
 from ledger.store import open_app
-from ledger.transcoder import OrjsonTranscoder
 
 
 class Thing(Aggregate):
@@ -177,7 +177,7 @@ POS, VAR_POS, KW = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VA
 
 
 def test_the_library_version_these_pins_were_checked_against() -> None:
-    assert version("eventsourcing") == "9.5.6", "a new eventsourcing: re-check ledger/persistence.py and this file"
+    assert version("eventsourcing") == "9.5.6", "a new eventsourcing: re-check ledger/library/recorders.py and this file"
 
 
 def test_save_hands_its_kwargs_down_to_the_recorders_insert() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ledger import records
-from ledger.aggregate import LedgerEvent
+from ledger.library.aggregate import LedgerEvent
 
 
 def test_the_records_in_the_module_are_the_derived_ones() -> None:

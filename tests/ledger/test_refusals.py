@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from domain.cards import parse_card
-from ledger.aggregate import Stamp
 from ledger.commands import parse_command
+from ledger.library.aggregate import Stamp
 from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
 
 

@@ -1,4 +1,4 @@
-"""Ingest over several processes (ledger/shards.py), on SQLite and PostgreSQL.
+"""Ingest over several processes (ledger/partitions.py), on SQLite and PostgreSQL.
 
 Sharded ingest must give every command the result the one-process ingest gives,
 and every round the same events, because a table's commands stay together and
@@ -12,7 +12,7 @@ import pytest
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.commands import parse_command
-from ledger.shards import ShardFailed, split, table_of
+from ledger.partitions import ShardFailed, split, table_of
 from ops.sim.simulator import simulate
 from tests.ledger.feed import Feed, lines
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger.shards import INBOX_BATCHES
+from ledger.partitions import INBOX_BATCHES
 from ops.cli import main
 from ops.sim.simulator import simulate
 from tests.ledger.feed import Feed, lines, teen_patti_round

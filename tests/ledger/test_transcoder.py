@@ -22,7 +22,7 @@ from eventsourcing.persistence import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.transcoder import OrjsonTranscoder
+from ledger.library.transcoder import OrjsonTranscoder
 from tests.golden.make_golden import STORE
 
 

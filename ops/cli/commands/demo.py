@@ -108,7 +108,7 @@ def closing_sections(data: DemoData, args: argparse.Namespace) -> list[Section]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ledger.shards import default_workers
+    from ledger.partitions import default_workers
     from ledger.store import open_app
     from ops.demo.report import DemoData, build_report, render
 

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from ledger import logging as ledger_logging
 from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
-from ledger.shards import WORKERS_MAX
+from ledger.partitions import WORKERS_MAX
 from ledger.store import db_url_from, open_app
 from ops.cli.errors import CliError, ErrorCode, check_input_file
 from ops.cli.options import Progress, add_quiet_argument, int_range

@@ -1,11 +1,11 @@
-"""Ingest on several processes: the feed's tables are split into shards.
+"""Ingest on several worker processes: the feed's tables are split into partitions.
 
 Checking a command is Python work, so one process uses one core. Everything a
 command touches belongs to one table (its round, the table's shoes), so the
-tables can be checked apart: each table goes whole to one shard, and each shard
+tables can be checked apart: each table goes whole to one partition, and each partition
 is ingested in feed order by its own worker process with its own `LedgerApp` and
 store connections, in batches, exactly as `LedgerApp.ingest` does. A table goes
-to a shard when it is first seen (Router). Per table, the order of commands,
+to a partition when it is first seen (Router). Per table, the order of commands,
 events and results is the feed's.
 
 What changes with several workers:
@@ -45,8 +45,8 @@ INBOX_BATCHES = 4  # batches waiting per worker: enough to keep it busy, few eno
 
 
 class Ingester(Protocol):
-    """What the shards need of the application (ledger/app.py's LedgerApp; not imported
-    here, so app and shards do not import each other): workers are made as `type(app)(env=...)`."""
+    """What the workers need of the application (ledger/app.py's LedgerApp; not imported
+    here, so app and partitions do not import each other): workers are made as `type(app)(env=...)`."""
 
     @property
     def env(self) -> Mapping[str, str]: ...
@@ -63,7 +63,8 @@ Message = tuple[str, list[int] | None, Any]  # ("batch", positions, results) | (
 
 
 class ShardFailed(RuntimeError):
-    """A worker process failed; batches it committed before the failure stay committed."""
+    """A worker process failed; batches it committed before the failure stay committed.
+    The class keeps its old name: `ledger ingest` prints it (ops/cli/errors.py)."""
 
 
 def available_cores() -> int:
@@ -87,7 +88,7 @@ KEY = b'"table_id":"'
 
 
 def table_of(raw: Raw) -> str:
-    """The table a raw command belongs to ('' when it has none: it is refused in shard 0).
+    """The table a raw command belongs to ('' when it has none: it is refused in partition 0).
     Compact JSON is read by a byte search: inside a JSON string a quote is escaped, so the
     key's bytes can only be the key itself; anything else (spaces, escapes) is parsed."""
     if isinstance(raw, BaseModel):
@@ -108,13 +109,13 @@ def table_of(raw: Raw) -> str:
 
 
 class Router:
-    """Which shard each table goes to, decided when the table is first seen (a stream is
-    never read ahead): the shard with the fewest commands routed so far (ties: the lowest),
+    """Which partition each table goes to, decided when the table is first seen (a stream is
+    never read ahead): the partition with the fewest commands routed so far (ties: the lowest),
     so the tables of a studio feed, which all start early, are dealt round-robin and the
     workers finish together. The same feed is always routed the same way."""
 
-    def __init__(self, shards: int) -> None:
-        self.load = [0] * shards
+    def __init__(self, partitions: int) -> None:
+        self.load = [0] * partitions
         self.home: dict[str, int] = {}
 
     def route(self, raw: Raw) -> int:
@@ -126,30 +127,30 @@ class Router:
         return k
 
 
-def split(raws: Iterable[Raw], shards: int) -> list[list[tuple[int, Raw]]]:
-    """(feed position, raw) per shard, in feed order, as the workers get them: every table
-    goes whole to one shard (Router)."""
-    router = Router(shards)
-    out: list[list[tuple[int, Raw]]] = [[] for _ in range(shards)]
+def split(raws: Iterable[Raw], partitions: int) -> list[list[tuple[int, Raw]]]:
+    """(feed position, raw) per partition, in feed order, as the workers get them: every table
+    goes whole to one partition (Router)."""
+    router = Router(partitions)
+    out: list[list[tuple[int, Raw]]] = [[] for _ in range(partitions)]
     for i, raw in enumerate(raws):
         out[router.route(raw)].append((i, raw))
     return out
 
 
-def ingest_sharded(app: Ingester, raws: Iterable[Raw], batch_size: int, workers: int,
-                   on_batch: Callable[[list[Result]], None] | None = None) -> list[Result]:
+def ingest_partitioned(app: Ingester, raws: Iterable[Raw], batch_size: int, workers: int,
+                       on_batch: Callable[[list[Result]], None] | None = None) -> list[Result]:
     """`LedgerApp.ingest` over `workers` processes (see the module doc). Results come back
     in feed order; `on_batch` sees each batch as it commits, in commit order."""
     results: dict[int, Result] = {}
-    for positions, batch in sharded_batches(app, raws, batch_size, workers):
+    for positions, batch in partitioned_batches(app, raws, batch_size, workers):
         results.update(zip(positions, batch))
         if on_batch is not None:
             on_batch(batch)
     return [results[i] for i in range(len(results))]
 
 
-def sharded_batches(app: Ingester, raws: Iterable[Raw], batch_size: int,
-                    workers: int) -> Iterator[tuple[list[int], list[Result]]]:
+def partitioned_batches(app: Ingester, raws: Iterable[Raw], batch_size: int,
+                        workers: int) -> Iterator[tuple[list[int], list[Result]]]:
     """(feed positions, results) of each batch as a worker commits it. The feed is read as
     it comes: a worker's inbox holds a few batches at most, so memory does not grow with
     the feed. A failed worker stops the routing; what was committed stays; ShardFailed."""

@@ -15,6 +15,13 @@ library's public `DomainEvent` (frozen dataclasses, stored as `vars(event)`) wit
 a `mutate` that checks id and version as the library's does. An event that finds
 no aggregate makes one with the aggregate's own constructor.
 tests/ledger/test_library_contract.py pins each of these assumptions.
+
+Overrides, and the measurement that keeps each (`python -m ops.bench.library_bench`,
+docs/architecture-library.md): `LedgerEvent` subclasses `eventsourcing.domain.DomainEvent`
+and builds an event past the dataclass constructor (`LedgerEvent.recorded`: 2.76 against
+4.99 µs per event, 1.81x); `PendingEvents` stands in for `Application.save(*aggregates)`,
+whose runtime protocol checks per aggregate cost 3,458 against 26 µs for a batch of 175
+aggregates (134x).
 """
 from __future__ import annotations
 
