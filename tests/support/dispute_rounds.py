@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
+from tests.support.feed import Feed, baccarat_round, lines, teen_patti_round
 
 SPLIT, BACCARAT, VOIDED = "dispute-bj#1", "dispute-bacc#1", "dispute-void#1"
 

@@ -1,9 +1,9 @@
 """Exact return distributions of every bet line the monitor tests, counted afresh
 by domain/gamemath.py (the engine's own settlement functions) rather than read
 from its stored COUNTS, and the dealer's outcomes by up card from
-ops/gamemath/rtp_blackjack.py. Used by tests/projections/test_monitor.py and
+ops/gamemath/rtp_blackjack.py. Used by tests/unit/projections/test_monitor.py and
 test_monitor_deals.py, and to print the dealer constants:
-`python -m tests.projections.monitor_distributions dealer`."""
+`python -m tests.support.monitor_distributions dealer`."""
 from __future__ import annotations
 
 from fractions import Fraction

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["domain", "ledger", "projections", "ops"]  # each may import only those before it
 FORBIDDEN_IN_DOMAIN = {"time", "datetime", "random", "os", "io", "socket", "sqlite3", "subprocess", "pathlib", "uuid"}
 

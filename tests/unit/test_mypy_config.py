@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["domain", "ledger", "projections", "ops"]
 # Every module that was still relaxed when `strict` was switched on, with what it needed.
 # A module may leave this list (once it is clean); none may join it.

@@ -18,7 +18,7 @@ from ops.cli.commands import keys as keys_command
 from ops.service import auth
 from projections import monitor_math
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------ roles
@@ -51,7 +51,7 @@ def test_no_other_module_spells_out_a_role_tuple(path: str) -> None:
 FRACTION_TEXT = re.compile(r"""["']\d+/\d+["']""")
 
 
-@pytest.mark.parametrize("path", ["projections/monitor_math.py", "ops/gamemath/rtp.py", "tests/projections/monitor_distributions.py"])
+@pytest.mark.parametrize("path", ["projections/monitor_math.py", "ops/gamemath/rtp.py", "tests/support/monitor_distributions.py"])
 def test_no_copy_of_the_game_math_outside_domain(path: str) -> None:
     """No exact figures written out, no paytable odds restated, no bet line list of their own."""
     text = (ROOT / path).read_text(encoding="utf-8")

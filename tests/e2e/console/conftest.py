@@ -16,8 +16,8 @@ from ledger.store import open_app
 from ops.service.app import Settings, create_app
 from ops.sim.simulator import simulate
 from ops.sim.wallet import Injected, write_wallet
-from tests.ops.dispute_rounds import ingest_corrections, ingest_three
-from tests.service.conftest import make_keys
+from tests.e2e.service.conftest import make_keys
+from tests.support.dispute_rounds import ingest_corrections, ingest_three
 
 PLANTED = 6  # discrepancies in the wallet file, every kind in turn
 

@@ -15,9 +15,9 @@ import pytest
 from domain.money import format_minor
 from ops.cli import main as cli
 from ops.service.app import Settings
-from tests.console.conftest import ConsoleStore
-from tests.ops.test_dispute_page import CHROMIUM, CHROMIUM_ARGS, screenshot
-from tests.service.conftest import LiveServer
+from tests.e2e.console.conftest import ConsoleStore
+from tests.e2e.console.test_dispute_page import CHROMIUM, CHROMIUM_ARGS, screenshot
+from tests.e2e.service.conftest import LiveServer
 
 PHONE = {"width": 390, "height": 844}
 

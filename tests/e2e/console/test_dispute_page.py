@@ -20,7 +20,7 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main as cli
 from projections.replay_page import RoundNotFound, render_round_html
-from tests.ops.dispute_rounds import (
+from tests.support.dispute_rounds import (
     BACCARAT,
     RESETTLED,
     REVERSED_VOIDED,
@@ -34,7 +34,7 @@ from tests.ops.dispute_rounds import (
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).parents[2] / "out" / "test-artifacts"
+ARTIFACTS = Path(__file__).parents[3] / "out" / "test-artifacts"
 
 
 def _unavailable(why: str) -> None:

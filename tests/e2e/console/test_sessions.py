@@ -17,7 +17,7 @@ from ledger.store import open_app
 from ops.console.pages import COOKIE
 from ops.console.sessions import SessionStore
 from ops.service.app import Settings, create_app
-from tests.console.conftest import ConsoleStore, csrf_of, sign_in
+from tests.e2e.console.conftest import ConsoleStore, csrf_of, sign_in
 
 
 def _cookie(response: object) -> SimpleCookie:
@@ -182,7 +182,7 @@ def _tampered(zipped: bytes) -> bytes:
 
 def test_pages_show_events_recorded_after_the_last_page(client: TestClient, console_store: ConsoleStore) -> None:
     """The views are caught up before a page answers, and figures kept per store head are made again."""
-    from tests.ledger.feed import Feed, baccarat_round, lines
+    from tests.support.feed import Feed, baccarat_round, lines
 
     sign_in(client, console_store.keys["backoffice"])
     table = f"late-{time.time_ns()}"

@@ -26,11 +26,11 @@ from ledger.store import open_app
 from ops.cli import main as cli
 from ops.sim.simulator import simulate
 from projections.runner import Projector
-from tests.ledger.test_shards import _round_facts
-from tests.projections.test_audit_store import Store
-from tests.projections.test_runner import snapshot
+from tests.store.ledger.test_shards import _round_facts
+from tests.store.projections.test_audit_store import Store
+from tests.store.projections.test_runner import snapshot
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KILL_WAIT_S = 60
 
 

@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from ledger.store import open_app
-from tests.service.conftest import cli_results, feed, make_keys, round_events
-from tests.service.conftest import free_port as free_port
+from tests.e2e.service.conftest import cli_results, feed, make_keys, round_events
+from tests.e2e.service.conftest import free_port as free_port
 
 LEDGER = [sys.executable, "-m", "ops.cli"]
 TRIALS = 20 if os.environ.get("LEDGER_SLOW") == "1" else 5

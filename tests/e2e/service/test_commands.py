@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ledger.store import open_app
-from tests.service.conftest import auth, cli_results, feed, round_events, second_store
+from tests.e2e.service.conftest import auth, cli_results, feed, round_events, second_store
 
 
 def test_http_results_equal_the_cli_for_a_feed_with_faults(client, keys, store_url, tmp_path, request):
@@ -54,7 +54,7 @@ def test_a_scoped_key_gets_table_not_allowed_per_command(client, keys, store_url
     mine = json.loads(lines[0])["table_id"]
     tables = {json.loads(x)["table_id"] for x in lines}
     assert len(tables) > 1
-    from tests.service.conftest import make_keys
+    from tests.e2e.service.conftest import make_keys
 
     key = make_keys(store_url, only_mine=[mine])["only_mine"]
     r = client.post("/v1/commands", json=[json.loads(x) for x in lines], headers=auth(key))
@@ -72,7 +72,7 @@ def test_a_scoped_key_gets_table_not_allowed_per_command(client, keys, store_url
 def test_a_lone_surrogate_in_a_refused_command_is_answered_not_a_500(client, store_url):
     """A scoped key's refusal echoes the table id; orjson cannot write a lone surrogate, so
     the answer once became a 500 after the batch's other commands had been committed."""
-    from tests.service.conftest import make_keys
+    from tests.e2e.service.conftest import make_keys
 
     key = make_keys(store_url, only_t1=["T1"])["only_t1"]
     body = b'{"table_id": "\\ud800", "command_id": "c\\ud800"}\n' + feed(tables=1, rounds=1, fault_rate=0)[0]

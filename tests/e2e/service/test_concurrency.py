@@ -11,7 +11,7 @@ import httpx
 from prometheus_client import REGISTRY
 
 from ops.service.app import Settings
-from tests.service.conftest import LiveServer, auth, cli_results, feed, make_keys, round_events, second_store
+from tests.e2e.service.conftest import LiveServer, auth, cli_results, feed, make_keys, round_events, second_store
 
 
 def _batches() -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.service.conftest import auth, make_keys
+from tests.e2e.service.conftest import auth, make_keys
 
 
 def _configure(table_id: str, n: int) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from ops.service.app import Settings
-from tests.service.conftest import LiveServer
+from tests.e2e.service.conftest import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

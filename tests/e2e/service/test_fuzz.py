@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
 from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
 from ops.service.app import Settings, create_app
-from tests.service.conftest import auth, feed, make_keys
+from tests.e2e.service.conftest import auth, feed, make_keys
 
 
 @schemathesis.serializer("application/x-ndjson")
@@ -39,7 +39,7 @@ DIRECTORY = tempfile.mkdtemp(prefix="ledger-fuzz-")
 API = create_app(Settings(db_url=f"sqlite:///{DIRECTORY}/fuzz.db", key_cache_s=60.0))
 # The coverage phase (each boundary of each field of each schema) runs on every route but the
 # feed's: its 11 command schemas give some 1,150 bodies, a third of the run on a quiet machine,
-# for what tests/service/test_hostile_http.py and the ledger's own tests cover; the fuzzing
+# for what tests/e2e/service/test_hostile_http.py and the ledger's own tests cover; the fuzzing
 # phase still posts commands generated from the union.
 CONFIG = schemathesis.Config.from_dict({"operations": [
     {"include-name": "POST /v1/commands", "phases": {"coverage": {"enabled": False}}}]})

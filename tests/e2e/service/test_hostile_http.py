@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.service.conftest import auth, feed, free_port, make_keys
+from tests.e2e.service.conftest import auth, feed, free_port, make_keys
 
 pytestmark = pytest.mark.postgres
 

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from ops.cli import main
-from tests.service.conftest import cli_results, feed
+from tests.e2e.service.conftest import cli_results, feed
 
 
 def test_live_pipe_commits_on_time_and_prints_results(tmp_path):

@@ -17,7 +17,7 @@ import nats
 from ledger.store import open_app
 from ops.jetstream.intake import NATS_URL_DEFAULT, Consumer, publish, token_for
 from ops.service.committer import partition_of
-from tests.service.conftest import feed, round_events, second_store
+from tests.e2e.service.conftest import feed, round_events, second_store
 
 CONSUME = [sys.executable, "-m", "ops.cli", "consume"]
 

@@ -30,8 +30,8 @@ from nats.js.errors import NotFoundError
 
 from ledger.store import open_app
 from ops.jetstream.intake import publish
-from tests.service.conftest import feed, second_store
-from tests.service.test_jetstream import consume, finished, state
+from tests.e2e.service.conftest import feed, second_store
+from tests.e2e.service.test_jetstream import consume, finished, state
 
 TRIALS = 20 if os.environ.get("LEDGER_SLOW") == "1" else 5
 

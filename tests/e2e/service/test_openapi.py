@@ -16,7 +16,7 @@ from domain.refusals import RefusalCode
 from ledger.commands import command_json_schema
 from ops.service.app import Settings, create_app
 from ops.service.problems import PROBLEM_JSON
-from tests.service.conftest import auth, make_keys
+from tests.e2e.service.conftest import auth, make_keys
 
 CODES = {c.value for c in ErrorCode} | {c.value for c in RefusalCode}
 PUBLIC = {"/healthz", "/readyz", "/metrics"}

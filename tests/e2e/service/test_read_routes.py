@@ -1,5 +1,5 @@
 """The read routes answer what the read service (projections/queries.py) returns, the same
-data `ledger X --json` prints (tests/ops/test_read_service.py): one source for both."""
+data `ledger X --json` prints (tests/store/ops/test_read_service.py): one source for both."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,7 @@ from typing import Any
 from ledger.eventlog import EventLog
 from projections import queries
 from projections.runner import Projector
-from tests.service.conftest import auth, feed
+from tests.e2e.service.conftest import auth, feed
 
 
 def plain(value: Any) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from ledger.keys import key_store
 from ledger.store import open_app
-from tests.service.conftest import ROLES, auth, feed
+from tests.e2e.service.conftest import ROLES, auth, feed
 
 READ = {"backoffice", "auditor", "admin"}
 AUDIT = {"auditor", "admin"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.service.conftest import auth, feed, free_port
+from tests.e2e.service.conftest import auth, feed, free_port
 
 LEDGER = [sys.executable, "-m", "ops.cli"]
 

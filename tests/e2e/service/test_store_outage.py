@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from tests.service.conftest import auth, cli_results, feed, free_port, make_keys, round_events
-from tests.service.test_hostile_http import Served
+from tests.e2e.service.conftest import auth, cli_results, feed, free_port, make_keys, round_events
+from tests.e2e.service.test_hostile_http import Served
 
 pytestmark = pytest.mark.postgres
 

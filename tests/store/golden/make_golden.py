@@ -1,7 +1,7 @@
 """Regenerate the golden files (run only on purpose, and say why in the commit):
 
-    .venv/bin/python -m tests.golden.make_golden
-    .venv/bin/python -m tests.golden.make_golden --events-only   # keep the feed and store-v0
+    .venv/bin/python -m tests.store.golden.make_golden
+    .venv/bin/python -m tests.store.golden.make_golden --events-only   # keep the feed and store-v0
 
 `--events-only` is for an intended change of what new events record (issue 20: the
 settlement explanations' wording) while `store-v0.db.gz` stays the earlier version's

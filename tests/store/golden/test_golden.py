@@ -1,7 +1,7 @@
 """The same feed gives the same events, field for field, and a store written by
 an earlier version stays readable.
 
-The golden files were made by `tests/golden/make_golden.py` from a seeded
+The golden files were made by `tests/store/golden/make_golden.py` from a seeded
 simulated day with faults. A change that alters a recorded event, a result or a
 topic fails here; regenerate only for an intended change of the event contract
 (and upcast the old form, so `store-v0.db.gz` keeps passing).
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.golden.make_golden import EVENTS, STORE, decoded_events, feed_lines, result_dicts
+from tests.store.golden.make_golden import EVENTS, STORE, decoded_events, feed_lines, result_dicts
 
 
 def _golden() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

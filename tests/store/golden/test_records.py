@@ -1,5 +1,5 @@
 """The typed read vocabulary decodes every stored event of the golden day (the old
-SQLite store kept in tests/golden) into a record of its own type whose values are
+SQLite store kept in tests/store/golden) into a record of its own type whose values are
 the stored fields, field for field: `fields_of(record)` gives back exactly what is
 stored, and the envelope carries the stored id, version, command id and studio time."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ledger.records import (
     type_of_topic,
 )
 from ledger.store import open_app
-from tests.golden.make_golden import STORE, decoded_events
+from tests.store.golden.make_golden import STORE, decoded_events
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 
 def flat_round(f: Feed) -> list[dict]:

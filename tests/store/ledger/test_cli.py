@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ops.cli import main
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 
 def test_ingest_show_rejections_schema(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Seeded mutation fuzz of ingest (tests/ledger/fuzz.py), on SQLite and PostgreSQL.
+"""Seeded mutation fuzz of ingest (tests/support/fuzz.py), on SQLite and PostgreSQL.
 
 10,000 malformed lines of every class, interleaved at random with a valid simulated feed:
 nothing crashes, every bad line is refused `bad_command` and kept in the rejections log, and
@@ -12,8 +12,8 @@ import random
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.sim.simulator import simulate
-from tests.ledger.fuzz import MUTATIONS, malformed
-from tests.ledger.test_shards import _round_facts
+from tests.store.ledger.test_shards import _round_facts
+from tests.support.fuzz import MUTATIONS, malformed
 
 BAD_LINES = 10_000
 SEED = 20261123

@@ -1,4 +1,4 @@
-"""What the ingest speed levers promise beyond "the same stored events" (tests/golden)."""
+"""What the ingest speed levers promise beyond "the same stored events" (tests/store/golden)."""
 from __future__ import annotations
 
 from pathlib import Path

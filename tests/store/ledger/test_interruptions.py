@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ops.cli import main
-from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
+from tests.support.feed import Feed, baccarat_round, lines, teen_patti_round
 
 
 def event_names(app: Any, rnd: Any) -> list[str]:

@@ -22,9 +22,9 @@ from eventsourcing.persistence import RecordConflictError
 from ledger.aggregate import Stamp
 from ledger.persistence import CommandRow, LedgerRows
 from ledger.round import Round
-from tests.ledger.feed import Feed, lines
+from tests.support.feed import Feed, lines
 
-LEDGER = Path(__file__).resolve().parents[2] / "ledger"
+LEDGER = Path(__file__).resolve().parents[3] / "ledger"
 PRIVATE = re.compile(r"\.(_record|_notify|_take_snapshots|__base_init__|_pending_events|_create)\b|\btrigger_event\b")
 STAMP = Stamp("c-1", "2024-05-01T12:00:00+00:00")
 

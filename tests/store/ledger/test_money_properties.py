@@ -12,7 +12,7 @@ from domain.money import round_account
 from ledger.round import Round
 from ledger.store import open_app
 from ops.sim.simulator import simulate
-from tests.ledger.feed import Feed, lines
+from tests.support.feed import Feed, lines
 
 CARDS = [r + s for r in "A23456789TJQK" for s in "SHDC"]
 TP_TARGETS = ["A", "B"]

@@ -19,7 +19,7 @@ from psycopg.rows import DictRow
 
 from ledger.persistence import ONE_STATEMENT_ROWS_MAX, EncodedArray, LedgerPostgresRecorder
 from ledger.store import open_app
-from tests.ledger.test_recorders import all_ids, rows, things
+from tests.store.ledger.test_recorders import all_ids, rows, things
 
 WRITERS = 3
 SAVES = 15  # per writer

@@ -139,7 +139,7 @@ def test_ids_stay_right_after_a_failed_insert_burnt_some(app_on: Any) -> None:
     app = app_on
     kept = things(1)[0]
     app.save(kept)
-    clash = StoredEvent(kept.id, 1, "tests.ledger.test_recorders:Thing.Noted", b'{"text":"clash"}')
+    clash = StoredEvent(kept.id, 1, "tests.store.ledger.test_recorders:Thing.Noted", b'{"text":"clash"}')
     fresh = [app.mapper.to_stored_event(e) for e in things(1, notes=3)[0].collect_events()]
     with pytest.raises(IntegrityError):
         app.recorder.insert_events([*fresh[:2], clash])  # version 1 of `kept` exists

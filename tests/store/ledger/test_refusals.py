@@ -9,7 +9,7 @@ import pytest
 from domain.cards import parse_card
 from ledger.aggregate import Stamp
 from ledger.commands import parse_command
-from tests.ledger.feed import Feed, baccarat_round, lines, teen_patti_round
+from tests.support.feed import Feed, baccarat_round, lines, teen_patti_round
 
 
 def one(app, cmd):  # type: ignore[no-untyped-def]

@@ -1,12 +1,12 @@
 """A command refused early in a batch leaves no trace the batch's later commands can see:
 the same feed gives the same results in one batch as line by line (found by the mutation fuzz,
-tests/ledger/test_fuzz.py, once it drew configure_table lines)."""
+tests/store/ledger/test_fuzz.py, once it drew configure_table lines)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ledger.store import open_app
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 FORBIDDEN = {"type": "configure_table", "command_id": "cfg-x", "table_id": "bacc-9", "studio_time": "2024-05-01T11:00:00+00:00",
              "game": "baccarat", "ruleset_id": "baccarat/live-8d", "ruleset_version": 1, "currency": "EUR",

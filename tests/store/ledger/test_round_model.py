@@ -16,7 +16,7 @@ import pytest
 from domain import registry
 from domain.errors import InvariantBroken, Refusal
 from ledger.round import Round, round_id_for
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from ledger.eventlog import EventLog
 from ledger.records import TableSeatingChanged
 from ops.cli.commands.audit import replay_all
 from projections.seating import replay_seating
-from tests.ledger.feed import Feed, lines
+from tests.support.feed import Feed, lines
 
 LIVE = "blackjack/live-8d"
 SPIELBANK = "blackjack/spielbank"
@@ -231,7 +231,7 @@ def test_version_1_keeps_insurance_for_the_holder_only(ledger):
 
 
 def test_a_tampered_stored_seating_is_a_finding(ledger):
-    from tests.projections.test_audit_store import Store
+    from tests.store.projections.test_audit_store import Store
 
     f = Feed("bj-s9")
     ingest(ledger, seat_round(f, 1, {"seat:1": "p1"}), seat_round(f, 2, {"seat:1": "p1"}, sources={"seat:1": "timeout"}))

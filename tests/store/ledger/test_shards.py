@@ -14,7 +14,7 @@ from eventsourcing.application import AggregateNotFoundError
 from ledger.commands import parse_command
 from ledger.shards import ShardFailed, split, table_of
 from ops.sim.simulator import simulate
-from tests.ledger.feed import Feed, lines
+from tests.support.feed import Feed, lines
 
 
 @pytest.mark.parametrize("raw, table", [

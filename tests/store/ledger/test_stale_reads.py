@@ -12,7 +12,7 @@ import pytest
 from ledger.store import open_app
 from ops.service.committer import write_batch
 from ops.sim.simulator import simulate
-from tests.ledger.test_shards import _round_facts
+from tests.store.ledger.test_shards import _round_facts
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

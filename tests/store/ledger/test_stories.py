@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ledger.round import Round
 from ledger.store import open_app
-from tests.ledger.feed import Feed, baccarat_round, balances, lines, round_balance, teen_patti_round
+from tests.support.feed import Feed, baccarat_round, balances, lines, round_balance, teen_patti_round
 
 
 def statuses(results):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import pytest
 from ledger.shards import INBOX_BATCHES
 from ops.cli import main
 from ops.sim.simulator import simulate
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 
 class Counted:

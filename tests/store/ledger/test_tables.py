@@ -11,7 +11,7 @@ from ledger.records import Opened, TableApplied, TableConfigured
 from ledger.round import round_id_for
 from ledger.store import open_app
 from projections.replay import recompute
-from tests.ledger.feed import EPOCH, Feed, lines, teen_patti_round
+from tests.support.feed import EPOCH, Feed, lines, teen_patti_round
 
 TABLE = "TP1"
 

@@ -25,8 +25,8 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main as cli
 from ops.sim.simulator import simulate
-from tests.ops.dispute_rounds import SPLIT, ingest_three
-from tests.ops.test_dispute_bundle import verify
+from tests.store.ops.test_dispute_bundle import verify
+from tests.support.dispute_rounds import SPLIT, ingest_three
 
 SIZE_BOUND = 200_000  # bytes
 SLOW = os.environ.get("LEDGER_SLOW") == "1"

@@ -20,7 +20,7 @@ from ops.cli import build_parser, errors, leaf_commands, main, options
 from ops.cli.errors import ErrorCode
 from ops.sim.simulator import simulate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MISSING_DB = "sqlite:///{tmp}/missing.db"
 NO_FOLDER_DB = "sqlite:///{tmp}/no-such-folder/ledger.db"
 

@@ -16,7 +16,7 @@ from ops.cli.errors import ErrorCode
 from ops.sim.simulator import simulate
 from ops.sim.wallet import write_wallet
 
-SETTLE_EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "baccarat.json"
+SETTLE_EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "baccarat.json"
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from ledger.store import open_app
 from ops.cli import main as cli
 from ops.sim.simulator import simulate
 from projections.audit_store import parse_round_ref, round_events
-from tests.ops.dispute_rounds import SPLIT, VOIDED, ingest_three
+from tests.support.dispute_rounds import SPLIT, VOIDED, ingest_three
 
-VERIFIER = Path(__file__).parents[2] / "ops" / "bundle" / "verify.py"
+VERIFIER = Path(__file__).parents[3] / "ops" / "bundle" / "verify.py"
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from ops.cli import main
 from ops.sim.simulator import simulate
 from ops.sim.wallet import write_wallet
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 CONFIGURE = {"type": "configure_table", "command_id": "cfg/bj-cfg-1/1", "table_id": "bj-cfg-1",
              "studio_time": "2026-11-21T08:00:00+00:00", "game": "blackjack", "ruleset_id": "blackjack/spielbank",
              "ruleset_version": 1, "currency": "EUR", "timezone": "Europe/Berlin",
@@ -151,7 +151,7 @@ def test_rtp_names_the_rule_set_version(capsys: pytest.CaptureFixture[str], monk
     from ops.gamemath import rtp_blackjack
     from ops.gamemath.rtp_blackjack import Effect
 
-    # the flips themselves take about 10 s a rule set (tests/ops/test_rtp_blackjack.py checks them)
+    # the flips themselves take about 10 s a rule set (tests/unit/ops/test_rtp_blackjack.py checks them)
     monkeypatch.setattr(rtp_blackjack, "rule_effects",
                         lambda rules, only=(): [Effect("surrender", "none", float(rules.version))])
     text = run(capsys, "rtp", "--game", "blackjack", "--effects")

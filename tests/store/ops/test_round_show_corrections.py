@@ -6,7 +6,7 @@ import pytest
 
 from ledger.store import open_app
 from ops.cli import main as cli
-from tests.ops.dispute_rounds import RESETTLED, REVERSED_VOIDED, TOMBSTONE, ingest_corrections
+from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, TOMBSTONE, ingest_corrections
 
 
 @pytest.fixture(scope="module")

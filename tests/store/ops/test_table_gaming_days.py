@@ -13,7 +13,7 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.cli import main
 from projections.reconcile import expected_movements
-from tests.ledger.feed import Feed, lines, teen_patti_round
+from tests.support.feed import Feed, lines, teen_patti_round
 
 LATE = datetime(2024, 5, 1, 20, 0, tzinfo=UTC)  # 01:30 on 2 May in Kolkata, still 1 May in UTC
 

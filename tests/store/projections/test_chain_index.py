@@ -8,8 +8,8 @@ from projections import chain_index
 from projections.audit_store import parse_round_ref
 from projections.replay_view import proof as proof_from_store
 from projections.sql import Db
-from tests.ledger.feed import Feed, baccarat_round, lines
-from tests.ops.dispute_rounds import ingest_corrections, ingest_three
+from tests.support.dispute_rounds import ingest_corrections, ingest_three
+from tests.support.feed import Feed, baccarat_round, lines
 
 
 def _positions(log: EventLog, ref: str) -> set[int]:

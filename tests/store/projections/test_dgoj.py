@@ -22,11 +22,11 @@ from ledger.store import open_app
 from ops.cli import main
 from ops.sim.simulator import simulate
 from projections.runner import Projector
-from tests.ledger.feed import Feed, baccarat_round, lines
+from tests.support.feed import Feed, baccarat_round, lines
 
 XSD_NAME = "DGOJ_Monitorizacion_3.3.xsd"
 NS = {"d": "http://cnjuego.gob.es/sci/v3.3.xsd"}
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def find_xsd() -> Path:

@@ -16,7 +16,7 @@ from ops.cli.commands.audit import replay_all
 from ops.sim.simulator import simulate
 from projections.audit_store import parse_round_ref, round_events
 from projections.replay import recompute
-from tests.projections.test_audit_store import Store
+from tests.store.projections.test_audit_store import Store
 
 TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 5, 6, 4, 250
 

@@ -20,7 +20,7 @@ from ops.sim.simulator import simulate
 from projections import replay_range as rr
 from projections.audit_store import rounds_in_range
 from projections.replay import recompute
-from tests.projections.test_audit_store import Store
+from tests.store.projections.test_audit_store import Store
 
 TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 4, 8, 9, 250
 

@@ -15,7 +15,7 @@ from ledger.records import postings_of
 from ledger.store import open_app
 from projections.audit_store import parse_round_ref
 from projections.replay_view import round_document
-from tests.ops.dispute_rounds import RESETTLED, REVERSED_VOIDED, TOMBSTONE, ingest_corrections
+from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, TOMBSTONE, ingest_corrections
 
 
 @pytest.fixture(scope="module")

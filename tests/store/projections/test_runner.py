@@ -10,8 +10,8 @@ from ledger.store import open_app
 from projections.runner import ALL_VIEWS, Projector
 from projections.sql import dump
 from projections.state import View
-from tests.projections.synthetic import random_history, store
-from tests.projections.test_folds import fold_all
+from tests.support.synthetic import random_history, store
+from tests.unit.projections.test_folds import fold_all
 
 
 def snapshot(projector: Projector) -> dict[str, list[tuple]]:

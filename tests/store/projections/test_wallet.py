@@ -15,7 +15,7 @@ from ledger.store import open_app
 from ops.sim.simulator import simulate
 from ops.sim.wallet import findings_as_injected, write_wallet
 from projections.reconcile import expected_movements, read_wallet, reconcile
-from tests.projections.synthetic import RoundScript, number
+from tests.support.synthetic import RoundScript, number
 
 
 def test_expected_movements_of_one_round_with_a_reversal_and_a_void() -> None:

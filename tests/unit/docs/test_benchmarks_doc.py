@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md"
 COMMAND = re.compile(r"python -m (ops\.bench\.\w+)([^`#\n]*)")
 
 

@@ -14,7 +14,7 @@ import pytest
 from domain import blackjack_rules
 from domain.registry import all_rule_sets
 
-RULES_DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+RULES_DOC = Path(__file__).resolve().parents[3] / "docs" / "rules.md"
 NAMED = re.compile(r"`([a-z_0-9]+) = ([^`\n]+)`")
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from domain.blackjack import SPIELBANK_V1
 from domain.blackjack_rules import SPIELBANK_V2
-from tests.domain.test_blackjack import Table, refused
+from tests.unit.domain.test_blackjack import Table, refused
 
 
 def box_with_dealer_ace(rules=SPIELBANK_V2) -> Table:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from pathlib import Path
 from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CATALOGUES = {ROOT / "domain" / "errorcodes.py", ROOT / "domain" / "refusals.py"}
 SOURCE = ("domain", "ledger", "projections", "ops")
 

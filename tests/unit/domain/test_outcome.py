@@ -15,7 +15,7 @@ from domain.cards import ALL_CARDS, parse_card
 from domain.errors import Refusal
 from domain.model import Bet
 from domain.refusals import RefusalCode
-from tests.domain.test_blackjack_props import Driver
+from tests.unit.domain.test_blackjack_props import Driver
 
 
 def _table_round(module, rules, cards: list[str], bet_types: tuple[str, ...], round_in_shoe: int = 2):  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ import pytest
 from domain.errors import Refusal
 from domain.refusals import SECTIONS, RefusalCode, markdown
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCE_LAYERS = ("domain", "ledger", "projections", "ops")
 CATALOGUE_MODULE = ROOT / "domain" / "refusals.py"
 CODE_LITERAL = re.compile(r"[a-z]+(_[a-z0-9]+)+")  # snake_case with at least one underscore, as every code is

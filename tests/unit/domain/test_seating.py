@@ -122,7 +122,7 @@ def test_more_plays_than_seats_is_a_bug():
 
 
 def test_v1_hashes_did_not_move_when_seat_fields_were_added():
-    # recorded on every stored round (tests/golden): a new field at its "as before" value is not hashed
+    # recorded on every stored round (tests/store/golden): a new field at its "as before" value is not hashed
     assert LIVE_8D_V1.content_hash() == "17fa981ae6a397e634f6a3975ac9c4fe7ec64208c61e30554ea671a150dbd9ae"
     assert SPIELBANK_V1.content_hash() == "e22eaf7333d0711ee8d87c20c6bc41d5aeae231ba62018e01950f549a66eedf6"
     assert "seats_span_rounds" not in LIVE_8D_V1.canonical()

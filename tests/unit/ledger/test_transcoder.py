@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.transcoder import OrjsonTranscoder
-from tests.golden.make_golden import STORE
+from tests.store.golden.make_golden import STORE
 
 
 def _registered(transcoder: JSONTranscoder) -> JSONTranscoder:

@@ -8,7 +8,7 @@ import pytest
 
 from ops.cli import main
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "docs" / "examples").glob("*.json"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "docs" / "examples").glob("*.json"))
 
 
 def test_there_is_an_example_per_rule_set() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from ops.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "blackjack-tour-table.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "blackjack-tour-table.json"
 
 
 def _settle(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: dict[str, Any]) -> tuple[int, dict[str, Any]]:

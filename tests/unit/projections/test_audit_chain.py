@@ -88,7 +88,7 @@ def test_worked_example_in_docs_matches_the_code() -> None:
                 '"position":1,"seq":1,"timestamp":"2024-05-01T12:00:00.000000Z"}')
     assert canonical_json(link.record) == expected
     assert link.hash == hashlib.sha256(bytes(32) + expected.encode()).hexdigest()
-    docs = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
+    docs = Path(__file__).resolve().parents[3] / "docs" / "audit.md"
     if docs.exists():
         text = docs.read_text(encoding="utf-8")
         assert expected in text and link.hash in text
@@ -245,7 +245,7 @@ def test_store_comparison_names_every_kind(tmp_path: Path) -> None:
 
 def test_reference_verifier_in_docs_runs(tmp_path: Path) -> None:
     """The stand-alone verifier printed in docs/audit.md accepts a clean export and catches an edit."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "audit.md").read_text(encoding="utf-8")
     code = text.split("<!-- reference-verifier -->\n```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {"__name__": "reference_verifier"}
     exec(compile(code, "docs/audit.md", "exec"), namespace)

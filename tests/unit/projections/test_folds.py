@@ -12,7 +12,7 @@ from ledger.records import Posting
 from projections.recall import expand_timeline
 from projections.runner import ALL_VIEWS
 from projections.state import MemoryRows, parse_fraction, utc_text
-from tests.projections.synthetic import RoundScript, number, random_history
+from tests.support.synthetic import RoundScript, number, random_history
 
 
 def fold_all(events, views=ALL_VIEWS) -> MemoryRows:

@@ -1,9 +1,9 @@
 """The RTP and integrity monitor (issue 12 item 6).
 
 Power and false alarms are seeded: fair studios folded straight from the
-simulator's own settlements (tests/projections/monitor_sim.py, no ledger, so
-many seeds fit in a test), and one end-to-end run through `ledger ingest`,
-the `monitor` view and `ledger monitor` on SQLite and PostgreSQL."""
+simulator's own settlements (tests/support/monitor_sim.py, no ledger, so
+many seeds fit in a test). The runs through `ledger ingest`, the `monitor` view
+and `ledger monitor` on a store are in tests/store/projections/test_monitor_end_to_end.py."""
 from __future__ import annotations
 
 import json
@@ -28,10 +28,9 @@ from ops.gamemath.monitor_stats import (
     rtp_findings,
     rtp_p_value,
 )
-from ops.sim.simulator import Studio
 from projections.monitor_math import bet_math, bet_math_texts, decimal_text, ratio_text
 from projections.monitor_math import tested_bets as exact_bets
-from tests.projections.monitor_sim import rule_sets, studio_rows
+from tests.support.monitor_sim import rule_sets, studio_rows
 
 FAIR_SEEDS = 100
 FAIR_ROUNDS = 10  # per table and seed; 3 tables (baccarat, Teen Patti, blackjack live-8d)
@@ -65,70 +64,6 @@ def test_a_biased_baccarat_table_is_flagged(seed: int) -> None:
 def test_the_same_table_unbiased_is_not_flagged() -> None:
     rows = studio_rows(1, 200, tables=1, rules=rule_sets(("baccarat/live-8d",)))
     assert not any(f.flagged for f in holm(rtp_findings(rows), 0.001))
-
-
-# ------------------------------------------------------------------ end to end: ingest, view, ledger monitor
-def _feed(path: Any, rounds: int, *, biased: frozenset[str], fault_rate: int) -> None:
-    studio = Studio(2, rounds, 5, fault_rate, rule_sets=rule_sets(("baccarat/live-8d", "teen-patti/20-20")),
-                    biased_tables=biased)
-    path.write_bytes(b"".join(studio.lines()))
-
-
-def _monitor(db: str, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]]]:
-    capsys.readouterr()
-    code = main(["monitor", "--db", db, "--json", *args])
-    return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
-def test_ledger_monitor_flags_the_biased_table_end_to_end(store_url: str, tmp_path: Any,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    feed = tmp_path / "feed.jsonl"
-    _feed(feed, 200, biased=frozenset({BIASED}), fault_rate=60)
-    assert main(["ingest", str(feed), "--db", store_url]) in (0, 1)  # the faults are refused on purpose
-    code, flagged = _monitor(store_url, capsys=capsys)
-    assert code == 1
-    assert {f["table_id"] for f in flagged if f["level"] == "table"} == {BIASED}
-    assert all(f["flagged"] and f["table_id"] in (BIASED, None) for f in flagged), flagged
-    code, every = _monitor(store_url, "--all", capsys=capsys)
-    assert code == 1 and {"table_id", "dealer_id", "bet_type", "p_value", "flagged"} <= set(every[0])
-    assert any(f["table_id"] == "tp-1" and not f["flagged"] for f in every)
-    _check_view_against_ggr(store_url)
-
-
-def _check_view_against_ggr(store_url: str) -> None:
-    """The view's money equals the `ggr` view's (voids, reversals and resettlements
-    included), and its void counts equal the rounds' statuses."""
-    from ops.cli.commands.project import open_views
-
-    with open_views(store_url) as views:
-        q = views.db.query
-        mine = {t: (s, r) for t, s, r in q(
-            "SELECT table_id, SUM(staked_minor), SUM(returned_minor) FROM proj_monitor GROUP BY table_id")}
-        ggr = {t: (s - f, p) for t, s, f, p in q(
-            "SELECT table_id, SUM(staked_minor), SUM(refunded_minor), SUM(paid_minor) FROM proj_ggr GROUP BY table_id")}
-        voided = dict(q("SELECT table_id, COUNT(*) FROM proj_rounds WHERE status='voided' AND table_id IS NOT NULL "
-                        "GROUP BY table_id"))
-        ops = {t: (n, v, h) for t, n, v, h in q(
-            "SELECT table_id, SUM(rounds), SUM(voided), SUM(human_errors) FROM proj_monitor_ops GROUP BY table_id")}
-        opened = q("SELECT COUNT(*) FROM proj_rounds WHERE table_id IS NOT NULL")[0][0]
-        reversed_rounds = q("SELECT COUNT(*) FROM proj_ggr_settlements WHERE reversed_period IS NOT NULL")[0][0]
-    assert mine == ggr
-    assert {t: v for t, (_, v, _) in ops.items() if v} == voided
-    assert sum(n for n, _, _ in ops.values()) == opened
-    assert reversed_rounds > 0 and sum(h for _, _, h in ops.values()) > 0  # the feed exercised both
-
-
-def test_ledger_monitor_passes_a_fair_studio_and_says_when_it_cannot_run(
-        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    feed, db = tmp_path / "feed.jsonl", f"sqlite:///{tmp_path / 'fair.db'}"
-    _feed(feed, 120, biased=frozenset(), fault_rate=0)
-    assert main(["ingest", str(feed), "--db", db]) == 0
-    code, flagged = _monitor(db, capsys=capsys)
-    assert (code, flagged) == (0, [])
-    with pytest.raises(SystemExit) as stop:  # a bad option value: argparse's way out
-        main(["monitor", "--db", db, "--alpha", "1.5"])
-    assert stop.value.code == 2 and capsys.readouterr().err.startswith("ledger monitor: error usage: ")
-    assert main(["monitor", "--db", "postgresql://nobody@127.0.0.1:1/none"]) == 2
 
 
 def test_simulate_biased_table_is_deterministic_and_touches_only_that_table(
@@ -189,7 +124,7 @@ def test_every_tested_bet_has_a_positive_variance_and_a_house_edge() -> None:
 
 
 def _check_exact_math(*, long: bool) -> None:
-    from tests.projections.monitor_distributions import all_distributions, moments
+    from tests.support.monitor_distributions import all_distributions, moments
 
     fresh = all_distributions(long=long)
     for (ruleset, bet), dist in fresh.items():

@@ -4,13 +4,13 @@ Blackjack tables are tested on what does not depend on the players' decisions
 (projections/monitor_deal.py, ops/gamemath/monitor_stats.deal_findings): the dealer's
 up cards against the shoe and the dealer's busts against the exact odds by up
 card. Seeded: studios folded straight from the simulator's own rounds
-(tests/projections/monitor_sim.py) and one run end to end through `ledger
-ingest`, the view and `ledger monitor --json`. The larger sweep (power and
+(tests/support/monitor_sim.py); the run end to end through `ledger ingest`, the
+view and `ledger monitor --json` is in tests/store/projections/test_monitor_end_to_end.py.
+The larger sweep (power and
 false alarms over 20 seeds of 400 rounds) runs with LEDGER_SLOW=1 and prints
 its figures (docs/monitor.md)."""
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 
 from domain.blackjack_rules import RULE_SETS as BJ_RULE_SETS
-from ops.cli import main
 from ops.gamemath import rtp_blackjack
 from ops.gamemath.monitor_stats import Finding, binomial_two_sided, deal_findings, holm, rtp_findings, untested_tables
-from ops.sim.simulator import Studio, simulated_rule_sets
+from ops.sim.simulator import simulated_rule_sets
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
     UP_CLASSES,
@@ -36,8 +35,8 @@ from projections.monitor_deal import (
     on_decision,
     up_card_probability,
 )
-from tests.projections.monitor_distributions import DEALER_OUTCOME_NAMES, dealer_outcomes
-from tests.projections.monitor_sim import studio
+from tests.support.monitor_distributions import DEALER_OUTCOME_NAMES, dealer_outcomes
+from tests.support.monitor_sim import studio
 
 ALPHA = 0.001
 BIASED_ROUNDS = 400
@@ -230,37 +229,6 @@ def test_power_over_20_seeds_of_400_rounds(ruleset_id: str, capsys: pytest.Captu
     _report([f"power {ruleset_id}: {caught} of {len(FAIR_SEEDS)} rigged tables flagged at {BIASED_ROUNDS} "
              f"rounds; z from {min(zs):.1f} to {max(zs):.1f}"], capsys)
     assert caught == len(FAIR_SEEDS), ruleset_id
-
-
-# ------------------------------------------------------------------ end to end
-def test_ledger_monitor_flags_rigged_blackjack_tables_end_to_end(tmp_path: Any,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """simulate (the three blackjack rule sets, faults in the feed) -> ledger ingest -> the view ->
-    ledger monitor --json: exactly the two rigged tables are flagged, exit 1; every table is tested."""
-    feed, db = tmp_path / "feed.jsonl", f"sqlite:///{tmp_path / 'monitor.db'}"
-    rigged = frozenset({"bj-spielbank-1", "bj-tour-1"})
-    blackjack = [r for r in simulated_rule_sets() if r.game == "blackjack"]
-    feed.write_bytes(b"".join(Studio(3, 200, 4, 40, rule_sets=blackjack, biased_tables=rigged).lines()))
-    assert main(["ingest", str(feed), "--db", db]) in (0, 1)  # the faults are refused on purpose
-    capsys.readouterr()
-    code = main(["monitor", "--db", db, "--json", "--all"])
-    every = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert code == 1
-    flagged_tables = {f["table_id"] for f in every if f["flagged"] and f["table_id"] is not None}
-    assert flagged_tables == rigged, [f for f in every if f["flagged"]]
-    assert not [f for f in every if f["level"] == "untested"]
-    tested = {f["table_id"] for f in every if f["level"] in ("up_card", "dealer_bust")} - {None}
-    assert tested == {"bj-live-1", "bj-spielbank-1", "bj-tour-1"}
-    from ops.cli.commands.project import open_views
-
-    with open_views(db) as views:  # every settled blackjack round counted once, dealer outcomes in range
-        q = views.db.query
-        counted = dict(q("SELECT table_id, SUM(rounds) FROM proj_monitor_deals GROUP BY table_id"))
-        outcomes = {o for (o,) in q("SELECT DISTINCT outcome FROM proj_monitor_deals")}
-        settled = dict(q("SELECT table_id, COUNT(*) FROM proj_ggr_settlements WHERE settlement_no = 1 "
-                         "AND table_id LIKE 'bj-%' GROUP BY table_id"))
-    assert outcomes <= {"bust", "17", "18", "19", "20", "21", "blackjack", NOT_PLAYED_OUT}
-    assert counted == settled
 
 
 def test_a_table_without_any_test_is_named_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ledger.records import Opened, fields_of, short_name
 from projections.recall import TIMELINE_VIEW, expand_timeline, fold_timelines
 from projections.state import MemoryRows, _dump, iso
-from tests.projections.synthetic import RoundScript, number, random_history
-from tests.projections.test_folds import fold_all
+from tests.support.synthetic import RoundScript, number, random_history
+from tests.unit.projections.test_folds import fold_all
 
 # The entry recall stored per event before timelines became compact facts
 # (copied here as the reference: the expanded timeline must equal it).
