@@ -50,7 +50,7 @@ class BlackjackRound:
     def _apply(self, fn: Callable[..., T], *args: Any) -> T:
         """Run the change `fn(state, ...)` once every check of the public method passed.
         A Refusal from inside the change would leave a half-changed model: a bug, so it
-        is raised as InvariantBroken (tests/domain/test_blackjack_refusal_first.py)."""
+        is raised as InvariantBroken (tests/unit/domain/test_blackjack_refusal_first.py)."""
         try:
             return fn(self._s, *args)
         except Refusal as refusal:

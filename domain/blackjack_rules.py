@@ -86,7 +86,7 @@ class BlackjackRules(RuleSet):
     seat_lost_after_no_action: bool = False  # live-8d v2 (seed 000): no action in a round loses the seat afterwards
     seat_lost_wait_rounds: int = 0  # Decision: rounds after the loss in which its player may not take that seat again
     # spielbank v2: within a round a seat number (`seat_no`, read by the box-holder rule) belongs to one
-    # player and a player gives one seat number; v1 feeds give two players the same seat (tests/golden)
+    # player and a player gives one seat number; v1 feeds give two players the same seat (tests/store/golden)
     seat_no_per_player: bool = False
 
     ADDED_FIELDS: ClassVar[dict[str, Any]] = {
@@ -265,7 +265,7 @@ CASINO_TOUR_V1 = replace(
 
 # Version 2 of live-8d: seats span rounds (seed 000: "a player takes at most one seat";
 # "a seated player who takes no action in a round loses the seat afterwards"). v1 stays
-# as recorded: its feeds seat players round by round (tests/golden).
+# as recorded: its feeds seat players round by round (tests/store/golden).
 LIVE_8D_V2 = replace(
     LIVE_8D_V1, version=2, title="Live blackjack, 8 decks, 7 seats held across rounds, bet behind",
     seats_span_rounds=True, seat_lost_after_no_action=True,

@@ -28,7 +28,7 @@ engine's own functions, so the math tests the very code that settles bets:
 `COUNTS` keeps the results for the rule sets the monitor tests, because the
 Teen Patti enumerations take seconds and the monitor needs the figures while
 it folds events; `python -m domain.gamemath` prints them afresh and
-tests/domain/test_gamemath.py derives every entry again and compares. A new
+tests/unit/domain/test_gamemath.py derives every entry again and compares. A new
 rule-set version needs its own entry (its cards may be dealt otherwise).
 """
 from __future__ import annotations

@@ -85,7 +85,7 @@ def win(stake_minor: int, odds: Odds) -> Payout:
 
     In integers: stake x numerator divided by the denominator, with its remainder; the
     same winnings and remainder as `stake_minor * odds.ratio` taken apart in Fractions
-    (tests/domain/test_money_integer.py), without three Fraction operations per bet."""
+    (tests/unit/domain/test_money_integer.py), without three Fraction operations per bet."""
     if type(stake_minor) is not int or stake_minor < 0:  # checked per bet: the message only when broken
         raise InvariantBroken(f"bad stake {stake_minor!r}")
     ratio = odds.ratio

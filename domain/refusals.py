@@ -9,7 +9,7 @@ docs/refusals.md is generated from both:
     python -m domain.refusals --markdown > docs/refusals.md
 
 A code is added here first, then raised as `Refusal(RefusalCode.X, message)`;
-tests/domain/test_refusals_catalogue.py checks the source and the doc agree.
+tests/unit/domain/test_refusals_catalogue.py checks the source and the doc agree.
 """
 from __future__ import annotations
 
@@ -616,7 +616,7 @@ def markdown() -> str:
         "# Refusal codes",
         "",
         "<!-- Generated from domain/refusals.py by `python -m domain.refusals --markdown > docs/refusals.md`;",
-        "     edit the catalogue there, not this file (tests/domain/test_refusals_catalogue.py checks). -->",
+        "     edit the catalogue there, not this file (tests/unit/domain/test_refusals_catalogue.py checks). -->",
         "",
         "Stable snake_case codes raised as `Refusal(RefusalCode.X, message)`; one section per module,",
         "then every code with its meaning and message template.",

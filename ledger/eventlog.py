@@ -12,7 +12,7 @@ neither cipher nor compressor, a stored state of an event class at class_version
 (nothing to upcast) is decoded by the application's transcoder straight into the
 record (`_state`); anything else goes through the mapper. The pages of a catch-up
 are selected as plain tuples (`rows`) rather than the recorder's `Notification`s.
-Both paths give the same records (tests/golden/test_records.py compares them over
+Both paths give the same records (tests/store/golden/test_records.py compares them over
 the golden stores); `raw_read`, the benchmarks' baseline, stays the library's own.
 
 `Backend` says which database a store is (from the environment its URL gave,

@@ -60,7 +60,7 @@ LINE_FIELDS: dict[str, str] = {
 # ------------------------------------------------------------------ event records
 # Derived from the event classes the ledger writes (ledger/round.py, shoe.py, table.py):
 # the same names, the same fields in the same order, lines typed (LINE_FIELDS). Written by
-# `python -m ledger.records --write`; tests/ledger/test_records_derived.py fails when a
+# `python -m ledger.records --write`; tests/unit/ledger/test_records_derived.py fails when a
 # write-side declaration changes and this copy was not rewritten.
 # BEGIN DERIVED
 class Opened(NamedTuple):

@@ -5,7 +5,7 @@ Precomputed exact fractions (projections may not import ops): the dealer's final
 outcome (`bust`, `17`..`21`, `blackjack`: two cards making 21) by up-card value
 class (`A`, `2`..`9`, `T` for every ten-value rank), for a dealer who stands or
 hits on soft 17 and a shoe of 6 or 8 decks, each drawn without replacement from
-the full shoe less the up card. tests/projections/test_monitor_deals.py
+the full shoe less the up card. tests/unit/projections/test_monitor_deals.py
 recomputes every one of them from ops/rtp_blackjack.dealer_paths (the engine's
 dealer rule) and checks them against its float dealer_shoe.
 

@@ -5,7 +5,7 @@ largest return per unit, as exact fractions, and how the monitor writes them.
 The figures come from domain/gamemath.py: the ways each paytable line pays,
 counted through the engine's own settlement functions, priced with the rule
 set's paytable (the odds are declared once, in the rule set).
-tests/domain/test_gamemath.py counts them afresh and checks the figures.
+tests/unit/domain/test_gamemath.py counts them afresh and checks the figures.
 
 Baccarat Banker bets are keyed by mode (`banker:traditional`,
 `banker:no_commission`): the two pay differently.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -69,11 +70,28 @@ def second_store(store_url, tmp_path):  # type: ignore[no-untyped-def]
         conn.close()
 
 
+KINDS = ("unit", "store", "e2e")  # tests/<kind>/...: the kind is the marker (`pytest -m unit`)
+TESTS = Path(__file__).resolve().parent
+
+
+def kind_of(path: Path) -> str | None:
+    """The kind of a test file: the first folder under tests/ (None for a file outside them)."""
+    try:
+        folder = path.resolve().relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return folder if folder in KINDS else None
+
+
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    """A write path only PostgreSQL has (COPY for large batches beside the pipelined small
-    ones) is not a SQLite test: such combinations are not run at all, rather than skipped."""
+    """Each test is marked with its kind, from its folder. A write path only PostgreSQL has
+    (COPY for large batches beside the pipelined small ones) is not a SQLite test: such
+    combinations are not run at all, rather than skipped."""
     dropped = []
     for item in list(items):
+        kind = kind_of(Path(str(item.path)))
+        if kind is not None:
+            item.add_marker(kind)
         params = getattr(getattr(item, "callspec", None), "params", {})
         if params.get("store_url") == "sqlite" and (params.get("app_on") == "copy" or params.get("copy") is True):
             dropped.append(item)

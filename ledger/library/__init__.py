@@ -6,5 +6,5 @@ Each module names the library class it overrides and the measurement that keeps 
 `eventstore` (`EventStore.put`, `Mapper`), `transcoder` (`JSONTranscoder`),
 `recorders` (the SQLite and PostgreSQL application recorders, psycopg's array dumpers).
 Outside this package the ledger uses the library through its public API and its
-`Application.construct_*` hooks only (tests/test_architecture.py checks it).
+`Application.construct_*` hooks only (tests/unit/test_architecture.py checks it).
 """

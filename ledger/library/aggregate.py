@@ -14,7 +14,7 @@ the aggregates here are plain classes that keep them, and their events are the
 library's public `DomainEvent` (frozen dataclasses, stored as `vars(event)`) with
 a `mutate` that checks id and version as the library's does. An event that finds
 no aggregate makes one with the aggregate's own constructor.
-tests/ledger/test_library_contract.py pins each of these assumptions.
+tests/store/ledger/test_library_contract.py pins each of these assumptions.
 
 Overrides, and the measurement that keeps each (`python -m ops.bench.library_bench`,
 docs/architecture-library.md): `LedgerEvent` subclasses `eventsourcing.domain.DomainEvent`

@@ -12,7 +12,7 @@ insert of a row costs (docs/architecture-library.md). So the ledger saves with
 returns an empty list). Without the keyword, `put` is the library's.
 
 Selected by `LedgerApp.construct_event_store` and `construct_mapper` (ledger/app.py),
-the library's public hooks; tests/ledger/test_ingest_levers.py pins what this relies on.
+the library's public hooks; tests/store/ledger/test_ingest_levers.py pins what this relies on.
 
 Overrides, and the measurement that keeps each (`python -m ops.bench.library_bench`,
 docs/architecture-library.md): `LedgerEventStore.put` overrides

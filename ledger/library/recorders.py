@@ -14,7 +14,7 @@ store's write function (`ledger_write_batch`: the rows as arrays through `unnest
 library's table lock and NOTIFY, the events `RETURNING` their ids; its own transaction
 on the pool's autocommit connection), a large one (ingest's) by binary `COPY` per
 table, the events under the same lock.
-What these overrides rely on from the library is pinned in tests/ledger/test_recorders.py.
+What these overrides rely on from the library is pinned in tests/store/ledger/test_recorders.py.
 
 Selected with the library's APPLICATION_RECORDER_TOPIC (see ledger/store.py).
 

@@ -36,7 +36,7 @@ from ledger.library.eventstore import LedgerEventStore
 from ledger.library.transcoder import OrjsonTranscoder
 from ledger.store import open_app
 
-GOLDEN_FEED = Path(__file__).resolve().parents[2] / "tests" / "golden" / "day.feed.jsonl.gz"
+GOLDEN_FEED = Path(__file__).resolve().parents[2] / "tests" / "store" / "golden" / "day.feed.jsonl.gz"
 
 
 def _median_us(fn: Callable[[], object], per: int, repeat: int) -> float:

@@ -66,7 +66,7 @@ from domain.money import Odds
 
 VALUES = tuple(range(1, 11))  # ace as 1 .. ten-value cards as 10
 SPLIT_HANDS_CAP = 16
-ERROR_BOUND = 0.005  # percentage points: |shoe - shoe_cd| measured 0.0023-0.0028 (tests/ops/test_rtp_blackjack.py)
+ERROR_BOUND = 0.005  # percentage points: |shoe - shoe_cd| measured 0.0023-0.0028 (tests/unit/ops/test_rtp_blackjack.py)
 BUST = 22
 DEALER_BJ = 23  # dealer outcome key: blackjack (two cards, 21)
 CARD: dict[str, Card] = {r: Card(r, "S") for r in RANKS}
@@ -453,7 +453,7 @@ class Figure:
 
 
 # `1 + shoe(rules, cd=True)` (about 2 minutes each), keyed by the rule set's content hash so a
-# changed rule set never shows an old figure; tests/ops/test_rtp_blackjack.py recomputes them (slow).
+# changed rule set never shows an old figure; tests/unit/ops/test_rtp_blackjack.py recomputes them (slow).
 SHOE_CD_PRECOMPUTED = {
     "17fa981ae6a397e634f6a3975ac9c4fe7ec64208c61e30554ea671a150dbd9ae": 0.9928697,  # live-8d v1
     "e22eaf7333d0711ee8d87c20c6bc41d5aeae231ba62018e01950f549a66eedf6": 0.9925146,  # spielbank v1

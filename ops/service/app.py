@@ -178,7 +178,7 @@ class LedgerAPI(FastAPI):
     dependency solving): on the event loop every command shares, that machinery cost more CPU
     per command than the handler itself. Same handler (`commands_answer`), same answers, the
     same log line and metrics (`log_request`); an HTTPException is rendered by the app's own
-    handler for it, as the route would have it (tests/service/test_fast_path.py compares the
+    handler for it, as the route would have it (tests/e2e/service/test_fast_path.py compares the
     two). Every other request (other paths, other methods, a root path) goes through FastAPI."""
 
     commands_route: APIRoute | None = None

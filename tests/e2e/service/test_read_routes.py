@@ -1,0 +1,56 @@
+"""The read routes answer what the read service (projections/queries.py) returns, the same
+data `ledger X --json` prints (tests/store/ops/test_read_service.py): one source for both."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from ledger.eventlog import EventLog
+from projections import queries
+from projections.runner import Projector
+from tests.e2e.service.conftest import auth, feed
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return json.loads(json.dumps(dataclasses.asdict(value), default=str))
+
+
+def test_each_read_route_is_its_query(client, keys, store_url) -> None:
+    lines = feed(tables=4, rounds=3)
+    headers = auth(keys["backoffice"])
+    r = client.post("/v1/commands", content=b"\n".join(lines),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    first = json.loads(lines[0])
+    ref = f"{first['table_id']}#{first['round_no']}"
+    player = next(json.loads(x)["player_id"] for x in lines if b'"place_bet"' in x)
+    answers = {path: client.get(path, headers=headers) for path in (
+        "/v1/rounds", "/v1/rounds?status=settled&limit=2", f"/v1/rounds/{ref.replace('#', '%23')}",
+        f"/v1/rounds/{ref.replace('#', '%23')}/replay", "/v1/balances?kind=player", "/v1/refunds", "/v1/ggr",
+        f"/v1/recall/{player}", "/v1/rejections")}
+    assert all(a.status_code == 200 for a in answers.values()), {p: a.text[:200] for p, a in answers.items()}
+    log = EventLog.open(store_url)
+    projector = Projector(log)
+    try:
+        projector.catch_up()
+        db, round_uuid = projector.db, queries.round_ref(ref)
+        expected = {
+            "/v1/rounds": queries.round_list(db),
+            "/v1/rounds?status=settled&limit=2": queries.round_list(db, status="settled", limit=2),
+            f"/v1/rounds/{ref.replace('#', '%23')}": queries.round_detail(log, round_uuid, ref),
+            f"/v1/rounds/{ref.replace('#', '%23')}/replay": queries.round_replay(log, round_uuid, ref=ref),
+            "/v1/balances?kind=player": queries.balances(db, kind="player"),
+            "/v1/refunds": queries.refunds(db),
+            "/v1/ggr": queries.ggr(db),
+            f"/v1/recall/{player}": queries.recall(db, player, 10),
+            "/v1/rejections": queries.rejections(log),
+        }
+    finally:
+        projector.close()
+        log.close()
+    for path, result in expected.items():
+        assert answers[path].json() == plain(result), path
+    assert answers["/v1/rounds"].json()["rounds"] and answers["/v1/balances?kind=player"].json()["accounts"]

@@ -1,0 +1,48 @@
+"""The type-checking contract CI enforces (CI runs plain `mypy`, configured in
+pyproject.toml): `strict` on every package, and a list of modules not yet clean
+that may only shrink."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ["domain", "ledger", "projections", "ops"]
+# Every module that was still relaxed when `strict` was switched on, with what it needed.
+# A module may leave this list (once it is clean); none may join it.
+RELAXED_AT_MOST = {
+    "projections.sql": {"warn_return_any": False},
+    "projections.state": {"warn_return_any": False},
+    "ops.cli.errors": {"ignore_errors": True},
+    "ops.service.app": {"ignore_errors": True},
+    "ops.service.http": {"ignore_errors": True},
+    "ops.service.intake": {"ignore_errors": True},
+    "ops.service.metrics": {"ignore_errors": True},
+}
+
+
+def _config() -> dict[str, Any]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["mypy"]
+
+
+def test_strict_on_every_package() -> None:
+    config = _config()
+    assert config["strict"] is True
+    assert sorted(config["files"]) == sorted(PACKAGES)
+
+
+def test_the_relaxed_modules_only_shrink() -> None:
+    relaxed = {}
+    for override in _config()["overrides"]:
+        modules = override["module"]
+        options = {k: v for k, v in override.items() if k != "module"}
+        for module in [modules] if isinstance(modules, str) else modules:
+            if module.split(".")[0] in PACKAGES:
+                assert "*" not in module, f"{module}: name each relaxed module, no wildcard"
+                relaxed[module] = options
+    for module, options in relaxed.items():
+        assert module in RELAXED_AT_MOST, f"{module} joined the relaxed list: make it pass `strict` instead"
+        assert options.items() <= RELAXED_AT_MOST[module].items(), f"{module}: relaxed further than {RELAXED_AT_MOST[module]}"
+        assert (ROOT / (module.replace(".", "/") + ".py")).exists(), f"{module} is gone: drop it from the list"
