@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import Refusal
-from domain.money import check_currency
+from domain.money import check_currency, format_minor
 from ledger.records import (
     BetPlaced,
     DecisionTaken,
@@ -290,3 +290,22 @@ def _differences(m: Movement, row: dict[str, Any]) -> list[tuple[str, Any, Any]]
 
 def movement_dicts(movements: list[Movement]) -> list[dict[str, Any]]:
     return [asdict(m) for m in movements]
+
+
+SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id", "currency")
+AMOUNT_KEYS = {"ledger_amount_minor": "ledger", "wallet_amount_minor": "wallet"}
+
+
+def finding_text(f: dict[str, Any]) -> str:
+    """A finding's other fields, amounts as money with the currency (`ledger=1.00 EUR
+    wallet=4.34 EUR`, never minor units: --json keeps those)."""
+    money = f["category"] == "amount_differs"
+    parts = []
+    for k, v in f.items():
+        if k in SHOWN_APART:
+            continue
+        if k in AMOUNT_KEYS or (money and k in ("ledger", "wallet")):
+            parts.append(f"{AMOUNT_KEYS.get(k, k)}={format_minor(v, f.get('currency'))}")
+        else:
+            parts.append(f"{k}={v}")
+    return " ".join(parts)

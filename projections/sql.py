@@ -108,7 +108,7 @@ class Db:
     def execute(self, text: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; returns the affected row count."""
         cur = self.conn.execute(self._sql(text), params)
-        return cur.rowcount
+        return int(cur.rowcount)
 
     def execute_cursor(self, text: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement; returns the driver's cursor (in `pipeline`, its rowcount is known after `sync`)."""

@@ -341,7 +341,8 @@ class CachedRows:
             row = self.committed[table].get(key, _MISSING)
             if row is _MISSING:
                 return self._miss(table, key)
-        return row
+        found: dict[str, Any] | None = row
+        return found
 
     def _miss(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         """A row in neither the page nor the young generation: from the old one, or the database."""
@@ -358,7 +359,8 @@ class CachedRows:
         self._young_rows += 1
         if self._young_rows > CACHE_ROWS_YOUNG:
             self._rotate()
-        return row
+        found: dict[str, Any] | None = row
+        return found
 
     def _maybe_evicted(self, table: str, key: tuple[Any, ...]) -> bool:
         """Whether the key may be a dropped row (its caller checks `_any_evicted` first).

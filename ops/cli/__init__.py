@@ -12,6 +12,7 @@ import pkgutil
 import sys
 from typing import NoReturn
 
+from ops import version
 from ops.cli import commands as _commands_pkg
 from ops.cli.errors import EXIT_ERROR, CliError, ErrorCode, classify
 
@@ -47,16 +48,6 @@ def usage_error(prog: str, message: str) -> NoReturn:
 
 def report(prog: str, error: CliError) -> None:
     print(f"{prog}: error {error.code}: {error.message}", file=sys.stderr)
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("casino-ledger")
-    except PackageNotFoundError:  # run from a checkout without installing
-        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:

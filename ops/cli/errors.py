@@ -61,7 +61,7 @@ def classify(exc: BaseException) -> CliError:
     if isinstance(exc, CliError):
         return exc
     if isinstance(exc, StoreUnavailable):
-        return CliError(ErrorCode(exc.code), exc.message)
+        return CliError(ErrorCode(exc.code), exc.message)  # type: ignore[call-arg]  # a lookup by value
     if isinstance(exc, TimeoutError):  # an OSError too, but no file's: NATS (asyncio) timeouts
         return CliError(ErrorCode.SERVICE_TIMEOUT, f"no answer in time: {_first_line(exc)}")
     if isinstance(exc, OSError):

@@ -472,7 +472,7 @@ def audit_page(request: Request, session: UI) -> Response:
 def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
                  until: Annotated[str | None, Form(max_length=10)] = None) -> Response:
-    from ops.cli import version
+    from ops import version
     from projections.audit_export import Window, export
 
     if not session.may_audit:

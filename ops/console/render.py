@@ -44,8 +44,8 @@ def rounds_link(finding: Any) -> str:
 def _texts() -> dict[str, Any]:
     """The command line's own wording of settings, monitor figures and wallet findings."""
     from domain.tableconfig import describe_settings
-    from ops.cli.commands.monitor import detail_text
-    from ops.cli.commands.reconcile import finding_text
+    from ops.gamemath.monitor_stats import detail_text
+    from projections.reconcile import finding_text
 
     return {"describe": describe_settings, "detail": detail_text, "finding_text": finding_text}
 

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from domain.money import format_minor
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
     dealer_key,
@@ -353,3 +354,23 @@ def evaluate(rtp_rows: Iterable[dict[str, Any]], ops: Iterable[dict[str, Any]],
              alpha: float = ALPHA_DEFAULT, deals: Iterable[dict[str, Any]] = ()) -> list[Finding]:
     """Every test, Holm-corrected per family (game math: RTP and blackjack deals; operations)."""
     return holm(rtp_findings(rtp_rows) + deal_findings(deals), alpha) + holm(ops_findings(ops), alpha)
+
+
+_RATES = {"observed_rtp": "observed RTP", "theoretical_rtp": "theoretical RTP", "rate": "rate", "expected_rate": "expected rate",
+          "studio_rate": "studio rate"}
+
+
+def detail_text(detail: dict[str, Any]) -> str:
+    """A test's figures as people read them: the stake as money with its currency, RTPs and
+    rates as percentages (`--json` keeps `staked_minor` and the ratios)."""
+    parts = []
+    for key, value in detail.items():
+        if key == "currency":
+            continue
+        if key == "staked_minor":
+            parts.append(f"staked {format_minor(value, detail.get('currency') or '(several currencies)')}")
+        elif key in _RATES:
+            parts.append(f"{_RATES[key]} {'-' if value is None else f'{value * 100:.2f}%'}")
+        else:
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)

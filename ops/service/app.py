@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,10 +36,10 @@ from ledger import logging as ledger_logging
 from ledger.app import storable
 from ledger.batching import Result
 from ledger.eventlog import EventLog
-from ledger.keys import ApiKey, key_store
+from ledger.keys import ROLE_WRITE, ApiKey, key_store
 from ledger.store import db_url_from, open_app
 from ops.service import metrics, problems, routes
-from ops.service.auth import KEY_CACHE_S_DEFAULT, ROLE_WRITE, Keys, bearer_credentials, checked_key
+from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, bearer_credentials, checked_key
 from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
 from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
 from ops.service.intake import (
@@ -166,7 +166,7 @@ def store_unavailable(detail: str) -> IntakeError:
     return IntakeError(ErrorCode.STORE_UNAVAILABLE, detail, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
-def _observe(count: int, seconds: float, results: list) -> None:
+def _observe(count: int, seconds: float, results: list[Any]) -> None:
     metrics.BATCH_SECONDS.observe(seconds)
     metrics.BATCH_COMMANDS.observe(count)
     metrics.count_results(results)
@@ -189,7 +189,7 @@ class LedgerAPI(FastAPI):
             self.openapi_schema = complete(super().openapi())
         return self.openapi_schema
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if (self.fast_commands and scope["type"] == "http" and scope["method"] == "POST"
                 and scope["path"] == COMMANDS_PATH and not scope.get("root_path")):
             await self._commands(scope, receive, send)
@@ -208,7 +208,7 @@ class LedgerAPI(FastAPI):
         health = getattr(self.state, "health", None)
         return health is None or health.ready
 
-    async def _unavailable(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _unavailable(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         """503 store_unavailable with Retry-After, logged as every request is."""
         started, request_id = time.perf_counter(), next_request_id()
         response = await problems.http_error(Request(scope, receive, send),
@@ -217,7 +217,7 @@ class LedgerAPI(FastAPI):
         await response(scope, receive, send)
         log_request(scope, response.status_code, started, request_id, None)
 
-    async def _commands(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _commands(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
         request_id = next_request_id()
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
@@ -238,7 +238,8 @@ class LedgerAPI(FastAPI):
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
                 handler = self.exception_handlers.get(StarletteHTTPException, problems.http_error)
-                response = await handler(request, exc)
+                answered = handler(request, exc)
+                response = await answered if inspect.isawaitable(answered) else answered
                 status = response.status_code
                 response.raw_headers.append((b"x-request-id", request_id.encode()))
                 await response(scope, receive, send)
@@ -285,11 +286,11 @@ def _too_large(limit: int) -> IntakeError:
                        headers={"Connection": "close"})
 
 
-def _header(scope: dict[str, Any], name: bytes) -> str | None:
+def _header(scope: MutableMapping[str, Any], name: bytes) -> str | None:
     """A request header's value (the first), as Starlette decodes it (latin-1); names are lower case in ASGI."""
     for key, value in scope["headers"]:
         if key == name:
-            return value.decode("latin-1")
+            return str(value.decode("latin-1"))
     return None
 
 

@@ -17,7 +17,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.errorcodes import ErrorCode
-from ledger.keys import ROLE_AUDIT, ROLE_READ, ROLE_WRITE, ApiKey, KeyStore
+from ledger.keys import ROLE_AUDIT, ROLE_READ, ApiKey, KeyStore
 from ops.service.health import RETRY_AFTER_S
 from ops.service.intake import IntakeError
 from ops.service.problems import ServiceError
@@ -129,6 +129,5 @@ def bearer_credentials(authorization: str | None) -> str | None:
     return credentials if scheme and credentials and scheme.lower() == "bearer" else None
 
 
-Writer = Annotated[ApiKey, Depends(role(*ROLE_WRITE))]
 Reader = Annotated[ApiKey, Depends(role(*ROLE_READ))]
 Auditor = Annotated[ApiKey, Depends(role(*ROLE_AUDIT))]

@@ -191,6 +191,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.logger.info("refused a request: %s %s (%s)", status, code, detail)
         self.transport.close()
         try:
-            self.parser.pause()  # the rest of what arrived is not parsed
+            self.parser.pause()  # type: ignore[attr-defined]  # httptools has it; its stubs do not. The rest of what arrived is not parsed
         except (AttributeError, httptools.HttpParserError):  # pragma: no cover - older httptools
             pass

@@ -41,7 +41,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 # White space and blank lines, skipped in one step (a body of 16 million blank lines costs
 # one pass of the regex engine, not a Python step per line: `line.strip()`'s white space).
 _BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*+")
-_SCAN = json.JSONDecoder().scan_once  # the C scanner: one value's parsed form and where it ends
+_SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # public in practice, untyped in typeshed; the C scanner: one value's parsed form and where it ends
 # What a bracket count needs to see: strings (whose brackets do not count) and brackets. A
 # string that never ends runs to the end of the text (possessive, no backtracking): else each
 # of its escaped quotes would start a new scan to the end, quadratic in a hostile body.

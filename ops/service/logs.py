@@ -10,6 +10,7 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -88,7 +89,7 @@ def _request_metrics(route: str, status: int) -> tuple[Any, Any]:
     return metrics.REQUESTS.labels(route, str(status)), metrics.REQUEST_SECONDS.labels(route)
 
 
-def log_request(scope: dict[str, Any], status: int, started: float, request_id: str,
+def log_request(scope: Mapping[str, Any], status: int, started: float, request_id: str,
                 timing: dict[str, Any] | None) -> None:
     """A request's metrics, its trace row (when tracing) and its JSON log line."""
     seconds = time.perf_counter() - started

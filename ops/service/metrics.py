@@ -9,6 +9,7 @@ Without that variable (tests, one process) the default registry is used.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -40,14 +41,14 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 def render() -> bytes:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
         return generate_latest(registry)
     return generate_latest(REGISTRY)
 
 
-def count_results(results: list) -> None:
+def count_results(results: list[Any]) -> None:
     """One increment per (status, code) of a batch, not one per command: in multiprocess mode
-    each increment takes a lock, checks the pid and writes the mmap (1.5 us per command before)."""
+    each increment takes a lock, checks the pid and writes the mmap)."""
     tally: dict[tuple[str, str], int] = {}
     for r in results:
         key = (r.status, r.code or "")

@@ -322,3 +322,16 @@ def test_the_private_read_check_catches_what_it_names() -> None:
     hits = list(private_library_reads(ast.parse(source)))
     assert {hit.split(": ")[-1] for hit in hits} == {
         "import _helper", "Application._private", "p.Mapper._z", "self._insert_events", "super()._select"}
+
+
+@pytest.mark.parametrize("package", ["ops/service", "ops/console", "projections"])
+def test_the_http_service_and_the_pages_never_import_the_command_line(package: str) -> None:
+    """One read service (projections/queries.py) for the CLI, the routes and the pages: the
+    routes and pages reach it directly, never through the command line's modules."""
+    offenders = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n == "ops.cli" or n.startswith("ops.cli.")]
+    assert not offenders, offenders

@@ -115,7 +115,7 @@ def _window(args: argparse.Namespace) -> Window:
 
 def run_export(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
-    from ops.cli import version
+    from ops import version
     from projections.audit_export import export
 
     _check_range(args)

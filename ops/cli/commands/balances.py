@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 
 from domain.money import format_minor
-from ops.cli.commands.project import add_db_argument, open_views
+from ops.cli.options import add_db_argument, open_views
 from projections import queries
 
 EPILOG = """\

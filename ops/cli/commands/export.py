@@ -12,9 +12,8 @@ from typing import Any, BinaryIO
 
 from domain.money import format_minor
 from ledger.eventlog import EventLog
-from ops.cli.commands.project import add_db_argument
 from ops.cli.errors import CliError, ErrorCode, check_input_file, usage
-from ops.cli.options import add_period_arguments, check_period, help_for, number_range, text_length
+from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, number_range, text_length
 from projections.dgoj import (
     SESSION_GAP_DEFAULT,
     SESSION_GAP_MAX,

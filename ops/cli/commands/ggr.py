@@ -7,8 +7,14 @@ import json
 from dataclasses import asdict
 
 from domain.money import format_minor
-from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
-from ops.cli.options import add_period_arguments, period_days
+from ops.cli.options import (
+    add_db_argument,
+    add_period_arguments,
+    add_timezone_argument,
+    gaming_day_zones,
+    open_views,
+    period_days,
+)
 from projections import queries
 from projections.state import parse_fraction
 

@@ -9,10 +9,8 @@ import argparse
 import json
 from typing import Any
 
-from domain.money import format_minor
-from ops.cli.commands.project import add_db_argument, open_views
-from ops.cli.options import add_period_arguments, number_range, period_days
-from ops.gamemath.monitor_stats import ALPHA_DEFAULT, Finding, evaluate, untested_tables
+from ops.cli.options import add_db_argument, add_period_arguments, number_range, open_views, period_days
+from ops.gamemath.monitor_stats import ALPHA_DEFAULT, Finding, detail_text, evaluate, untested_tables
 from projections.monitor import deal_rows, monitor_rows, ops_rows
 
 EPILOG = """\
@@ -85,21 +83,6 @@ def _print(findings: list[Finding], shown: list[Finding], alpha: float) -> None:
               f"{f.p_value:>10.3g} {f.p_adjusted:>10.3g}  {'FLAGGED ' if f.flagged else ''}{detail}")
 
 
-_RATES = {"observed_rtp": "observed RTP", "theoretical_rtp": "theoretical RTP", "rate": "rate", "expected_rate": "expected rate",
-          "studio_rate": "studio rate"}
 
 
-def detail_text(detail: dict[str, Any]) -> str:
-    """A test's figures as people read them: the stake as money with its currency, RTPs and
-    rates as percentages (`--json` keeps `staked_minor` and the ratios)."""
-    parts = []
-    for key, value in detail.items():
-        if key == "currency":
-            continue
-        if key == "staked_minor":
-            parts.append(f"staked {format_minor(value, detail.get('currency') or '(several currencies)')}")
-        elif key in _RATES:
-            parts.append(f"{_RATES[key]} {'-' if value is None else f'{value * 100:.2f}%'}")
-        else:
-            parts.append(f"{key} {value}")
-    return ", ".join(parts)
+

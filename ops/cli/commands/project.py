@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from zoneinfo import ZoneInfo
 
-from ledger.eventlog import PAGE_SIZE_MAX, EventLog
-from ops.cli.options import Progress, add_quiet_argument, int_range, timezone
-from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
-from projections.state import Zones
+from ledger.eventlog import PAGE_SIZE_MAX
+from ops.cli.options import add_db_argument, add_quiet_argument, catch_up_with_progress, int_range, open_views
+from projections.runner import PAGE_SIZE_DEFAULT
 
 EPILOG = """\
 Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
@@ -41,43 +36,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     add_quiet_argument(p)
     p.set_defaults(func=run)
-
-
-def add_db_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
-
-
-def add_timezone_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timezone", type=timezone, default=os.environ.get("LEDGER_TIMEZONE") or "UTC", metavar="ZONE",
-                   help="the studio's time zone: days are gaming days there, by studio time; a round at a table "
-                   "configured with a time zone of its own uses the zone in force when it was played (default: LEDGER_TIMEZONE or UTC)")
-
-
-def gaming_day_zones(fallback: str) -> Zones:
-    """A round at a configured table has the time zone of the configuration it opened under
-    (kept by the views); `fallback` (--timezone) is every other round's."""
-    return Zones(ZoneInfo(fallback))
-
-
-@contextmanager
-def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
-               ledger_required: bool = True) -> Iterator[Projector]:
-    """A Projector on the store, caught up (quietly) unless told otherwise."""
-    log = EventLog.open(db_url, ledger_required=ledger_required)
-    projector = Projector(log, page_size=page_size)
-    try:
-        if catch_up:
-            projector.catch_up()
-        yield projector
-    finally:
-        projector.close()
-        log.close()
-
-
-def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:
-    start = min(projector.positions.values(), default=0)
-    with Progress("project", quiet=quiet, done=start) as progress:
-        return projector.catch_up(lambda position, head: progress.update(position, head))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,8 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from domain.money import format_minor
-from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones, open_views
-from ops.cli.options import int_range
+from ops.cli.options import add_db_argument, add_timezone_argument, gaming_day_zones, int_range, open_views
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 

@@ -11,15 +11,12 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
 
-from domain.money import format_minor
 from ledger.eventlog import EventLog
-from ops.cli.commands.project import add_db_argument, add_timezone_argument, gaming_day_zones
 from ops.cli.errors import CliError, ErrorCode, check_input_file
-from ops.cli.options import int_range
+from ops.cli.options import add_db_argument, add_timezone_argument, gaming_day_zones, int_range
 from projections import queries
-from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, read_wallet
+from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, finding_text, read_wallet
 
 EPILOG = """\
 Wallet CSV columns: transaction_id,type,reference,player,amount_minor,currency,time
@@ -68,23 +65,6 @@ def run(args: argparse.Namespace) -> int:
 SHORT = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
          "duplicated": "duplicated", "amount_differs": "amount", "player_differs": "player",
          "currency_differs": "currency", "invalid_row": "invalid", "repeated_transaction_id": "rep.txn"}
-SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id", "currency")
-AMOUNT_KEYS = {"ledger_amount_minor": "ledger", "wallet_amount_minor": "wallet"}
-
-
-def finding_text(f: dict[str, Any]) -> str:
-    """A finding's other fields, amounts as money with the currency (`ledger=1.00 EUR
-    wallet=4.34 EUR`, never minor units: --json keeps those)."""
-    money = f["category"] == "amount_differs"
-    parts = []
-    for k, v in f.items():
-        if k in SHOWN_APART:
-            continue
-        if k in AMOUNT_KEYS or (money and k in ("ledger", "wallet")):
-            parts.append(f"{AMOUNT_KEYS.get(k, k)}={format_minor(v, f.get('currency'))}")
-        else:
-            parts.append(f"{k}={v}")
-    return " ".join(parts)
 
 
 def print_report(report: queries.Reconciliation, findings_max: int) -> None:

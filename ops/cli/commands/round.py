@@ -14,9 +14,8 @@ from domain.money import format_minor
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.round import round_id_for
-from ops.cli.commands.project import add_db_argument, open_views
 from ops.cli.errors import usage
-from ops.cli.options import add_period_arguments, check_period, help_for, int_range
+from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, int_range, open_views
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
 

@@ -14,8 +14,7 @@ from typing import Any
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
-from ops.cli.commands.project import open_views
-from ops.cli.options import help_for
+from ops.cli.options import help_for, open_views
 from projections.tables import table_ids
 
 

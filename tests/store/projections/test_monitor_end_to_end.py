@@ -46,7 +46,7 @@ def test_ledger_monitor_flags_the_biased_table_end_to_end(store_url: str, tmp_pa
 def _check_view_against_ggr(store_url: str) -> None:
     """The view's money equals the `ggr` view's (voids, reversals and resettlements
     included), and its void counts equal the rounds' statuses."""
-    from ops.cli.commands.project import open_views
+    from ops.cli.options import open_views
 
     with open_views(store_url) as views:
         q = views.db.query
@@ -97,7 +97,7 @@ def test_ledger_monitor_flags_rigged_blackjack_tables_end_to_end(tmp_path: Any,
     assert not [f for f in every if f["level"] == "untested"]
     tested = {f["table_id"] for f in every if f["level"] in ("up_card", "dealer_bust")} - {None}
     assert tested == {"bj-live-1", "bj-spielbank-1", "bj-tour-1"}
-    from ops.cli.commands.project import open_views
+    from ops.cli.options import open_views
 
     with open_views(db) as views:  # every settled blackjack round counted once, dealer outcomes in range
         q = views.db.query
