@@ -34,7 +34,9 @@ def _role_choices() -> object:
 
 def test_every_module_uses_the_one_role_declaration() -> None:
     assert _role_choices() is keys.ROLES
-    assert auth.ROLE_WRITE is keys.ROLE_WRITE and auth.ROLE_READ is keys.ROLE_READ and auth.ROLE_AUDIT is keys.ROLE_AUDIT
+    from ops.service import app
+
+    assert app.ROLE_WRITE is keys.ROLE_WRITE and auth.ROLE_READ is keys.ROLE_READ and auth.ROLE_AUDIT is keys.ROLE_AUDIT
     for granted in (keys.ROLE_WRITE, keys.ROLE_READ, keys.ROLE_AUDIT):
         assert set(granted) <= set(keys.ROLES)
 

@@ -10,8 +10,8 @@ import time
 import pytest
 from fastapi import HTTPException
 
-from ledger.keys import ApiKey
-from ops.service.auth import ROLE_WRITE, Keys, checked_key
+from ledger.keys import ROLE_WRITE, ApiKey
+from ops.service.auth import Keys, checked_key
 
 STUDIO = ApiKey("k1", "studio-1", "studio", (), "2026-11-26T00:00:00+00:00", None)
 
