@@ -32,6 +32,11 @@ PAGE_LINKS = 5000
 _HEAD_ID = 1
 
 
+class ChainMismatch(ValueError):
+    """The chain kept in the store disagrees with the store or with its own head: a finding
+    for whoever asked (refuse the bundle, show the page), never a proof."""
+
+
 def _head(db: Db) -> tuple[int, int, str, list[str]]:
     """(position, seq, hash, tree peaks) of the last link kept (genesis: nothing kept)."""
     found = db.query(f"SELECT position, seq, hash, peaks FROM {CHAIN_HEAD.name} WHERE id = ?", (_HEAD_ID,))
@@ -100,7 +105,7 @@ def _complete_nodes(db: Db, size: int, peaks: list[str]) -> None:
             break
         after = int(page[-1][0])
     if tree.size != size or tree.peak_hexes() != peaks:
-        raise ValueError(f"the chain kept does not match its head (seq {size}): drop {CHAIN.name}, "
+        raise ChainMismatch(f"the chain kept does not match its head (seq {size}): drop {CHAIN.name}, "
                          f"{CHAIN_HEAD.name} and {NODES.name} to hash it again")
     with db.transaction():
         db.execute(f"DELETE FROM {NODES.name}")
@@ -155,11 +160,11 @@ def _link(log: EventLog, seq: int, position: int, link_hash: str, prev: str) -> 
     """The link kept at `position`, its record read from the store and its hash checked."""
     found = log.notifications(position, 1)
     if not found or found[0].id != position:
-        raise ValueError(f"the chain kept has position {position}, the store has no event there")
+        raise ChainMismatch(f"the chain kept has position {position}, the store has no event there")
     event, fields = log.decode_stored(found[0])
     link = next(chain([(event, fields)], prev_hex=prev, seq_start=seq))
     if link.hash != link_hash:
-        raise ValueError(f"the event at position {position} hashes to {link.hash}, the chain kept says "
+        raise ChainMismatch(f"the event at position {position} hashes to {link.hash}, the chain kept says "
                          f"{link_hash}: the store changed under the chain kept")
     return link
 
@@ -192,7 +197,7 @@ class _Roots:
                 found[(int(lo), int(hi))] = str(digest)
         missing = [p for p in big if p not in found]
         if missing:
-            raise ValueError(f"the chain kept has no subtree root for leaves {missing[0]}: call extend first")
+            raise ChainMismatch(f"the chain kept has no subtree root for leaves {missing[0]}: call extend first")
         return {p: found[p] for p in big}
 
     def _hashed(self) -> dict[tuple[int, int], str]:
@@ -203,7 +208,7 @@ class _Roots:
                 f"SELECT hash FROM {CHAIN.name} WHERE seq > ? AND seq <= ? ORDER BY seq", (block, block + NODE_MIN))]
             for lo, hi in (p for p in small if p[0] // NODE_MIN * NODE_MIN == block):
                 if hi - block > len(leaves):
-                    raise ValueError(f"the chain kept lacks links in seq {lo + 1}..{hi}")
+                    raise ChainMismatch(f"the chain kept lacks links in seq {lo + 1}..{hi}")
                 tree = TreeBuilder()
                 for link_hash in leaves[lo - block:hi - block]:
                     tree.add(link_hash)

@@ -265,7 +265,7 @@ def _kept_proof(request: Request, db: Any, doc: dict[str, Any], as_json: bool = 
     try:
         chain_index.extend(request.app.state.reader, db)
         proof: dict[str, Any] = chain_index.proof(db, {s["position"] for s in doc["steps"]})
-    except ValueError as exc:
+    except chain_index.ChainMismatch as exc:
         raise HTTPException(409, f"the audit chain kept in the store cannot prove this round: {exc}") from None
     return json.loads(json.dumps(proof)) if as_json else proof  # the bundle's document: keys as text
 
@@ -274,6 +274,7 @@ def _kept_proof(request: Request, db: Any, doc: dict[str, Any], as_json: bool = 
 def round_bundle(request: Request, ref: str, session: UI) -> Response:
     """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
     from ops.bundle.build import BundleError, write_bundle
+    from projections.chain_index import ChainMismatch
 
     doc = _document(request, ref)
     name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"
@@ -281,7 +282,7 @@ def round_bundle(request: Request, ref: str, session: UI) -> Response:
         doc["proof"] = _kept_proof(request, db, doc, as_json=True)
         try:
             write_bundle(Path(tmp) / name, request.app.state.reader, doc, views=db)
-        except (BundleError, ValueError) as exc:
+        except (BundleError, ChainMismatch) as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()
     return Response(body, media_type="application/zip",

@@ -111,7 +111,7 @@ def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list
     try:
         try:
             chain_index.extend(log, views)
-        except ValueError as exc:  # the chain kept disagrees with its own head: say so, do not bundle
+        except chain_index.ChainMismatch as exc:  # say so, do not bundle
             raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None
         proof = chain_index.proof(views, {e.position for e in events})
         document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
