@@ -73,20 +73,24 @@ class KeyStore:
     def __init__(self, datastore: Any) -> None:
         self.datastore = datastore
         self.postgres = hasattr(datastore, "schema")
-        self.table = f'"{datastore.schema}".{KEYS_TABLE}' if self.postgres else KEYS_TABLE
-        with self._cursor() as c:
+        self.table = self.qualified(KEYS_TABLE)
+        with self.cursor() as c:
             c.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} (key_id text PRIMARY KEY, name text NOT NULL, "
                 "role text NOT NULL, tables text NOT NULL, secret_hash text NOT NULL, created_at text NOT NULL, "
                 "revoked_at text)"
             )
 
+    def qualified(self, table: str) -> str:
+        """A table of this store by its full name (PostgreSQL: in the store's schema)."""
+        return f'"{self.datastore.schema}".{table}' if self.postgres else table
+
     @contextmanager
-    def _cursor(self, commit: bool = True) -> Iterator[Any]:
+    def cursor(self, commit: bool = True) -> Iterator[Any]:
         with self.datastore.transaction(commit=commit) as c:
             yield c
 
-    def _sql(self, text: str) -> str:
+    def sql(self, text: str) -> str:
         return text.replace("?", "%s") if self.postgres else text
 
     def add(self, role: str, name: str = "", tables: Sequence[str] = ()) -> tuple[str, ApiKey]:
@@ -95,23 +99,23 @@ class KeyStore:
         require(all(t and "," not in t for t in tables), f"table ids {list(tables)!r}: empty or with a comma")
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         row = ApiKey(key_id, name or f"{role}-{key_id}", role, tuple(tables), datetime.now(UTC).isoformat(), None)
-        with self._cursor() as c:
-            c.execute(self._sql(f"INSERT INTO {self.table} ({', '.join(COLUMNS)}) VALUES (?,?,?,?,?,?,?)"),
+        with self.cursor() as c:
+            c.execute(self.sql(f"INSERT INTO {self.table} ({', '.join(COLUMNS)}) VALUES (?,?,?,?,?,?,?)"),
                       (row.key_id, row.name, row.role, ",".join(row.tables), _hash(secret), row.created_at, None))
         return f"{KEY_PREFIX}{key_id}_{secret}", row
 
     def list(self) -> list[ApiKey]:
-        with self._cursor(commit=False) as c:
+        with self.cursor(commit=False) as c:
             c.execute(f"SELECT {', '.join(COLUMNS)} FROM {self.table} ORDER BY created_at, key_id")
             return [_key(row) for row in c.fetchall()]
 
     def revoke(self, key_id_or_name: str) -> int:
         """Revoke by key id or name; how many keys were revoked (0: none matched)."""
         where = "WHERE (key_id = ? OR name = ?) AND revoked_at IS NULL"
-        with self._cursor() as c:
-            c.execute(self._sql(f"SELECT COUNT(*) AS n FROM {self.table} {where}"), (key_id_or_name, key_id_or_name))
+        with self.cursor() as c:
+            c.execute(self.sql(f"SELECT COUNT(*) AS n FROM {self.table} {where}"), (key_id_or_name, key_id_or_name))
             count = int(c.fetchone()["n"])
-            c.execute(self._sql(f"UPDATE {self.table} SET revoked_at = ? {where}"),
+            c.execute(self.sql(f"UPDATE {self.table} SET revoked_at = ? {where}"),
                       (datetime.now(UTC).isoformat(), key_id_or_name, key_id_or_name))
         return count
 
@@ -121,8 +125,8 @@ class KeyStore:
         if parts is None:
             return None
         key_id, secret = parts
-        with self._cursor(commit=False) as c:
-            c.execute(self._sql(f"SELECT {', '.join(COLUMNS)} FROM {self.table} WHERE key_id = ?"), (key_id,))
+        with self.cursor(commit=False) as c:
+            c.execute(self.sql(f"SELECT {', '.join(COLUMNS)} FROM {self.table} WHERE key_id = ?"), (key_id,))
             row = c.fetchone()
         if row is None or row["revoked_at"] is not None:
             return None

@@ -13,11 +13,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from ledger.keys import KeyStore
 
@@ -58,28 +55,18 @@ class SessionStore:
 
     def __init__(self, keys: KeyStore, session_s: int = SESSION_S_DEFAULT) -> None:
         self.keys, self.session_s = keys, session_s
-        self.datastore = keys.datastore
-        self.postgres = keys.postgres
-        self.table = f'"{self.datastore.schema}".{SESSIONS_TABLE}' if self.postgres else SESSIONS_TABLE
-        with self._cursor() as c:
+        self.table = keys.qualified(SESSIONS_TABLE)
+        with self.keys.cursor() as c:
             c.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (token_hash text PRIMARY KEY, key_id text NOT NULL, "
                       "csrf text NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text)")
-
-    @contextmanager
-    def _cursor(self, commit: bool = True) -> Iterator[Any]:
-        with self.datastore.transaction(commit=commit) as c:
-            yield c
-
-    def _sql(self, text: str) -> str:
-        return text.replace("?", "%s") if self.postgres else text
 
     def open(self, key_id: str) -> str:
         """A new session for a checked key: the token for the cookie (shown once)."""
         token, now = secrets.token_urlsafe(32), _now()
-        with self._cursor() as c:
+        with self.keys.cursor() as c:
             # Sessions past their time are of no use to anyone (the cookie expired with them).
-            c.execute(self._sql(f"DELETE FROM {self.table} WHERE expires_at < ?"), (now.isoformat(),))
-            c.execute(self._sql(f"INSERT INTO {self.table} (token_hash, key_id, csrf, created_at, expires_at, ended_at) "
+            c.execute(self.keys.sql(f"DELETE FROM {self.table} WHERE expires_at < ?"), (now.isoformat(),))
+            c.execute(self.keys.sql(f"INSERT INTO {self.table} (token_hash, key_id, csrf, created_at, expires_at, ended_at) "
                                 "VALUES (?,?,?,?,?,NULL)"),
                       (_hash(token), key_id, secrets.token_urlsafe(24), now.isoformat(),
                        (now + timedelta(seconds=self.session_s)).isoformat()))
@@ -90,8 +77,8 @@ class SessionStore:
         and still of a console role; None otherwise."""
         if not token or len(token) > 200:
             return None
-        with self._cursor(commit=False) as c:
-            c.execute(self._sql(f"SELECT s.key_id, s.csrf, s.expires_at, s.ended_at, k.name, k.role, k.revoked_at "
+        with self.keys.cursor(commit=False) as c:
+            c.execute(self.keys.sql(f"SELECT s.key_id, s.csrf, s.expires_at, s.ended_at, k.name, k.role, k.revoked_at "
                                 f"FROM {self.table} s JOIN {self.keys.table} k ON k.key_id = s.key_id "
                                 "WHERE s.token_hash = ?"), (_hash(token),))
             row = c.fetchone()
@@ -103,6 +90,6 @@ class SessionStore:
 
     def end(self, token: str) -> None:
         """Sign-out: the session ends for every worker process at once."""
-        with self._cursor() as c:
-            c.execute(self._sql(f"UPDATE {self.table} SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL"),
+        with self.keys.cursor() as c:
+            c.execute(self.keys.sql(f"UPDATE {self.table} SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL"),
                       (_now().isoformat(), _hash(token)))
