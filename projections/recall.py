@@ -66,7 +66,9 @@ RECALL_ROUNDS = Table(
 )
 RECALL = Table(
     "proj_recall",
-    key=("player_id", "round_id"),
+    # Keyed by round first: the key's own index serves "a round's players" (the console's round
+    # list), so the view keeps two indexes, not three.
+    key=("round_id", "player_id"),
     columns=(
         ("player_id", "text"), ("round_id", "text"), ("seq", "int"), ("table_id", "text"),
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
@@ -74,7 +76,7 @@ RECALL = Table(
         ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
         ("balance_before_minor", "int"), ("balance_after_minor", "int"), ("timezone", "text"),
     ),
-    indexes=(("player_id", "seq"), ("round_id",)),  # a round's players, staked and paid: the console's round list
+    indexes=(("player_id", "seq"),),
 )
 RECALL_LAST_DEFAULT = 10
 RECALL_LAST_MIN = 10
@@ -248,7 +250,7 @@ def fold(rows: Rows, ev: Record) -> None:
     players = list(by_player) if kind is not SettlementReversed else _reversed_players(ev)  # type: ignore[arg-type]
     apply = _APPLY[kind]
     for player_id in players:
-        row = rows.edit(_RECALL, (player_id, round_id))
+        row = rows.edit(_RECALL, (round_id, player_id))
         if row is None:
             row = _new_player_row(rows, ev, info, player_id, postings_of(ev))
             rows.put(_RECALL, row)
@@ -266,7 +268,7 @@ def _bet_placed(rows: Rows, ev: BetPlaced) -> None:
     info = rows.get(_ROUNDS, (ev.originator_id,))
     if info is None or info["table_id"] is None:  # tombstone void
         return
-    row = rows.edit(_RECALL, (ev.player_id, ev.originator_id))
+    row = rows.edit(_RECALL, (ev.originator_id, ev.player_id))
     if row is None:
         row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
         rows.put(_RECALL, row)
@@ -344,8 +346,9 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=5,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
-    # 4: timezone of the table configuration the round opened under; 5: index by round
+    version=6,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
+    # 4: timezone of the table configuration the round opened under; 5: index by round;
+    # 6: keyed (round_id, player_id), the index by round dropped
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,

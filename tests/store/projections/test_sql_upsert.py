@@ -31,7 +31,12 @@ def test_upsert_many_writes_what_one_by_one_writes(tmp_path: Path, count: int) -
         db.upsert_many(RECALL, first)
     with db.transaction():
         db.upsert_many(RECALL, second)
-    expected = {row[:2]: row for row in first} | {row[:2]: row for row in second}
+    at = [RECALL.column_names.index(name) for name in RECALL.key]
+
+    def key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(row[i] for i in at)
+
+    expected = {key(row): row for row in first} | {key(row): row for row in second}
     assert dump(db, RECALL) == [expected[key] for key in sorted(expected)]
     db.close()
 
