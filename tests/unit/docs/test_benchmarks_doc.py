@@ -36,7 +36,16 @@ def the_parser(module: str, monkeypatch: pytest.MonkeyPatch) -> argparse.Argumen
 
 
 def commands() -> list[tuple[str, str]]:
-    found = [(m.group(1), m.group(2).strip()) for m in COMMAND.finditer(DOC.read_text())]
+    """(module, arguments) of every command; `ops.bench.compare HEAD -- BENCH ARGS` gives two:
+    its own arguments and the benchmark's it runs."""
+    found: list[tuple[str, str]] = []
+    for m in COMMAND.finditer(DOC.read_text()):
+        module, arguments = m.group(1), m.group(2).strip()
+        if module == "ops.bench.compare" and " -- " in f" {arguments} ":
+            arguments, bench = (f" {arguments} ".split(" -- ", 1) + [""])[:2]
+            name, _, rest = bench.strip().partition(" ")
+            found.append((f"ops.bench.{name}", f"{rest} --json".strip()))
+        found.append((module, arguments.strip()))
     return list(dict.fromkeys(found))
 
 

@@ -1,0 +1,71 @@
+"""`python -m ops.bench.compare`: alternating runs, the figure picked from each report, medians
+and the verdict in the exit code."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ops.bench import compare as cmp
+
+
+def test_figure_of_reads_a_dotted_field_and_refuses_what_is_not_a_number() -> None:
+    report = {"ratio": 0.5, "steps": {"ingest": {"peak": 120}}, "flag": True, "name": "x"}
+    assert cmp.figure_of(report, "ratio") == 0.5
+    assert cmp.figure_of(report, "steps.ingest.peak") == 120.0
+    with pytest.raises(KeyError):
+        cmp.figure_of(report, "steps.project.peak")
+    for field in ("flag", "name", "steps"):
+        with pytest.raises(ValueError):
+            cmp.figure_of(report, field)
+
+
+def test_runs_alternate_base_first_with_each_sides_python(tmp_path: Path) -> None:
+    calls: list[tuple[Path, Path]] = []
+    figures = iter([0.40, 0.50, 0.42, 0.52, 0.41, 0.49])
+
+    def fake(checkout: Path, python: Path, argv: list[str]) -> str:
+        calls.append((checkout, python))
+        assert argv == ["ops.bench.projection_bench", "--json"]
+        return json.dumps({"ratio": next(figures)})
+
+    found = cmp.compare(tmp_path, ["ops.bench.projection_bench", "--json"], 3, "ratio", runner=fake)
+    assert found == {"base": [0.40, 0.42, 0.41], "this": [0.50, 0.52, 0.49]}
+    assert calls[0] == (tmp_path, tmp_path / ".venv" / "bin" / "python")
+    assert calls[1] == (cmp.HERE, Path(sys.executable))
+    assert [c[0] for c in calls] == [tmp_path, cmp.HERE] * 3
+
+
+def _base_with_python(tmp_path: Path) -> Path:
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("base", "this", "lower", "code"), [
+    ([0.40, 0.41], [0.50, 0.52], False, 0), ([0.50, 0.52], [0.40, 0.41], False, 1),
+    ([0.50, 0.52], [0.40, 0.41], True, 0), ([0.50, 0.50], [0.50, 0.50], False, 0)])
+def test_the_exit_code_says_whether_this_checkout_is_the_same_or_better(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        base: list[float], this: list[float], lower: bool, code: int) -> None:
+    monkeypatch.setattr(cmp, "compare", lambda *a, **k: {"base": base, "this": this})
+    argv = [str(_base_with_python(tmp_path)), "--pairs", "2", *(["--lower-is-better"] if lower else []),
+            "--", "projection_bench", "--repeat", "3"]
+    assert cmp.main(argv) == code
+    out = capsys.readouterr().out
+    assert "medians of 2 pairs" in out and ("same or better" in out) == (code == 0)
+
+
+def test_a_checkout_without_a_venv_or_a_failing_run_is_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cmp.main([str(tmp_path), "--", "projection_bench"]) == 2
+    assert "has no .venv/bin/python" in capsys.readouterr().err
+
+    def failing(*args: object, **kwargs: object) -> dict[str, list[float]]:
+        raise RuntimeError("exited 1: boom")
+
+    monkeypatch.setattr(cmp, "compare", failing)
+    assert cmp.main([str(_base_with_python(tmp_path)), "--", "projection_bench"]) == 2
+    assert "boom" in capsys.readouterr().err
