@@ -44,6 +44,9 @@ _ids = itertools.count()
 _id_prefix: tuple[int, str] = (0, "")
 
 
+REQUEST_ID = "request_id"  # the key of this request's id in the ASGI scope's state
+
+
 def next_request_id() -> str:
     """16 hex digits, unique: 8 random per process, then a counter. uuid4 (a getrandom
     system call per request) was a tenth of the event loop's own time under load."""
@@ -70,6 +73,7 @@ class RequestLog:
             scope.setdefault("state", {})["trace"] = timing
         status = {"code": 500}
         request_id = next_request_id()
+        scope.setdefault("state", {})[REQUEST_ID] = request_id  # for the problem's `instance` (problems.py)
 
         async def watch(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":

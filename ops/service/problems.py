@@ -4,8 +4,10 @@ A problem's `code` is a stable snake_case code from one catalogue: domain/errorc
 (`ErrorCode`: the command line's and the service's) or, where the service refuses what the
 ledger refuses too (a bad round reference), domain/refusals.py. `type` names the code
 (`urn:casino-ledger:error:CODE`), `title` is the status's reason phrase, `detail` says what
-was wrong with this request, and `errors` (where it helps) names each offending parameter,
-file or command. The handlers here render FastAPI's own errors (validation, 404, 405) the
+was wrong with this request, `errors` (where it helps) names each offending parameter,
+file or command, and `instance` names this occurrence: `urn:casino-ledger:request:ID`, the
+id the answer's `X-Request-Id` header and the request log carry (absent from the 400, 408
+and 431 the protocol layer writes before a request exists). The handlers here render FastAPI's own errors (validation, 404, 405) the
 same way; ops/service/http.py renders its 408 and 431 with `problem_bytes`.
 """
 from __future__ import annotations
@@ -23,9 +25,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
+from ops.service.logs import REQUEST_ID
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_PREFIX = "urn:casino-ledger:error:"
+INSTANCE_PREFIX = "urn:casino-ledger:request:"
 # The code of an HTTPException raised without one (Starlette's router, FastAPI's security classes).
 _BY_STATUS = {400: ErrorCode.BAD_REQUEST, 401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN, 404: ErrorCode.NOT_FOUND,
               405: ErrorCode.METHOD_NOT_ALLOWED, 413: ErrorCode.BODY_TOO_LARGE,
@@ -50,6 +54,8 @@ class Problem(BaseModel):
     detail: str = Field(description="what was wrong with this request")
     code: str = Field(pattern="^[a-z][a-z0-9_]*$", description="a stable snake_case code")
     errors: list[ProblemItem] | None = Field(default=None, description="each offending parameter, file or command")
+    instance: str | None = Field(default=None, description="this occurrence: urn:casino-ledger:request:ID, the "
+                                 "X-Request-Id of the answer and the request log's request_id")
 
 
 class ServiceError(HTTPException):
@@ -63,22 +69,33 @@ class ServiceError(HTTPException):
         self.errors = errors
 
 
-def problem(status: int, code: str, detail: str, errors: list[ProblemItem] | None = None) -> dict[str, Any]:
+def problem(status: int, code: str, detail: str, errors: list[ProblemItem] | None = None,
+            request_id: str | None = None) -> dict[str, Any]:
     """The problem document (a plain dict: the hot path renders it without a model)."""
     body: dict[str, Any] = {"type": TYPE_PREFIX + code, "title": _title(status), "status": status,
                             "detail": detail, "code": code}
     if errors:
         body["errors"] = [e.model_dump() for e in errors[:ERRORS_MAX]]
+    if request_id is not None:
+        body["instance"] = INSTANCE_PREFIX + request_id
     return body
+
+
+def request_id_of(request: Request) -> str | None:
+    """The id the request log gave this request (ops/service/logs.py keeps it in the scope's state)."""
+    state = request.scope.get("state")
+    found = state.get(REQUEST_ID) if isinstance(state, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def problem_bytes(status: int, code: str, detail: str) -> bytes:
     return json.dumps(problem(status, code, detail)).encode()
 
 
-def problem_response(status: int, code: str, detail: str, *, headers: Mapping[str, str] | None = None,
-                     errors: list[ProblemItem] | None = None) -> JSONResponse:
-    return JSONResponse(problem(status, code, detail, errors), status_code=status, headers=headers,
+def problem_response(status: int, code: str, detail: str, *, request: Request | None = None,
+                     headers: Mapping[str, str] | None = None, errors: list[ProblemItem] | None = None) -> JSONResponse:
+    request_id = request_id_of(request) if request is not None else None
+    return JSONResponse(problem(status, code, detail, errors, request_id), status_code=status, headers=headers,
                         media_type=PROBLEM_JSON)
 
 
@@ -99,7 +116,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
         detail = f"no route {request.url.path}"
     elif exc.status_code == 405:
         detail = f"{request.method} is not a method of {request.url.path}"
-    return problem_response(exc.status_code, code, detail, headers=exc.headers, errors=getattr(exc, "errors", None))
+    return problem_response(exc.status_code, code, detail, request=request, headers=exc.headers,
+                            errors=getattr(exc, "errors", None))
 
 
 async def validation_error(request: Request, exc: Exception) -> Response:
@@ -109,12 +127,16 @@ async def validation_error(request: Request, exc: Exception) -> Response:
     items = [ProblemItem(location=".".join(str(part) for part in error.get("loc", ())), message=str(error.get("msg")))
              for error in exc.errors()]
     detail = "; ".join(f"{i.location}: {i.message}" for i in items[:3]) or "the request is not valid"
-    return problem_response(422, ErrorCode.REQUEST_INVALID, detail, errors=items)
+    return problem_response(422, ErrorCode.REQUEST_INVALID, detail, request=request, errors=items)
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
     """A bug: 500 `internal_error` (the traceback goes to the server's log, never to the client)."""
-    return problem_response(500, ErrorCode.INTERNAL, "the service failed; its log says why")
+    # Starlette answers a bug outside the middleware that stamps X-Request-Id: stamped here,
+    # so the client can quote the id under which the log keeps the traceback.
+    request_id = request_id_of(request)
+    return problem_response(500, ErrorCode.INTERNAL, "the service failed; its log says why", request=request,
+                            headers={"X-Request-Id": request_id} if request_id else None)
 
 
 def install(api: FastAPI) -> None:

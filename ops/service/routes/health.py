@@ -38,7 +38,7 @@ async def readyz(request: Request) -> Ready | Response:
     status = health.status if health.status.position is not None or not health.ready else await health.check()
     if not status.ready:
         return problem_response(503, ErrorCode.STORE_UNAVAILABLE, f"the store is unreachable: {status.error}",
-                                headers={"Retry-After": str(RETRY_AFTER_S)})
+                                request=request, headers={"Retry-After": str(RETRY_AFTER_S)})
     return Ready(status="ready", position=status.position)
 
 

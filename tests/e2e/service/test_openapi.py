@@ -161,6 +161,8 @@ def test_every_error_is_a_problem_with_a_catalogue_code(served: tuple[TestClient
     assert body["code"] == code and code in CODES
     assert body["status"] == status and body["type"] == f"urn:casino-ledger:error:{code}"
     assert body["title"] and body["detail"]
+    # This occurrence, named as the answer's header and the request log name it.
+    assert body["instance"] == f"urn:casino-ledger:request:{answer.headers['x-request-id']}", body
     if code in ("request_invalid", "bad_round_ref", "input_invalid"):  # the offending parameter or file, named
         assert body["errors"] and all(e["location"] and e["message"] for e in body["errors"]), body
     if status == 500:

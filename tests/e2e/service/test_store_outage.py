@@ -154,6 +154,8 @@ def test_an_outage_is_503_with_retry_after_and_the_resent_commands_land_exactly_
             r = http.post("/v1/commands", content=b"\n".join(lines[2 * third :]))
             assert r.status_code == 503 and r.json()["code"] == "store_unavailable" and r.headers["Retry-After"]
             assert time.monotonic() - started < 1.0
+            assert r.json()["instance"] == f"urn:casino-ledger:request:{r.headers['x-request-id']}"
+            assert ready.json()["instance"] == f"urn:casino-ledger:request:{ready.headers['x-request-id']}"
             time.sleep(3)  # a few seconds of outage
 
             proxy.restore()
