@@ -59,6 +59,9 @@ class ErrorCode(StrEnum):
                                           "record it (the next export sends the same records again)")
     BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be made as asked (with "
                                         "`--at`, or a `--manifest` that does not cover the round)")
+    CHAIN_MISMATCH = ("chain_mismatch", "`replay --proof`, `--html`, `--bundle`, the dispute page: the audit chain "
+                                        "kept in the store disagrees with the events stored (an event changed after "
+                                        "it was chained); no proof is made from it", 409)
     INTERNAL = ("internal_error", "a bug: rerun with `--debug` and report it", 500)
 
     # ------------------------------------------------- the live service only (`ledger serve`)

@@ -129,6 +129,22 @@ def proof(db: Db, positions: set[int]) -> dict[str, Any]:
             "tree_root": TreeBuilder(start_peaks=peaks, start_size=head_seq).root()}
 
 
+def checked_proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
+    """`proof` from the chain kept in the store (extended first, on a connection of its own),
+    each of the given events read again and its hash checked against its link kept, so a
+    store changed under the chain kept raises ChainMismatch rather than quoting old hashes.
+    What the replay page and `ledger replay --proof` show: no pass over the whole chain."""
+    db = Db.for_store(log.backend)
+    try:
+        extend(log, db)
+        found = proof(db, positions)
+        for position, link in found["events"].items():
+            _link(log, link["seq"], position, link["hash"], link["prev"])
+        return found
+    finally:
+        db.close()
+
+
 def prove(log: EventLog, db: Db, positions: set[int], size: int) -> tuple[list[Link], dict[str, str], Link | None]:
     """As ops/bundle/build.py's pass over the chain, from the links kept (call `extend` first;
     `size` at most the head kept): the links at `positions` (their records read from the

@@ -14,6 +14,7 @@ from uuid import UUID
 from ledger.eventlog import EventLog
 from ledger.records import Opened, Record, Voided
 from projections.audit import TreeBuilder, chain
+from projections.chain_index import checked_proof
 from projections.replay import Replay, recompute
 from projections.round_story import round_story
 
@@ -22,7 +23,9 @@ MINOR_EXPONENT = 2  # how amounts are shown (domain.money.format_minor's default
 
 def proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
     """Each given position's seq and hash in the audit chain, and the store's head with the
-    root of the chain's Merkle tree (reads the whole store: the chain starts at genesis)."""
+    root of the chain's Merkle tree (reads the whole store: the chain starts at genesis).
+    The reference the chain kept in the store is checked against (tests); readers call
+    `projections.chain_index.checked_proof`, which gives the same from the chain kept."""
     hashes, head, tree = {}, None, TreeBuilder()
     for link in chain(log.stored(1, page_size=5000)):
         if link.position in positions:
@@ -85,5 +88,5 @@ def round_document(log: EventLog, round_id: UUID, *, at: int | None = None,
         return None
     if at is not None:
         events = events[:at]
-    chain_proof = proof(log, {e.position for e in events}) if with_proof else None
+    chain_proof = checked_proof(log, {e.position for e in events}) if with_proof else None
     return replay_document(round_id, events, recompute(events), chain_proof, at, ref)

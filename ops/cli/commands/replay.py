@@ -51,7 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", type=int_range(1), metavar="N", help="show the round as of its N-th event (1-based)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--proof", action="store_true",
-                   help="also print each event's audit-chain hash and the store's head hash (reads the whole store)")
+                   help="also print each event's audit-chain hash and the store's head hash, from the audit chain "
+                   "kept in the store (extended first; the round's events checked against it: chain_mismatch "
+                   "if one changed after it was chained)")
     p.add_argument("--html", metavar="FILE",
                    help="write the dispute page: one self-contained HTML file (no network), cards, a step control, "
                    "state per step, settlement with explanations, refunds, the chain proof")
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     wants_proof = args.proof or args.html or args.bundle
     if args.bundle:
         return _bundle(args, log, round_id, events, replay)
-    proof = replay_view.proof(log, {e.position for e in events}) if wants_proof else None
+    proof = _checked_proof(log, {e.position for e in events}) if wants_proof else None
     document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
     if args.html:
         return _write_files(args, log, document)
@@ -99,6 +101,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(round_id, events, replay, proof, args.at, document)
     return 1 if replay.findings else 0
+
+
+def _checked_proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
+    """The round's proof from the audit chain kept in the store (extended first; its events
+    checked against it), as the bundle's: no pass over the whole chain."""
+    from projections import chain_index
+
+    try:
+        return chain_index.checked_proof(log, positions)
+    except chain_index.ChainMismatch as exc:
+        raise CliError(ErrorCode.CHAIN_MISMATCH, str(exc)) from None
 
 
 def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list[Record], replay: Any) -> int:
@@ -112,7 +125,7 @@ def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list
         try:
             chain_index.extend(log, views)
         except chain_index.ChainMismatch as exc:  # say so, do not bundle
-            raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None
+            raise CliError(ErrorCode.CHAIN_MISMATCH, str(exc)) from None
         proof = chain_index.proof(views, {e.position for e in events})
         document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
         return _write_files(args, log, document, views)

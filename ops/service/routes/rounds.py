@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from domain.errorcodes import ErrorCode
-from ops.service.problems import documented
+from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import KEYED, READ, READ_TAGS, ROUND_ERRORS, log_of, round_id, round_not_found, views
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX
@@ -56,8 +56,10 @@ def get_replay(round_ref: str, request: Request,
 
 
 @router.get("/{round_ref}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
-            responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS})
+            responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
+                       **documented(ErrorCode.CHAIN_MISMATCH)})
 def get_replay_page(round_ref: str, request: Request) -> HTMLResponse:
+    from projections.chain_index import ChainMismatch
     from projections.replay_page import RoundNotFound, render_round_html
 
     round_uuid = round_id(round_ref)
@@ -65,3 +67,5 @@ def get_replay_page(round_ref: str, request: Request) -> HTMLResponse:
         return HTMLResponse(render_round_html(log_of(request), str(round_uuid)))
     except RoundNotFound:
         raise round_not_found(round_ref, round_uuid) from None
+    except ChainMismatch as exc:  # a finding about the store, not a page that quotes old hashes
+        raise ServiceError(ErrorCode.CHAIN_MISMATCH, f"{round_ref}: {exc}") from None

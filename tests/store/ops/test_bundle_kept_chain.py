@@ -189,3 +189,76 @@ def test_chain_kept_changed_is_refused_not_bundled(store: str, tmp_path: Path,
     finally:
         db.close()
         log.close()
+
+
+def _settled_changed(db_file: Path, log: EventLog) -> int:
+    """Change the SPLIT round's last event in the SQLite file; its position."""
+    settled = max(_positions(log, SPLIT))
+    conn = sqlite3.connect(db_file)
+    with conn:
+        state = conn.execute("SELECT state FROM stored_events WHERE rowid = ?", (settled,)).fetchone()[0]
+        changed = bytes(state).replace(b"4000", b"5000", 1)
+        assert changed != bytes(state)
+        conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, settled))
+    conn.close()
+    return settled
+
+
+def test_replay_proof_is_the_full_pass_proof_without_the_pass(store: str, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`ledger replay --proof --json` and the dispute page's document quote what the pass over
+    the whole chain gives, read from the chain kept (the pass is not run)."""
+    from ops.cli import main as cli
+    from projections import replay_view
+
+    log = EventLog.open(store)
+    try:
+        expected = json.loads(json.dumps(proof_from_store(log, _positions(log, SPLIT))))
+
+        def no_pass(*args: object) -> None:
+            raise AssertionError("the whole chain was read")
+
+        monkeypatch.setattr(replay_view, "proof", no_pass)
+        capsys.readouterr()
+        assert cli(["replay", SPLIT, "--db", store, "--proof", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["proof"] == expected
+        document = replay_view.round_document(log, parse_round_ref(SPLIT), with_proof=True, ref=SPLIT)
+        assert document is not None and json.loads(json.dumps(document["proof"])) == expected
+    finally:
+        log.close()
+
+
+def test_an_event_changed_under_the_chain_kept_is_a_finding_not_a_proof(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After the chain was kept, an event of the round changed in the store: `replay --proof`
+    and `--html` exit 2 with `chain_mismatch` (no page written), the service's dispute page
+    answers 409 `chain_mismatch`; a round whose events are intact still replays."""
+    from fastapi.testclient import TestClient
+
+    from ops.cli import main as cli
+    from ops.service.app import Settings, create_app
+    from tests.e2e.service.conftest import auth, make_keys
+
+    db_file = tmp_path / "ledger.db"
+    url = f"sqlite:///{db_file}"
+    app = open_app(url)
+    ingest_three(app)
+    app.close()
+    assert cli(["replay", SPLIT, "--db", url, "--proof"]) == 0  # the chain is kept from here
+    log = EventLog.open(url)
+    try:
+        settled = _settled_changed(db_file, log)
+    finally:
+        log.close()
+    capsys.readouterr()
+    assert cli(["replay", SPLIT, "--db", url, "--proof"]) == 2
+    err = capsys.readouterr().err
+    assert "error chain_mismatch" in err and f"position {settled}" in err and "Traceback" not in err
+    page = tmp_path / "round.html"
+    assert cli(["replay", SPLIT, "--db", url, "--html", str(page)]) == 2 and not page.exists()
+    assert cli(["replay", VOIDED, "--db", url, "--proof"]) in (0, 1)  # untouched round: a proof
+    keys = make_keys(url)
+    with TestClient(create_app(Settings(db_url=url, key_cache_s=0.0))) as client:
+        answer = client.get(f"/v1/rounds/{SPLIT.replace('#', '%23')}/replay.html", headers=auth(keys["auditor"]))
+    assert answer.status_code == 409 and answer.json()["code"] == "chain_mismatch", answer.text
+    assert f"position {settled}" in answer.json()["detail"]
