@@ -1,14 +1,17 @@
 """What the read routes share: the views caught up, the store's log, a round's reference, an upload."""
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
+from typing import Annotated
 from uuid import UUID
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from fastapi import Depends, Request, UploadFile
+from fastapi import Depends, Query, Request, UploadFile
 
 from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
@@ -19,6 +22,7 @@ from ops.service.auth import role
 from ops.service.problems import ProblemItem, ServiceError, documented
 from projections import queries
 from projections.sql import Db
+from projections.state import Zones
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
@@ -28,6 +32,21 @@ READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may re
 # Every /v1 route: no key or a wrong one, a role that may not, the store down.
 KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.STORE_UNAVAILABLE)
 ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF)
+
+
+def gaming_zones(timezone: Annotated[str | None, Query(
+        max_length=64, description="the studio's time zone (IANA, e.g. Europe/Malta): days are gaming days there; a "
+        "round at a table configured with a zone of its own keeps the zone in force when it was played "
+        "(default: the service's LEDGER_TIMEZONE, else UTC), as `--timezone` on the command line")] = None) -> Zones:
+    name = timezone or os.environ.get("LEDGER_TIMEZONE") or "UTC"
+    try:
+        return Zones(ZoneInfo(name))
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ServiceError(ErrorCode.REQUEST_INVALID, f"timezone={name!r} is not a time zone (IANA, e.g. Europe/Malta)",
+                           errors=[ProblemItem(location="query.timezone", message="not an IANA time zone")]) from None
+
+
+GAMING_ZONES = Annotated[Zones, Depends(gaming_zones)]
 
 
 def log_of(request: Request) -> EventLog:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Path, Query, Request
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import documented
-from ops.service.routes.deps import KEYED, READ, READ_TAGS, views
+from ops.service.routes.deps import GAMING_ZONES, KEYED, READ, READ_TAGS, views
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
@@ -24,8 +24,8 @@ def get_balances(request: Request, account: Annotated[list[str] | None, Query(ma
 
 
 @router.get("/recall/{player}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
-def get_recall(request: Request, player: Annotated[str, Path(max_length=128)],
+def get_recall(request: Request, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
                last: Annotated[int, Query(ge=RECALL_LAST_MIN, le=RECALL_LAST_MAX)] = RECALL_LAST_DEFAULT,
                ) -> queries.Recall:
     with views(request) as db:
-        return queries.recall(db, player, last)
+        return queries.recall(db, player, last, zones)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, File, Query, Request, UploadFile
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ProblemItem, ServiceError, documented
-from ops.service.routes.deps import KEYED, READ, READ_TAGS, log_of, save, views
+from ops.service.routes.deps import GAMING_ZONES, KEYED, READ, READ_TAGS, log_of, save, views
 from projections import queries
 
 router = APIRouter(prefix="/v1", tags=READ_TAGS, dependencies=READ)
@@ -18,16 +18,16 @@ ERRORS = documented(*KEYED, ErrorCode.REQUEST_INVALID)
 DAY = r"^\d{4}-\d{2}-\d{2}$"
 
 
-@router.get("/refunds", summary="refunded bets and totals by gaming day (UTC) and cause",
+@router.get("/refunds", summary="refunded bets and totals by gaming day and cause",
             response_model=queries.Refunds, responses=ERRORS)
-def get_refunds(request: Request,
+def get_refunds(request: Request, zones: GAMING_ZONES,
                 day_from: Annotated[str | None, Query(alias="from", pattern=DAY, description="first day")] = None,
                 day_to: Annotated[str | None, Query(alias="to", pattern=DAY, description="last day")] = None,
                 ) -> queries.Refunds:
     for name, day in (("from", day_from), ("to", day_to)):
         _calendar_day(name, day)
     with views(request) as db:
-        return queries.refunds(db, day_from, day_to)
+        return queries.refunds(db, day_from, day_to, zones)
 
 
 def _calendar_day(name: str, day: str | None) -> None:
@@ -39,11 +39,11 @@ def _calendar_day(name: str, day: str | None) -> None:
                            errors=[ProblemItem(location=f"query.{name}", message="not a calendar day")]) from None
 
 
-@router.get("/ggr", summary="gross gaming revenue per table, game and gaming day (UTC)", response_model=queries.Ggr,
-            responses=documented(*KEYED))
-def get_ggr(request: Request) -> queries.Ggr:
+@router.get("/ggr", summary="gross gaming revenue per table, game and gaming day", response_model=queries.Ggr,
+            responses=ERRORS)
+def get_ggr(request: Request, zones: GAMING_ZONES) -> queries.Ggr:
     with views(request) as db:
-        return queries.ggr(db)
+        return queries.ggr(db, zones)
 
 
 @router.get("/rejections", summary="refused commands, oldest first", response_model=list[queries.Rejection],
@@ -58,13 +58,14 @@ def get_rejections(request: Request, code: Annotated[str | None, Query(max_lengt
              response_model=queries.Reconciliation,
              responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.INPUT_INVALID, ErrorCode.INPUT_EMPTY,
                                   ErrorCode.INPUT_NOT_UTF8, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
-def post_reconcile(request: Request, wallet: Annotated[UploadFile, File()]) -> queries.Reconciliation:
+def post_reconcile(request: Request, wallet: Annotated[UploadFile, File()], zones: GAMING_ZONES,
+                   ) -> queries.Reconciliation:
     from projections.reconcile import WalletEmpty, WalletFormatError
 
     with tempfile.TemporaryDirectory() as tmp:
         path = save(wallet, "wallet", Path(tmp) / "wallet.csv")
         try:
-            return queries.reconcile_wallet(log_of(request), path)
+            return queries.reconcile_wallet(log_of(request), path, zones)
         except UnicodeDecodeError as exc:
             raise _wallet_error(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
         except WalletEmpty as exc:

@@ -125,6 +125,8 @@ ERRORS: list[tuple[str, str, str | None, dict[str, Any], int, str]] = [
     ("GET", "/v1/recall/p1?last=3", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/balances?kind=moon", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/refunds?from=2026-13-01", "admin", {}, 422, "request_invalid"),
+    ("GET", "/v1/ggr?timezone=Mars/Olympus", "admin", {}, 422, "request_invalid"),
+    ("GET", "/v1/recall/p1?timezone=../etc", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/rounds/bad-ref", "admin", {}, 422, "bad_round_ref"),
     ("GET", "/v1/rounds/t1%231", "admin", {}, 404, "round_not_found"),
     ("GET", "/v1/rounds/t1%231/replay", "admin", {}, 404, "round_not_found"),

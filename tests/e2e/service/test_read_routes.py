@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
 from projections import queries
 from projections.runner import Projector
+from projections.state import Zones
 from tests.e2e.service.conftest import auth, feed
 
 
@@ -16,6 +18,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, list):
         return [plain(v) for v in value]
     return json.loads(json.dumps(dataclasses.asdict(value), default=str))
+
+
+ZONES = ("Pacific/Kiritimati", "Pacific/Pago_Pago")  # UTC+14 and UTC-11
 
 
 def test_each_read_route_is_its_query(client, keys, store_url) -> None:
@@ -30,7 +35,8 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
     answers = {path: client.get(path, headers=headers) for path in (
         "/v1/rounds", "/v1/rounds?status=settled&limit=2", f"/v1/rounds/{ref.replace('#', '%23')}",
         f"/v1/rounds/{ref.replace('#', '%23')}/replay", "/v1/balances?kind=player", "/v1/refunds", "/v1/ggr",
-        f"/v1/recall/{player}", "/v1/rejections")}
+        f"/v1/recall/{player}", "/v1/rejections", *(f"{path}?timezone={zone}" for zone in ZONES for path in (
+            "/v1/refunds", "/v1/ggr", f"/v1/recall/{player}")))}
     assert all(a.status_code == 200 for a in answers.values()), {p: a.text[:200] for p, a in answers.items()}
     log = EventLog.open(store_url)
     projector = Projector(log)
@@ -48,9 +54,16 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
             f"/v1/recall/{player}": queries.recall(db, player, 10),
             "/v1/rejections": queries.rejections(log),
         }
+        for zone in ZONES:
+            zones = Zones(ZoneInfo(zone))
+            expected[f"/v1/refunds?timezone={zone}"] = queries.refunds(db, zone=zones)
+            expected[f"/v1/ggr?timezone={zone}"] = queries.ggr(db, zones)
+            expected[f"/v1/recall/{player}?timezone={zone}"] = queries.recall(db, player, 10, zones)
     finally:
         projector.close()
         log.close()
     for path, result in expected.items():
         assert answers[path].json() == plain(result), path
     assert answers["/v1/rounds"].json()["rounds"] and answers["/v1/balances?kind=player"].json()["accounts"]
+    # Not vacuous: at any hour one of the two zones puts the rounds on another day than UTC.
+    assert any(answers[f"/v1/ggr?timezone={zone}"].json() != answers["/v1/ggr"].json() for zone in ZONES)
