@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
@@ -162,6 +162,15 @@ class Zones:
     def __init__(self, fallback: tzinfo = UTC) -> None:
         self.fallback = fallback
         self._named: dict[str, tzinfo] = {}
+
+    @classmethod
+    def named(cls, fallback: str) -> Zones:
+        """Zones whose fallback is the IANA zone `fallback` (--timezone, ?timezone=); ValueError
+        naming it when there is no such zone."""
+        try:
+            return cls(ZoneInfo(fallback))
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"{fallback!r} is not a time zone name like Europe/Malta or UTC") from None
 
     def of(self, timezone: str | None) -> tzinfo:
         """The zone named `timezone` (a round's table time zone), or the fallback for None."""

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from types import TracebackType
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
@@ -53,9 +52,9 @@ def _bad_day(text: str) -> str:
 def timezone(text: str) -> str:
     """An argparse type: an IANA time zone name (Europe/Malta) or UTC."""
     try:
-        ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time zone name like Europe/Malta or UTC") from None
+        Zones.named(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 
@@ -278,7 +277,7 @@ def add_timezone_argument(p: argparse.ArgumentParser) -> None:
 def gaming_day_zones(fallback: str) -> Zones:
     """A round at a configured table has the time zone of the configuration it opened under
     (kept by the views); `fallback` (--timezone) is every other round's."""
-    return Zones(ZoneInfo(fallback))
+    return Zones.named(fallback)
 
 
 @contextmanager

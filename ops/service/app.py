@@ -49,7 +49,7 @@ from ops.service.intake import (
     media_type,
     split_body,
 )
-from ops.service.logs import REQUEST_ID, RequestLog, log_request, next_request_id
+from ops.service.logs import RequestLog, bind_request_id, log_request
 from ops.service.openapi import DESCRIPTION, complete
 from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
@@ -210,8 +210,7 @@ class LedgerAPI(FastAPI):
 
     async def _unavailable(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         """503 store_unavailable with Retry-After, logged as every request is."""
-        started, request_id = time.perf_counter(), next_request_id()
-        scope.setdefault("state", {})[REQUEST_ID] = request_id
+        started, request_id = time.perf_counter(), bind_request_id(scope)
         response = await problems.http_error(Request(scope, receive, send),
                                              store_unavailable(f"the store is unreachable: {self.state.health.status.error}"))
         response.raw_headers.append((b"x-request-id", request_id.encode()))
@@ -220,7 +219,7 @@ class LedgerAPI(FastAPI):
 
     async def _commands(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
-        request_id = next_request_id()
+        request_id = bind_request_id(scope)
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
         timing: dict[str, Any] | None = None
         if self.state.trace is not None:  # ops/service/trace.py
@@ -237,7 +236,6 @@ class LedgerAPI(FastAPI):
                 body = await read_body(receive, _header(scope, b"content-length"), self.state.settings.max_body_bytes)
                 body = await commands_answer(self.state, key, body, content_type, timing)
             except StarletteHTTPException as exc:
-                scope.setdefault("state", {})[REQUEST_ID] = request_id
                 request = Request(scope, receive, send)
                 handler = self.exception_handlers.get(StarletteHTTPException, problems.http_error)
                 answered = handler(request, exc)

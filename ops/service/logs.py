@@ -10,7 +10,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import orjson
@@ -47,6 +47,13 @@ _id_prefix: tuple[int, str] = (0, "")
 REQUEST_ID = "request_id"  # the key of this request's id in the ASGI scope's state
 
 
+def bind_request_id(scope: MutableMapping[str, Any]) -> str:
+    """A new request id, kept in the scope's state for the problem's `instance` (problems.py)."""
+    request_id = next_request_id()
+    scope.setdefault("state", {})[REQUEST_ID] = request_id
+    return request_id
+
+
 def next_request_id() -> str:
     """16 hex digits, unique: 8 random per process, then a counter. uuid4 (a getrandom
     system call per request) was a tenth of the event loop's own time under load."""
@@ -72,8 +79,7 @@ class RequestLog:
             timing = {"a": started}
             scope.setdefault("state", {})["trace"] = timing
         status = {"code": 500}
-        request_id = next_request_id()
-        scope.setdefault("state", {})[REQUEST_ID] = request_id  # for the problem's `instance` (problems.py)
+        request_id = bind_request_id(scope)
 
         async def watch(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":

@@ -9,7 +9,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 from uuid import UUID
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import Depends, Query, Request, UploadFile
 
@@ -40,9 +39,9 @@ def gaming_zones(timezone: Annotated[str | None, Query(
         "(default: the service's LEDGER_TIMEZONE, else UTC), as `--timezone` on the command line")] = None) -> Zones:
     name = timezone or os.environ.get("LEDGER_TIMEZONE") or "UTC"
     try:
-        return Zones(ZoneInfo(name))
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ServiceError(ErrorCode.REQUEST_INVALID, f"timezone={name!r} is not a time zone (IANA, e.g. Europe/Malta)",
+        return Zones.named(name)
+    except ValueError as exc:
+        raise ServiceError(ErrorCode.REQUEST_INVALID, f"timezone: {exc}",
                            errors=[ProblemItem(location="query.timezone", message="not an IANA time zone")]) from None
 
 

@@ -128,14 +128,7 @@ def test_store_changed_under_the_chain_kept_is_refused(tmp_path: Path, monkeypat
     try:
         proof = (chain_index.extend(log, db), chain_index.proof(db, _positions(log, SPLIT)))[1]
         document = _document(log, SPLIT, proof)
-        settled = max(_positions(log, SPLIT))
-        conn = sqlite3.connect(tmp_path / "ledger.db")
-        with conn:
-            state = conn.execute("SELECT state FROM stored_events WHERE rowid = ?", (settled,)).fetchone()[0]
-            changed = bytes(state).replace(b"4000", b"5000", 1)
-            assert changed != bytes(state)
-            conn.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (changed, settled))
-        conn.close()
+        settled = _settled_changed(tmp_path / "ledger.db", log)
         with pytest.raises(BundleError, match=f"event at position {settled} hashes to"):
             write_bundle(tmp_path / "round.zip", log, document, views=db)
         assert not (tmp_path / "round.zip").exists()

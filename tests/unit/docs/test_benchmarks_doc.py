@@ -41,9 +41,9 @@ def commands() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for m in COMMAND.finditer(DOC.read_text()):
         module, arguments = m.group(1), m.group(2).strip()
-        if module == "ops.bench.compare" and " -- " in f" {arguments} ":
-            arguments, bench = (f" {arguments} ".split(" -- ", 1) + [""])[:2]
-            name, _, rest = bench.strip().partition(" ")
+        if module == "ops.bench.compare":
+            arguments, _, bench = arguments.partition(" -- ")
+            name, _, rest = bench.partition(" ")
             found.append((f"ops.bench.{name}", f"{rest} --json".strip()))
         found.append((module, arguments.strip()))
     return list(dict.fromkeys(found))
