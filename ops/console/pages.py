@@ -10,7 +10,6 @@ import io
 import json
 import secrets
 import tempfile
-import threading
 import zipfile
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, replace
@@ -27,7 +26,7 @@ from fastapi.routing import APIRoute
 from domain.errors import Refusal
 from ops.console import data, round_view
 from ops.console.charts import band_chart, bar_chart, percent
-from ops.console.reading import page_reads
+from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from ops.service.health import RETRY_AFTER_S
@@ -36,7 +35,7 @@ from projections import queries
 COOKIE = "ledger_ui"
 PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double submit): no session yet
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
-_STORE_LOCK = threading.Lock()
+
 
 class ConsoleRoute(APIRoute):
     """A console route: its errors (a bad reference, no such round, a malformed filter) are
@@ -76,14 +75,7 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRou
 # ------------------------------------------------------------------ sessions
 def sessions(request: Request) -> SessionStore:
     """The process's session store, made on first use (its table beside the API keys)."""
-    state = request.app.state
-    store = getattr(state, "ui_sessions", None)
-    if store is None:
-        with _STORE_LOCK:
-            store = getattr(state, "ui_sessions", None)
-            if store is None:
-                store = state.ui_sessions = SessionStore(state.keys.store)
-    return store
+    return made_once(request, "ui_sessions", lambda state: SessionStore(state.keys.store))
 
 
 def signed_in(request: Request) -> Session:

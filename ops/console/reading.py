@@ -96,12 +96,19 @@ def _lowest_position(db: Db) -> int:
 _MADE = threading.Lock()
 
 
-def page_reads(request: Request) -> PageReads:
+def made_once(request: Request, name: str, make: Callable[[Any], T]) -> T:
+    """The app state's `name`, made from the state by `make` on first use (once, whatever
+    the threads of the worker)."""
     state = request.app.state
-    reads = getattr(state, "ui_reads", None)
-    if reads is None:
+    found: T | None = getattr(state, name, None)
+    if found is None:
         with _MADE:
-            reads = getattr(state, "ui_reads", None)
-            if reads is None:
-                reads = state.ui_reads = PageReads(state.reader)
-    return reads
+            found = getattr(state, name, None)
+            if found is None:
+                found = make(state)
+                setattr(state, name, found)
+    return found
+
+
+def page_reads(request: Request) -> PageReads:
+    return made_once(request, "ui_reads", lambda state: PageReads(state.reader))
