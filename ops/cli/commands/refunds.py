@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 
 from domain.money import format_minor
+from domain.text import escaped
 from ops.cli.options import (
     add_db_argument,
     add_period_arguments,
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     for r in lines:
         print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
               f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "
-              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {r['note']}" if r["note"] else ""))
+              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {escaped(r['note'])}" if r["note"] else ""))
     if lines:
         print()
     print("day         cause                   refunds          amount")
