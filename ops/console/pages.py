@@ -49,7 +49,7 @@ class ConsoleRoute(APIRoute):
                 return await handler(request)
             except HTTPException as exc:
                 if exc.status_code < 400:
-                    raise
+                    raise  # "sign in first": the app answers it as a redirect, no body (problems.http_error)
                 return _error_page(request, exc.status_code, str(exc.detail))
             except RequestValidationError as exc:
                 return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
