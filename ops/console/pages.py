@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
@@ -90,12 +90,28 @@ def signed_in(request: Request) -> Session:
 UI = Annotated[Session, Depends(signed_in)]
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def _same_origin(request: Request) -> bool:
-    """A browser names the page a form was sent from; it must be this site (None: not a browser's form)."""
+    """A browser names the page a form was sent from; it must be this site: the same scheme,
+    host and port (None: not a browser's form). The scheme is the one the browser used: behind
+    a TLS-terminating proxy uvicorn takes it from X-Forwarded-Proto (a proxy of
+    FORWARDED_ALLOW_IPS), so an http Origin is not an https console's."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return origin.split("://", 1)[-1] == request.headers.get("host", "")
+    if origin is None:
+        return True
+    try:
+        sent, here = urlsplit(origin), request.url
+        return _origin(sent.scheme, sent.hostname, sent.port) == _origin(here.scheme, here.hostname, here.port)
+    except ValueError:  # a port that is not one (in the Origin or the Host header)
+        return False
+
+
+def _origin(scheme: str, host: str | None, port: int | None) -> tuple[str, str, int | None]:
+    """(scheme, host, port) as a browser compares them: a default port is the port omitted."""
+    scheme = scheme.lower()
+    return scheme, (host or "").lower(), port or _DEFAULT_PORTS.get(scheme)
 
 
 def checked_form(request: Request, session: Session, csrf: str | None) -> None:
