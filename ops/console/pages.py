@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import secrets
 import tempfile
 import zipfile
 from collections.abc import Callable, Coroutine
@@ -16,7 +15,7 @@ from dataclasses import asdict, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
+from ledger.startup import tables_created_alone
 from ops.console import data, round_view
 from ops.console.charts import band_chart, bar_chart, percent
 from ops.console.reading import made_once, page_reads
@@ -33,7 +33,7 @@ from ops.service.health import RETRY_AFTER_S
 from projections import queries
 
 COOKIE = "ledger_ui"
-PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double submit): no session yet
+PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token, signed by the store: no session yet
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
 
@@ -49,7 +49,7 @@ class ConsoleRoute(APIRoute):
                 return await handler(request)
             except HTTPException as exc:
                 if exc.status_code < 400:
-                    raise
+                    raise  # "sign in first": the app answers it as a redirect, no body (problems.http_error)
                 return _error_page(request, exc.status_code, str(exc.detail))
             except RequestValidationError as exc:
                 return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
@@ -74,8 +74,15 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRou
 
 # ------------------------------------------------------------------ sessions
 def sessions(request: Request) -> SessionStore:
-    """The process's session store, made on first use (its table beside the API keys)."""
-    return made_once(request, "ui_sessions", lambda state: SessionStore(state.keys.store))
+    """The process's session store, made on first use (its tables beside the API keys)."""
+    return made_once(request, "ui_sessions", _session_store)
+
+
+def _session_store(state: Any) -> SessionStore:
+    # Workers opening their first page together: one at a time creates the tables (PostgreSQL's
+    # CREATE TABLE IF NOT EXISTS races in its catalog), as the ledger's own are.
+    with tables_created_alone(state.reader.app.env):
+        return SessionStore(state.keys.store)
 
 
 def signed_in(request: Request) -> Session:
@@ -90,12 +97,28 @@ def signed_in(request: Request) -> Session:
 UI = Annotated[Session, Depends(signed_in)]
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def _same_origin(request: Request) -> bool:
-    """A browser names the page a form was sent from; it must be this site (None: not a browser's form)."""
+    """A browser names the page a form was sent from; it must be this site: the same scheme,
+    host and port (None: not a browser's form). The scheme is the one the browser used: behind
+    a TLS-terminating proxy uvicorn takes it from X-Forwarded-Proto (a proxy of
+    FORWARDED_ALLOW_IPS), so an http Origin is not an https console's."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return origin.split("://", 1)[-1] == request.headers.get("host", "")
+    if origin is None:
+        return True
+    try:
+        sent, here = urlsplit(origin), request.url
+        return _origin(sent.scheme, sent.hostname, sent.port) == _origin(here.scheme, here.hostname, here.port)
+    except ValueError:  # a port that is not one (in the Origin or the Host header)
+        return False
+
+
+def _origin(scheme: str, host: str | None, port: int | None) -> tuple[str, str, int | None]:
+    """(scheme, host, port) as a browser compares them: a default port is the port omitted."""
+    scheme = scheme.lower()
+    return scheme, (host or "").lower(), port or _DEFAULT_PORTS.get(scheme)
 
 
 def checked_form(request: Request, session: Session, csrf: str | None) -> None:
@@ -129,11 +152,20 @@ def signin_page(request: Request, next: str | None = None) -> Response:
 
 
 def _signin_form(request: Request, next: str | None, error: str | None, status: int) -> Response:
-    token = secrets.token_urlsafe(24)
+    store = sessions(request)
+    token = store.signin_token()
     response = _page(request, "signin.html", None, status=status, next=_safe_next(next), error=error, csrf=token)
-    response.set_cookie(PRE_COOKIE, token, max_age=600, path="/ui", httponly=True, samesite="strict",
+    response.set_cookie(PRE_COOKIE, token, max_age=store.signin_s, path="/ui", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
     return response
+
+
+def _signin_form_checked(request: Request, csrf: str) -> bool:
+    """The sign-in form came from this site, and its token is one the store signed and gave this
+    browser (its cookie): a pair the client made up, or another browser's token, is refused."""
+    pre = request.cookies.get(PRE_COOKIE)
+    return (_same_origin(request) and pre is not None and same_secret(csrf, pre)
+            and sessions(request).signin_token_valid(csrf))
 
 
 def _safe_next(next: str | None) -> str:
@@ -146,8 +178,7 @@ def _safe_next(next: str | None) -> str:
 @router.post("/")
 def signin(request: Request, key: Annotated[str, Form(max_length=500)], csrf: Annotated[str, Form(max_length=200)] = "",
            next: Annotated[str | None, Form(max_length=2000)] = None) -> Response:
-    pre = request.cookies.get(PRE_COOKIE)
-    if not _same_origin(request) or pre is None or not same_secret(csrf, pre):
+    if not _signin_form_checked(request, csrf):
         return _signin_form(request, next, "The form expired or came from another site; sign in again.", 403)
     found = request.app.state.keys.store.check(key.strip())
     if found is None:
