@@ -20,6 +20,8 @@ Queries (result types in parentheses):
 - `verify_export(directory, log)` (ExportCheck) (POST /v1/audit/verify)
 - `audit_export_lines(log, start, stop)` (Iterator[str]): events.jsonl (GET /v1/audit/export)
 - `projection_lag(log)` (int): events not yet folded into every view (/metrics)
+- `empty_period(log, day_from, day_to, zone)` (PeriodNote): why a period asked for holds nothing
+  (`ledger monitor`, `ledger ggr`, `ledger audit export`, the console's monitor and audit export)
 - `round_ref(ref)` (UUID): a round UUID or TABLE#ROUND_NO (`Refusal` bad_round_ref otherwise)
 """
 from __future__ import annotations
@@ -35,11 +37,12 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
+from domain.errorcodes import EmptyPeriod
 from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
 from projections.runner import TRACKING
 from projections.sql import Db
-from projections.state import Zones, fraction_text, parse_fraction
+from projections.state import Zones, as_zones, day_bounds, fraction_text, parse_fraction, utc_text
 
 JsonObject = dict[str, Any]
 
@@ -541,3 +544,32 @@ def projection_lag(log: EventLog) -> int:
         db.close()
     low = rows[0][0] if rows and rows[0][0] is not None else 0
     return max(0, head - int(low))
+
+
+@dataclass(frozen=True)
+class PeriodNote:
+    """Why a period holds nothing: `reason` (domain/errorcodes.py `EmptyPeriod`), a sentence
+    saying so, and when the store's last event was recorded (UTC; None: the store has none)."""
+
+    reason: EmptyPeriod
+    message: str
+    last_recorded: str | None
+
+
+def empty_period(log: EventLog, day_from: str | None, day_to: str | None, zone: tzinfo | Zones = UTC) -> PeriodNote:
+    """Why the gaming days [day_from, day_to] hold no play: nothing recorded yet (the store's
+    last event was recorded before the first day began, in `zone`'s fallback), or events are
+    recorded but none was played on those days (a store ingested later records play of
+    earlier days: the days are the play's, never the recording's)."""
+    head = log.head()
+    last = next(iter(log.records(head, 1)), None) if head else None
+    if last is None:
+        return PeriodNote(EmptyPeriod.NOTHING_RECORDED, "nothing recorded yet: the store holds no events", None)
+    recorded = utc_text(last.timestamp)
+    start, _ = day_bounds(day_from, None, as_zones(zone).fallback)
+    if start is not None and recorded < start:
+        return PeriodNote(EmptyPeriod.NOTHING_RECORDED, f"nothing recorded yet: the store's last event was "
+                          f"recorded at {recorded}, before {day_from} began", recorded)
+    days = " to ".join(dict.fromkeys((day_from or "the first day", day_to or "the last")))
+    return PeriodNote(EmptyPeriod.NO_PLAY, f"no play on those gaming days ({days}, by studio time; the store's "
+                      f"last event was recorded at {recorded})", recorded)
