@@ -361,6 +361,11 @@ def deal_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
                                             "outcome"), ("rounds",))
 
 
+def in_days(rows: list[dict[str, Any]], first: str | None, last: str | None) -> list[dict[str, Any]]:
+    """The rows of gaming days first..last (both included; None: open)."""
+    return [r for r in rows if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
+
+
 def _read(db: Db, table: Table, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
     """The table's rows, each with its gaming `day` in place of its period and zone."""
     zones, days = as_zones(zone), dict[tuple[str, str], str]()

@@ -12,7 +12,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -30,6 +30,7 @@ from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from ops.service.health import RETRY_AFTER_S
+from ops.service.routes.deps import gaming_zones
 from projections import queries
 
 COOKIE = "ledger_ui"
@@ -331,8 +332,9 @@ def table_page(request: Request, table: str, session: UI) -> Response:
     facts = data.table_facts(request.app.state.reader, table)
     reads = page_reads(request)
     with reads.views(request) as db:
-        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db).rows) if r.table_id == table]
-        report = reads.figures("monitor", lambda: data.monitor_report(db))
+        zones = gaming_zones(None)
+        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
+        report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones))
         recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
     monitor = [r for r in report.rtp_rows if r["table_id"] == table]
     deals = [r for r in report.deal_rows if r["table_id"] == table]
@@ -416,16 +418,34 @@ def finding_chart(report: data.MonitorReport, f: Any) -> Any:
 
 # ------------------------------------------------------------------ monitor, rejections
 @router.get("/monitor")
-def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
+def monitor_page(request: Request, session: UI, all: bool = False, since: str | None = None,
+                 until: str | None = None) -> Response:
+    """The monitor over the gaming days of play [since, until) (as `ledger monitor`), every day by default."""
+    first, last = _gaming_days(since, until)
+    zones = gaming_zones(None)
     reads = page_reads(request)
+    period = f"{first}..{last}"
     with reads.views(request) as db:
-        report = reads.figures("monitor", lambda: data.monitor_report(db))
+        report = reads.figures(f"monitor-{period}", lambda: data.monitor_report(db, zones, first, last))
     shown = [f for f in report.findings if all or f.flagged]
-    charts = reads.figures(f"monitor-charts-{all}", lambda: {_finding_key(f): finding_chart(report, f)
-                                                            for f in shown})
+    charts = reads.figures(f"monitor-charts-{all}-{period}", lambda: {_finding_key(f): finding_chart(report, f)
+                                                                     for f in shown})
+    empty = None if report.rtp_rows or report.ops_rows or report.deal_rows else queries.empty_period(
+        request.app.state.reader, first, last, zones)
     return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
-                 untested=report.untested, show_all=all)
+                 untested=report.untested, show_all=all, since=since or "", until=until or "", empty=empty,
+                 zone=str(zones.fallback))
+
+
+def _gaming_days(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    """A form's [since, until) as the first and last gaming day included (until exclusive, as
+    `--until` on the command line)."""
+    first, end = _day(since, "since"), _day(until, "until")
+    if first and end and first >= end:
+        raise HTTPException(422, f"since={since} is not before until={until}")
+    return (first.isoformat() if first else None,
+            (end - timedelta(days=1)).isoformat() if end and end > date.min else None)
 
 
 def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from ops.cli.options import (
     add_db_argument,
@@ -20,7 +19,7 @@ from ops.cli.options import (
 )
 from ops.gamemath.monitor_stats import ALPHA_DEFAULT, Finding, detail_text, evaluate, untested_tables
 from projections import queries
-from projections.monitor import deal_rows, monitor_rows, ops_rows
+from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
@@ -61,17 +60,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _in_days(days: tuple[str | None, str | None], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    first, last = days
-    return [r for r in rows if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
-
-
 def run(args: argparse.Namespace) -> int:
     days = period_days(args)
     zones = gaming_day_zones(args.timezone)
     with open_views(args.db) as views:  # a store that cannot be read: the one-line error (ops/cli/__init__.py)
         rtp_rows, ops, deals = monitor_rows(views.db, zones), ops_rows(views.db, zones), deal_rows(views.db, zones)
-        rtp_rows, ops, deals = _in_days(days, rtp_rows), _in_days(days, ops), _in_days(days, deals)
+        rtp_rows, ops, deals = in_days(rtp_rows, *days), in_days(ops, *days), in_days(deals, *days)
         empty = None if rtp_rows or ops or deals else queries.empty_period(views.log, *days, zones)
     findings = evaluate(rtp_rows, ops, args.alpha, deals=deals)
     untested = untested_tables(rtp_rows, deals, ops, findings)

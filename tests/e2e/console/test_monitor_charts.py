@@ -124,3 +124,31 @@ def test_rate_points_are_each_dealers_rate_against_the_rest(report: data.Monitor
         p = points[f.dealer_id or ""]
         assert (p.count, p.trials) == (f.detail["count"], f.detail["rounds"])
         assert p.observed_ppm == round(f.detail["rate"] * 1_000_000)
+
+
+PLAY_DAY = "2026-11-21"  # the simulator's studio day (ops/sim/core.py EPOCH); the store is recorded later
+
+
+def _days(html: str) -> set[str]:
+    return set(re.findall(r"<td>(\d{4}-\d\d-\d\d)</td>", html))
+
+
+def test_the_charts_days_are_the_gaming_days_of_play(client: TestClient) -> None:
+    """Issue 28: the monitor's charts read the day the ledger recorded the rounds, beside a GGR
+    chart of the day they were played; both are the gaming day of play now."""
+    assert _days(client.get("/ui/monitor?all=1").text) == {PLAY_DAY}
+    table = client.get(f"/ui/tables/{BIASED}").text
+    for testid in ("ggr-chart", "rtp-chart"):
+        chart = table[table.index(f'data-testid="{testid}"'):]
+        assert _days(chart[:chart.index("</table>")]) == {PLAY_DAY}, testid
+
+
+def test_the_monitor_page_checks_a_play_day_and_says_why_a_day_is_empty(client: TestClient) -> None:
+    day = client.get(f"/ui/monitor?since={PLAY_DAY}&until=2026-11-22").text
+    assert f">{BIASED}</a>" in day and 'class="flagged"' in day and 'data-testid="empty-period"' not in day
+    empty = client.get("/ui/monitor?since=2026-11-22&until=2026-11-23").text
+    assert 'data-reason="no_play"' in empty and "Nothing tested: no play on those gaming days (2026-11-22" in empty
+    assert "0 tests" in empty and 'class="flagged"' not in empty
+    future = client.get("/ui/monitor?since=2999-01-01").text
+    assert 'data-reason="nothing_recorded"' in future and "nothing recorded yet: the store&#39;s last event" in future
+    assert client.get("/ui/monitor?since=2026-11-22&until=2026-11-22").status_code == 422
