@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
@@ -509,31 +509,41 @@ def _save(upload: UploadFile, path: Path) -> Path:
 def audit_page(request: Request, session: UI) -> Response:
     if not session.may_audit:
         return _forbidden(request, session, "the audit pages (auditor or admin keys only)")
-    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head())
+    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head(),
+                 zone=str(gaming_zones(None).fallback))
 
 
 @router.post("/audit/export")
 def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
-                 until: Annotated[str | None, Form(max_length=10)] = None) -> Response:
+                 until: Annotated[str | None, Form(max_length=10)] = None,
+                 days: Annotated[Literal["played", "recorded"], Form()] = "played") -> Response:
+    """The chain's stretch of the events played on the gaming days [since, until) (`ledger audit
+    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`)."""
     from ops import version
     from projections.audit_export import Window, export
 
     if not session.may_audit:
         return _forbidden(request, session, "the audit export (auditor or admin keys only)")
     checked_form(request, session, csrf)
-    first, last = _day(since, "since"), _day(until, "until")
     log = request.app.state.reader
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    zones = gaming_zones(None)
+    first, last = _gaming_days(since, until)
+    if days == "played":
+        window = Window(played_from=first, played_to=last, zone=zones.fallback)
+    else:
+        window = Window(since=_instant(_day(since, "since")), until=_instant(_day(until, "until")))
     with tempfile.TemporaryDirectory() as tmp:
-        window = Window(None, None, _instant(first), _instant(last))
         result = export(tmp, log.stored(1, log.head(), page_size=5000), exported_at=exported_at,
                         window=window, software_version=version())
         if not result.manifest["count"]:
+            why = (queries.empty_period(log, first, last, zones).message if days == "played"
+                   else "no event was recorded on those UTC days")
             return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
-                         error="No events in that period: nothing exported.")
+                         error=f"Nothing exported: {why}.", zone=str(zones.fallback))
         body = _zip_folder(Path(tmp))
-    name = f"audit-export-{since or 'start'}-{until or 'head'}.zip"
+    name = f"audit-export-{days}-{since or 'start'}-{until or 'head'}.zip"
     return Response(body, media_type="application/zip", headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
