@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     day_from, day_to = period_days(args)
     with open_views(args.db) as views:
-        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals)
+        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals,
+                                log=views.log)
     if args.json:
         print(json.dumps(asdict(found), indent=2))
         return 0
@@ -57,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
     print("day         cause                   refunds          amount")
     for t in totals:
         print(f"{t['day']}  {t['cause']:<22}  {t['refunds']:>7}  {format_minor(t['amount_minor'], t['currency']):>18}")
-    if not totals:
-        print("(no refunds)")
+    if found.empty:
+        print(f"(no refunds: {found.empty.message})")
     return 0

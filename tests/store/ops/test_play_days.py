@@ -80,3 +80,19 @@ def test_audit_export_help_says_which_days(capsys: pytest.CaptureFixture[str]) -
     text = " ".join(capsys.readouterr().out.split())
     assert "events the ledger recorded (server time, not the time of play" in text
     assert "--played-since DAY the events played on or after the gaming day DAY" in text
+
+
+def test_an_empty_period_says_why_on_the_command_line(store: tuple[str, int, int],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db = store[0]
+    capsys.readouterr()
+    assert main(["ggr", "--db", db, "--json", "--since", "2026-11-22", "--until", "2026-11-23"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["rows"] == [] and found["empty"]["reason"] == "no_play"
+    assert main(["ggr", "--db", db, "--json", "--since", PLAY_DAY, "--until", "2026-11-22"]) == 0
+    assert json.loads(capsys.readouterr().out)["empty"] is None
+    assert main(["ggr", "--db", db, "--since", "2999-01-01"]) == 0
+    assert "(no settled or voided rounds: nothing recorded yet: the store's last event was recorded at " \
+        in capsys.readouterr().out
+    assert main(["refunds", "--db", db, "--since", "2026-11-22", "--until", "2026-11-23"]) == 0
+    assert "(no refunds: no play on those gaming days (2026-11-22, by studio time" in capsys.readouterr().out
