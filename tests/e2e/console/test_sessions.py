@@ -185,6 +185,8 @@ def test_auditor_exports_the_play_of_a_day_recorded_later(client: TestClient, co
     assert recorded.status_code == 422 and "Nothing exported: no event was recorded on those UTC days" in recorded.text
     later = client.post("/ui/audit/export", data={"csrf": token, "since": "2999-01-01"})
     assert later.status_code == 422 and "nothing recorded yet: the store&#39;s last event was recorded" in later.text
+    rejections = client.get("/ui/rejections").text  # no gaming day: said to be the time received
+    assert "Filtered by the day the ledger received each command (UTC, server time)" in rejections
 
 
 def _tampered(zipped: bytes) -> bytes:
