@@ -13,6 +13,7 @@ import zipfile
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from datetime import UTC, date, datetime
+from hashlib import sha256
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -430,17 +431,40 @@ def finding_chart(report: data.MonitorReport, f: Any) -> Any:
 
 
 # ------------------------------------------------------------------ monitor, rejections
+MONITOR_KINDS = {"table": "Return of a table", "dealer": "Return of a dealer",
+                 "table_bet_type": "Return of a bet type at a table", "bet_type": "Return of a bet type, studio-wide",
+                 "up_card": "Up cards", "dealer_bust": "Dealer busts", "void_rate": "Voided rounds",
+                 "human_error_rate": "Human errors"}
+
+
 @router.get("/monitor")
-def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
+def monitor_page(request: Request, session: UI, all: str = "", table: str | None = None,
+                 kind: str | None = None) -> Response:
+    """The monitor's tests: the flagged ones, or every one (`all=1`; the filter's form sends
+    `all=` for the flagged only), of one kind, at one table; an index links to each."""
+    every, table, kind = all.strip().lower() in ("1", "true", "on", "yes"), _opt(table), _opt(kind)
+    if kind is not None and kind not in MONITOR_KINDS:
+        raise HTTPException(422, f"kind must be one of {', '.join(MONITOR_KINDS)}")
     reads = page_reads(request)
     with reads.views(request) as db:
         report = reads.figures("monitor", lambda: data.monitor_report(db))
-    shown = [f for f in report.findings if all or f.flagged]
-    charts = reads.figures(f"monitor-charts-{all}", lambda: {_finding_key(f): finding_chart(report, f)
-                                                            for f in shown})
-    return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
+    listed = [f for f in report.findings if every or f.flagged]
+    charts = reads.figures(f"monitor-charts-{every}", lambda: {_finding_key(f): finding_chart(report, f)
+                                                            for f in listed})
+    shown = [f for f in listed if (table is None or f.table_id == table) and (kind is None or f.level == kind)]
+    return _page(request, "monitor.html", session,
+                 findings=[(f, charts.get(_finding_key(f)), _finding_anchor(f)) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
-                 untested=report.untested, show_all=all)
+                 untested=[u for u in report.untested if table is None or u.table_id == table], show_all=every,
+                 tables=sorted({f.table_id for f in report.findings if f.table_id} |
+                               {u.table_id for u in report.untested}),
+                 kinds=MONITOR_KINDS, table=table or "", kind=kind or "", filtered=len(shown) < len(listed))
+
+
+def _finding_anchor(f: Any) -> str:
+    """The id of a test's section: the same for the same test whatever the filter (a link to
+    it can be kept), and a plain id whatever text the table or dealer holds."""
+    return "test-" + sha256(repr(_finding_key(f)).encode()).hexdigest()[:12]
 
 
 def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
