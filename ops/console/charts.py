@@ -31,6 +31,7 @@ TOP = 8  # px above the highest tick, so its label is not cut
 TICKS = 5  # about this many steps on the y axis
 CHAR_PX = 7.2  # the width of a character of the 12 px labels, a little over the digits' own
 NARROW_PX, WIDE_PX = 280, 600  # the plot's least width on a phone (390 px) and on a wider screen
+SLOTS_MIN = 6  # fewer categories are centred among this many slots: one bar is not the page's width
 
 Tick = Callable[[int, int], str]  # (value, step) -> its label, with its unit
 
@@ -108,12 +109,25 @@ class _Frame:
     tick: Tick
     n: int
 
+    @property
+    def slots(self) -> int:
+        return max(self.n, SLOTS_MIN)
+
+    @property
+    def first(self) -> float:
+        """The slot of the first value: the values centred among the slots."""
+        return (self.slots - self.n) / 2
+
     def y(self, value: int) -> float:
         return TOP + (self.hi - value) * PLOT_H / (self.hi - self.lo)
 
     def x(self, i: float) -> str:
-        """The left of slot `i` (or its centre at i + 0.5) as a percentage of the width."""
-        return f"{i * 100 / self.n:.3f}%"
+        """The left of value `i`'s slot (its centre at i + 0.5) as a percentage of the width."""
+        return f"{(i + self.first) * 100 / self.slots:.3f}%"
+
+    def width(self, share: float) -> str:
+        """`share` of a slot as a percentage of the width."""
+        return f"{share * 100 / self.slots:.3f}%"
 
     def labels(self) -> list[str]:
         return [self.tick(v, self.step) for v in range(self.lo, self.hi + 1, self.step)]
@@ -124,7 +138,7 @@ class _Frame:
     def overhang(self, labels: Sequence[str]) -> int:
         """Room beside the plot for the first and last x labels: what half of one reaches
         past half its slot, the slot as narrow as on a phone."""
-        return max(0, int(max(len(lab) for lab in labels) * CHAR_PX / 2 - NARROW_PX / self.n / 2) + 2)
+        return max(0, int(max(len(lab) for lab in labels) * CHAR_PX / 2 - NARROW_PX / self.slots / 2) + 2)
 
 
 def _frame(lo: int, hi: int, tick: Tick, n: int) -> _Frame:
@@ -179,10 +193,11 @@ def bar_chart(title: str, desc: str, labels: Sequence[str], values: Sequence[int
     for i, (value, lab, txt) in enumerate(zip(values, labels, value_text)):
         top = f.y(value)
         marks.append(f'<rect class="bar{" neg" if value < 0 else ""}" x="{f.x(i + 0.15)}" y="{min(top, zero):.1f}" '
-                     f'width="{f.x(0.7)}" height="{max(abs(zero - top), 1):.1f}">'
+                     f'width="{f.width(0.7)}" height="{max(abs(zero - top), 1):.1f}">'
                      f"<title>{escape(lab)}: {escape(txt)}</title></rect>")
     chart.svg = _svg(f, title, desc, labels, marks)
-    chart.legend = [("bar", names[0])] + ([("bar neg", names[1])] if any(v < 0 for v in values) else [])
+    chart.legend = ([("bar", names[0])] if any(v >= 0 for v in values) else []) + \
+        ([("bar neg", names[1])] if any(v < 0 for v in values) else [])
     return chart
 
 
@@ -242,9 +257,9 @@ def _category_marks(f: _Frame, s: Series, tips: list[str], marked: str | None,
         any_out |= out
         cls = "bar" + (" out" if out else "") + (" marked" if lab == marked else "")
         tip = f"<title>{escape(tips[i])}</title>"
-        marks.append(f'<rect class="band" x="{f.x(i + 0.05)}" y="{f.y(high):.1f}" width="{f.x(0.9)}" '
+        marks.append(f'<rect class="band" x="{f.x(i + 0.05)}" y="{f.y(high):.1f}" width="{f.width(0.9)}" '
                      f'height="{max(f.y(low) - f.y(high), 1):.1f}"/>')
-        marks.append(f'<rect class="{cls}" x="{f.x(i + 0.2)}" y="{min(top, base):.1f}" width="{f.x(0.6)}" '
+        marks.append(f'<rect class="{cls}" x="{f.x(i + 0.2)}" y="{min(top, base):.1f}" width="{f.width(0.6)}" '
                      f'height="{max(abs(base - top), 1):.1f}">{tip}</rect>' if bars else
                      f'<circle class="observed" cx="{f.x(i + 0.5)}" cy="{top:.1f}" r="4">{tip}</circle>')
         marks.append(f'<line class="expected" x1="{f.x(i + 0.05)}" x2="{f.x(i + 0.95)}" '
@@ -253,13 +268,13 @@ def _category_marks(f: _Frame, s: Series, tips: list[str], marked: str | None,
 
 
 def _series_marks(f: _Frame, s: Series, tips: list[str]) -> list[str]:
-    """Band and lines in a nested SVG stretched to the width (slot i's centre at 100·i + 50
-    of its n·100 units); the points, with their tooltips, in the outer one."""
+    """Band and lines in a nested SVG stretched to the width (value i's centre at 100·(i + first)
+    + 50 of its 100·slots units); the points, with their tooltips, in the outer one."""
     def points(values: Sequence[int], order: Sequence[int]) -> str:
-        return " ".join(f"{100 * i + 50},{f.y(values[i]):.1f}" for i in order)
+        return " ".join(f"{100 * (i + f.first) + 50:g},{f.y(values[i]):.1f}" for i in order)
 
     n, forward = f.n, range(f.n)
-    stretched = (f'<svg x="0" y="0" width="100%" height="{TOP + PLOT_H}" viewBox="0 0 {100 * n} {TOP + PLOT_H}" '
+    stretched = (f'<svg x="0" y="0" width="100%" height="{TOP + PLOT_H}" viewBox="0 0 {100 * f.slots} {TOP + PLOT_H}" '
                  f'preserveAspectRatio="none">'
                  f'<polygon class="band" points="{points(s.highs(), forward)} {points(s.lows(), range(n - 1, -1, -1))}"/>'
                  f'<polyline class="expected" vector-effect="non-scaling-stroke" points="{points(s.expected, forward)}"/>'

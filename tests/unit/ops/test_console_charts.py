@@ -95,12 +95,15 @@ def test_a_bar_chart_of_money_has_ticks_in_the_currency_and_names_losses() -> No
     assert amounts == sorted(amounts) and len(_steps(amounts)) == 1 and _nice(_steps(amounts).pop())
     assert dict(chart.legend) == {"bar": "GGR: the house won", "bar neg": "GGR: the house lost"}
     assert chart.svg.count('<rect class="bar neg"') == 1
+    lost = ggr_chart("bacc-1", rows[1:2])
+    assert [cls for cls, _ in lost.legend] == ["bar neg"]  # no mark named that is not drawn
 
 
 def test_one_category_or_one_day_still_draws() -> None:
     one = band_chart("t", "d", Series(["A"], [100], [90], [20], floor=0), [("A", "1")], ("a", "b"),
                      ("O", "E", "B"), categories=True)
-    assert '<rect class="bar"' in one.svg
+    bar = re.search(r'<rect class="bar" x="([\d.]+)%"[^>]*width="([\d.]+)%"', one.svg)
+    assert bar and float(bar.group(2)) < 15 and 40 < float(bar.group(1)) < 50  # centred, not the page's width
     day = band_chart("t", "d", Series(["2026-11-21"], [950_000], [940_000], [20_000]), [("d", "x")], ("a", "b"),
                      ("O", "E", "B"))
     assert '<circle class="observed"' in day.svg and "<polyline" not in day.svg
