@@ -161,7 +161,8 @@ def _svg(f: _Frame, title: str, desc: str, labels: Sequence[str], marks: list[st
         cls = "zero" if value == 0 and f.lo < 0 else "gridline"
         grid.append(f'<line class="{cls}" x1="0" x2="100%" y1="{y:.1f}" y2="{y:.1f}"/>'
                     f'<text class="tick y" x="-6" y="{y + 4:.1f}" text-anchor="end">{escape(text)}</text>')
-    narrow, wide = _stride(labels, f.n, NARROW_PX), _stride(labels, f.n, WIDE_PX)
+    wide = _stride(labels, f.slots, WIDE_PX)
+    narrow = -(-_stride(labels, f.slots, NARROW_PX) // wide) * wide  # a multiple: the phone's labels are shown wide too
     xs = []
     for i, lab in enumerate(labels):
         if i % wide:
