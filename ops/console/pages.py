@@ -11,8 +11,9 @@ import json
 import tempfile
 import zipfile
 from collections.abc import Callable, Coroutine
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
+from hashlib import sha256
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
@@ -25,7 +26,7 @@ from fastapi.routing import APIRoute
 from domain.errors import Refusal
 from ledger.startup import tables_created_alone
 from ops.console import data, round_view
-from ops.console.charts import band_chart, bar_chart, percent
+from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent
 from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
@@ -349,61 +350,76 @@ def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
     from domain.money import format_minor
 
     rows = sorted(rows, key=lambda r: (r.currency, r.day))
-    several = len({r.currency for r in rows}) > 1
+    currencies = sorted({r.currency for r in rows})
+    several = len(currencies) > 1
     return bar_chart(f"GGR per gaming day at {table}",
                      "Gross gaming revenue (staked minus paid minus refunded) per gaming day; a bar below "
                      "the line is a day the house lost.",
                      [r.day + (f" {r.currency}" if several else "") for r in rows],
                      [r.ggr_minor for r in rows], [format_minor(r.ggr_minor, r.currency) for r in rows],
-                     ("Gaming day", "GGR"))
+                     ("Gaming day", "GGR"), money_tick(None if several else currencies[0] if rows else None),
+                     ("GGR: the house won", "GGR: the house lost"),
+                     ("GGR" + (" (each day in its currency)" if several else ""), "Gaming day"))
 
 
 def rtp_chart(title: str, rows: list[dict[str, Any]]) -> Any:
     points = data.rtp_over_days(rows)
     return band_chart(title, "Observed return per unit staked, cumulated day by day, against the game's "
                       "expected return and a band of three standard deviations around it (tested bet types only).",
-                      [p.day for p in points], [p.observed_ppm for p in points], [p.expected_ppm for p in points],
-                      [p.band_ppm for p in points],
+                      Series([p.day for p in points], [p.observed_ppm for p in points],
+                             [p.expected_ppm for p in points], [p.band_ppm for p in points]),
                       [(p.day, percent(p.observed_ppm), percent(p.expected_ppm),
                         f"{percent(p.expected_ppm - p.band_ppm)} .. {percent(p.expected_ppm + p.band_ppm)}",
                         str(p.lines)) for p in points],
-                      ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"))
+                      ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"),
+                      ("Observed return, cumulated", "Expected return (game math)",
+                       "Expected ± 3 standard deviations"),
+                      ("Return per unit staked", "Day (cumulated to)"))
 
 
 _DEAL_TEXTS = {
     "up_card": ("Up cards at {who}", "Share of rounds dealt each dealer up card against the shoe's composition "
                 "(1/13 a rank, 4/13 ten-value cards), with a band of three standard deviations; the test counts "
-                "aces and ten-value cards together.", "Share of rounds"),
+                "aces and ten-value cards together.", "Share of rounds", "Shoe's composition"),
     "dealer_bust": ("Dealer busts by up card at {who}", "The dealer's bust rate after each up card against its exact "
                     "probability under the table's rules, with a band of three standard deviations (rounds in "
-                    "which the dealer played out).", "Bust rate"),
+                    "which the dealer played out).", "Bust rate", "Exact probability"),
 }
 _RATE_TEXTS = {"void_rate": "Voided rounds", "human_error_rate": "Rounds with a human error"}
 
 
 def deal_chart(level: str, who: str, rows: list[dict[str, Any]]) -> Any:
-    title, desc, what = _DEAL_TEXTS[level]
+    title, desc, what, expected = _DEAL_TEXTS[level]
     return _rate_chart(title.format(who=who), desc, data.deal_points(rows, level),
-                       ("Up card", what, "Expected", "Band (3 sd)", "Rounds"))
+                       ("Up card", what, "Expected", "Band (3 sd)", "Rounds"), (what, expected), "Up card")
 
 
 def ops_chart(level: str, rows: list[dict[str, Any]], dealer: str | None) -> Any:
     """Every dealer's rate, so the tested one (marked) is seen among the others."""
     what = _RATE_TEXTS[level]
-    points = [replace(p, label=f"{p.label} (this test)") if p.label == dealer else p
-              for p in data.rate_points(rows, level)]
-    return _rate_chart(f"{what} per dealer", f"{what} per dealer (each a point) against the rate of the rest of "
+    return _rate_chart(f"{what} per dealer", f"{what} per dealer (each a bar) against the rate of the rest of "
                        "the studio as the test takes it (smoothed), with a band of three standard deviations for "
-                       "that dealer's number of rounds.", points,
-                       ("Dealer", "Rate", "Rest of the studio (smoothed)", "Band (3 sd)", "Rounds"))
+                       "that dealer's number of rounds.", data.rate_points(rows, level),
+                       ("Dealer", "Rate", "Rest of the studio (smoothed)", "Band (3 sd)", "Rounds"),
+                       (f"{what}, share of the dealer's rounds", "Rest of the studio (smoothed)"), "Dealer", dealer)
 
 
-def _rate_chart(title: str, desc: str, points: list[data.RatePoint], headers: tuple[str, ...]) -> Any:
-    return band_chart(title, desc, [p.label for p in points], [p.observed_ppm for p in points],
-                      [p.expected_ppm for p in points], [p.band_ppm for p in points],
-                      [(p.label, percent(p.observed_ppm), percent(p.expected_ppm),
-                        f"{percent(max(p.expected_ppm - p.band_ppm, 0))} .. {percent(p.expected_ppm + p.band_ppm)}",
-                        f"{p.count} of {p.trials}") for p in points], headers, floor=0)
+def _rate_chart(title: str, desc: str, points: list[data.RatePoint], headers: tuple[str, ...],
+                names: tuple[str, str], x_title: str, marked: str | None = None) -> Any:
+    """Rates per category as bars against their expected rate and band; the `marked` one
+    (the dealer tested) named "(this test)" in the figures."""
+    def label(p: data.RatePoint) -> str:
+        return f"{p.label} (this test)" if p.label == marked else p.label
+
+    return band_chart(title, desc, Series([p.label for p in points], [p.observed_ppm for p in points],
+                                          [p.expected_ppm for p in points], [p.band_ppm for p in points],
+                                          floor=0, ceiling=1_000_000),
+                      [(label(p), percent(p.observed_ppm), percent(p.expected_ppm),
+                        f"{percent(max(p.expected_ppm - p.band_ppm, 0))} .. "
+                        f"{percent(min(p.expected_ppm + p.band_ppm, 1_000_000))}",
+                        f"{p.count} of {p.trials}") for p in points], headers,
+                      (names[0], names[1], "Expected ± 3 standard deviations"), (names[0], x_title),
+                      categories=True, marked=marked)
 
 
 def finding_chart(report: data.MonitorReport, f: Any) -> Any:
@@ -417,25 +433,41 @@ def finding_chart(report: data.MonitorReport, f: Any) -> Any:
 
 
 # ------------------------------------------------------------------ monitor, rejections
+MONITOR_KINDS = {"table": "Return of a table", "dealer": "Return of a dealer",
+                 "table_bet_type": "Return of a bet type at a table", "bet_type": "Return of a bet type, studio-wide",
+                 "up_card": "Up cards", "dealer_bust": "Dealer busts", "void_rate": "Voided rounds",
+                 "human_error_rate": "Human errors"}
+
+
 @router.get("/monitor")
-def monitor_page(request: Request, session: UI, all: bool = False, since: str | None = None,
-                 until: str | None = None) -> Response:
-    """The monitor over the gaming days of play [since, until) (as `ledger monitor`), every day by default."""
+def monitor_page(request: Request, session: UI, all: str = "", table: str | None = None, kind: str | None = None,
+                 since: str | None = None, until: str | None = None) -> Response:
+    """The monitor's tests over the gaming days of play [since, until) (as `ledger monitor`,
+    every day by default): the flagged ones, or every one (`all=1`; the filter's form sends
+    `all=` for the flagged only), of one kind, at one table; an index links to each."""
+    every, table, kind = all.strip().lower() in ("1", "true", "on", "yes"), _opt(table), _opt(kind)
+    if kind is not None and kind not in MONITOR_KINDS:
+        raise HTTPException(422, f"kind must be one of {', '.join(MONITOR_KINDS)}")
     first, last = _gaming_days(since, until)
     zones = gaming_zones(None)
     reads = page_reads(request)
     period = f"{first}..{last}"
     with reads.views(request) as db:
         report = reads.figures(f"monitor-{period}", lambda: data.monitor_report(db, zones, first, last))
-    shown = [f for f in report.findings if all or f.flagged]
-    charts = reads.figures(f"monitor-charts-{all}-{period}", lambda: {_finding_key(f): finding_chart(report, f)
-                                                                     for f in shown})
+    listed = [f for f in report.findings if every or f.flagged]
+    charts = reads.figures(f"monitor-charts-{every}-{period}", lambda: {_finding_key(f): finding_chart(report, f)
+                                                                       for f in listed})
+    shown = [f for f in listed if (table is None or f.table_id == table) and (kind is None or f.level == kind)]
     empty = None if report.rtp_rows or report.ops_rows or report.deal_rows else queries.empty_period(
         request.app.state.reader, first, last, zones)
-    return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
+    return _page(request, "monitor.html", session,
+                 findings=[(f, charts.get(_finding_key(f)), _finding_anchor(f)) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
-                 untested=report.untested, show_all=all, since=since or "", until=until or "", empty=empty,
-                 zone=str(zones.fallback))
+                 untested=[u for u in report.untested if table is None or u.table_id == table], show_all=every,
+                 tables=sorted({f.table_id for f in report.findings if f.table_id} |
+                               {u.table_id for u in report.untested}),
+                 kinds=MONITOR_KINDS, table=table or "", kind=kind or "", filtered=len(shown) < len(listed),
+                 since=since or "", until=until or "", empty=empty, zone=str(zones.fallback))
 
 
 def _gaming_days(since: str | None, until: str | None) -> tuple[str | None, str | None]:
@@ -446,6 +478,12 @@ def _gaming_days(since: str | None, until: str | None) -> tuple[str | None, str 
         raise HTTPException(422, f"since={since} is not before until={until}")
     return (first.isoformat() if first else None,
             (end - timedelta(days=1)).isoformat() if end and end > date.min else None)
+
+
+def _finding_anchor(f: Any) -> str:
+    """The id of a test's section: the same for the same test whatever the filter (a link to
+    it can be kept), and a plain id whatever text the table or dealer holds."""
+    return "test-" + sha256(repr(_finding_key(f)).encode()).hexdigest()[:12]
 
 
 def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
