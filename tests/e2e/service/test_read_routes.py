@@ -52,7 +52,7 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
             "/v1/refunds": queries.refunds(db),
             "/v1/ggr": queries.ggr(db),
             f"/v1/recall/{player}": queries.recall(db, player, 10),
-            "/v1/rejections": queries.rejections(log),
+            "/v1/rejections": queries.rejection_page(log),
         }
         for zone in ZONES:
             zones = Zones(ZoneInfo(zone))
