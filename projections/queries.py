@@ -90,7 +90,7 @@ def _times(value: Any) -> Any:
 def _time_text(text: str) -> str:
     try:
         return rfc3339(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # no time, or one whose UTC form is past the calendar's end
         return text
 
 
@@ -601,7 +601,7 @@ def _rejection(row: dict[str, Any]) -> Rejection:
     """The row, its times as every answer writes them, and the round and studio time its payload names."""
     try:
         sent = json.loads(row["payload"])
-    except ValueError:
+    except (ValueError, RecursionError):  # refused as bad_command: not JSON, or too deep to read
         sent = None
     studio_time = sent.get("studio_time") if isinstance(sent, dict) else None
     has_round = row["table_id"] is not None and row["round_no"] is not None
