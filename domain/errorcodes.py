@@ -79,6 +79,9 @@ class ErrorCode(StrEnum):
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", "a Content-Type the route does not read", 415, False)
     REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type or out of "
                                           "its range (`errors` names each)", 422, False)
+    UNKNOWN_PARAMETER = ("unknown_parameter", "a query parameter the route does not take (a misspelt or "
+                                              "unsupported filter is refused, never ignored; `errors` names it)",
+                         422, False)
     BODY_NOT_JSON = ("body_not_json", "a POST /v1/commands body that is not JSON (or not UTF-8)", 422, False)
     BODY_NOT_ARRAY = ("body_not_array", "a JSON POST /v1/commands body that is not an array of commands",
                       422, False)

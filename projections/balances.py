@@ -140,11 +140,13 @@ def _move(rows: Rows, account: str, currency: str, moved: int, held: int, positi
         row["last_position"] = position
 
 
-def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool) -> list[dict[str, Any]]:
-    """Accounts (all, or those named), of one kind (player | round | house) or all, in display order."""
+def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool, *, limit: int | None = None,
+                 after: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
+    """Accounts (all, or those named), of one kind (player | round | house) or all, in display
+    order (kind, account, currency), at most `limit`, those after the sort key `after` alone."""
     cols = BALANCES.column_names
     clauses: list[str] = []
-    params: list[str] = []
+    params: list[Any] = []
     if accounts:
         clauses.append(f"account IN ({', '.join(['?'] * len(accounts))})")
         params += accounts
@@ -153,8 +155,13 @@ def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool) -
         params.append(kind)
     if nonzero:
         clauses.append("(balance_minor <> 0 OR funds_on_game_minor <> 0)")
+    if after is not None:
+        clauses.append("(kind, account, currency) > (?, ?, ?)")
+        params.extend(after)
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
-    found = db.query(f"SELECT {', '.join(cols)} FROM {BALANCES.name}{where} ORDER BY kind, account, currency", params)
+    cut = f" LIMIT {int(limit)}" if limit is not None else ""
+    found = db.query(f"SELECT {', '.join(cols)} FROM {BALANCES.name}{where} ORDER BY kind, account, currency{cut}",
+                     params)
     return [dict(zip(cols, r)) for r in found]
 
 

@@ -9,12 +9,13 @@ Queries (result types in parentheses):
   (`ledger round show`, GET /v1/rounds/{ref})
 - `round_replay(log, round_id, at, ref)` (RoundReplay | None): the round replayed, settlement
   recomputed (`ledger replay --json`'s document, GET /v1/rounds/{ref}/replay)
-- `round_list(db, status, table_id, since, until, limit)` (RoundList) (`ledger round list`, GET /v1/rounds)
-- `balances(db, accounts, kind, nonzero)` (Balances) (`ledger balances`, GET /v1/balances)
+- `round_list(db, status, table_id, since, until, limit, cursor)` (RoundList) (`ledger round list`, GET /v1/rounds)
+- `balances(db, accounts, kind, nonzero, limit, cursor)` (Balances) (`ledger balances`, GET /v1/balances)
 - `refunds(db, day_from, day_to, zone, totals_only)` (Refunds) (`ledger refunds`, GET /v1/refunds)
 - `recall(db, player_id, last, zone)` (Recall) (`ledger recall`, GET /v1/recall/{player})
 - `ggr(db, zone, day_from, day_to)` (Ggr) (`ledger ggr`, GET /v1/ggr)
-- `rejections(log, code, after, limit)` (list[Rejection]) (`ledger rejections`, GET /v1/rejections)
+- `rejections(log, code, after, limit, since, until)` (list[Rejection]) (`ledger rejections`), and
+  `rejection_page(log, code, limit, cursor, since, until)` (Rejections) (GET /v1/rejections)
 - `reconcile_wallet(log, path, zone)` (Reconciliation) (POST /v1/reconcile), `reconcile_rows(log,
   wallet_rows, zone)` (Reconciliation) for rows already read (`ledger reconcile`)
 - `verify_export(directory, log)` (ExportCheck) (POST /v1/audit/verify)
@@ -23,16 +24,24 @@ Queries (result types in parentheses):
 - `empty_period(log, day_from, day_to, zone)` (PeriodNote): why a period asked for holds nothing
   (`ledger monitor`, `ledger ggr`, `ledger audit export`, the console's monitor and audit export)
 - `round_ref(ref)` (UUID): a round UUID or TABLE#ROUND_NO (`Refusal` bad_round_ref otherwise)
+
+What every answer holds alike: every time is RFC 3339 UTC text with microseconds and `Z`
+(`2026-11-21T12:00:07.817000Z`, `utc_text`), whatever form the studio sent (the audit
+export's hashed lines alone keep what was stored); money is integer minor units beside its
+currency, and an exact remainder is an `ExactMinor` (numerator and denominator), never an
+`n/d` string. A list that pages answers `next_cursor`: pass it as `cursor` for the next page
+(None: the list ends there); the cursor is opaque, and only the query that made it reads it.
 """
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -42,15 +51,79 @@ from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
 from projections.runner import TRACKING
 from projections.sql import Db
-from projections.state import Zones, as_zones, day_bounds, fraction_text, parse_fraction, utc_text
+from projections.state import Zones, as_zones, day_bounds, parse_fraction, utc_text
 
 JsonObject = dict[str, Any]
 
 
 def _plain(value: Any) -> Any:
-    """Plain JSON values (what `json.dumps(default=str)` writes): the free-form parts of a
-    round (event fields, a model's view) carry UUIDs, tuples and fractions."""
-    return json.loads(json.dumps(value, default=str))
+    """Plain JSON values: the free-form parts of a round (event fields, a model's view) carry
+    UUIDs, tuples, fractions and datetimes; their times written as every time is (`_times`)."""
+    return _times(json.loads(json.dumps(value, default=_json_default)))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Fraction):  # exact, and not a string a client must parse
+        return {"numerator": value.numerator, "denominator": value.denominator}
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    return str(value)
+
+
+# The keys under which a read's free-form objects (events, steps, timelines) carry a time.
+TIME_KEYS = frozenset({"studio_time", "recorded_at", "server_time", "at", "opened_at", "closed_at", "voided_at",
+                       "studio_at", "played_at", "received_at"})
+
+
+def rfc3339(at: str | datetime) -> str:
+    """A time (ISO 8601 text or datetime; no offset: UTC) as every answer writes it: UTC, microseconds, `Z`."""
+    moment = datetime.fromisoformat(at) if isinstance(at, str) else at
+    return utc_text(moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment)
+
+
+def _times(value: Any) -> Any:
+    """`value` with the text under every TIME_KEYS key written by `rfc3339` (text that is no time is left as is)."""
+    if isinstance(value, list):
+        return [_times(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    return {k: _time_text(v) if k in TIME_KEYS and isinstance(v, str) else _times(v) for k, v in value.items()}
+
+
+def _time_text(text: str) -> str:
+    try:
+        return rfc3339(text)
+    except (ValueError, OverflowError):  # no time, or one whose UTC form is past the calendar's end
+        return text
+
+
+class BadCursor(ValueError):
+    """A `cursor` this query did not make (or made for other filters)."""
+
+
+def _cursor(kind: str, key: Sequence[Any]) -> str:
+    """An opaque page cursor: the list's kind and the sort key of the last item given."""
+    return base64.urlsafe_b64encode(json.dumps([kind, *key]).encode()).decode().rstrip("=")
+
+
+def _after(kind: str, cursor: str | None, size: int) -> list[Any] | None:
+    """The sort key a cursor of `kind` carries (None without a cursor); BadCursor otherwise."""
+    if cursor is None:
+        return None
+    try:
+        found = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise BadCursor("not a cursor this service made") from None
+    if not (isinstance(found, list) and len(found) == size + 1 and found[0] == kind):
+        raise BadCursor(f"not a cursor of {kind}")
+    return found[1:]
+
+
+def _page(items: list[Any], limit: int | None) -> tuple[list[Any], bool]:
+    """The first `limit` of items fetched `limit + 1` at a time, and whether more follow."""
+    if limit is None or len(items) <= limit:
+        return items, False
+    return items[:limit], True
 
 
 def round_ref(ref: str) -> UUID:
@@ -198,13 +271,17 @@ def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str 
 
 # ---------------------------------------------------------------- rounds
 
+RoundStatus = Literal["open", "paused", "settled", "reversed", "voided"]  # projections.rounds.STATUSES
+_ROUND_TIMES = ("studio_time", "opened_at", "closed_at")
+
+
 @dataclass(frozen=True)
 class RoundSummary:
     """A round as the `rounds` view has it; `round` is TABLE#ROUND_NO."""
 
     round: str
     round_id: str
-    status: str
+    status: RoundStatus
     game: str | None
     table_id: str
     round_no: int
@@ -221,17 +298,31 @@ class RoundSummary:
 
 @dataclass(frozen=True)
 class RoundList:
+    """`next_cursor`: the `cursor` of the next page (None: no more rounds)."""
+
     rounds: list[RoundSummary]
+    next_cursor: str | None = None
 
 
 def round_list(db: Db, *, status: str | None = None, table_id: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, limit: int | None = None) -> RoundList:
-    """Rounds that opened, in studio-time order, by status, table and studio time [since, until)."""
-    from projections.rounds import round_list_rows
+               until: datetime | None = None, limit: int | None = None, cursor: str | None = None) -> RoundList:
+    """Rounds that opened, in studio-time order, by status, table and studio time [since, until),
+    `limit` at a time from `cursor` (a RoundList's next_cursor); BadCursor for a cursor of another list."""
+    from projections.rounds import LIST_LIMIT_MAX, round_list_rows
 
-    rows = round_list_rows(db, status=status, table_id=table_id, since=since, until=until, limit=limit)
+    after = _after("rounds", cursor, 3)
+    more = None if limit is None else min(limit + 1, LIST_LIMIT_MAX)
+    found = round_list_rows(db, status=status, table_id=table_id, since=since, until=until, limit=more,
+                            after=tuple(after) if after else None)
+    rows, cut = _page(found, limit)
+    last = rows[-1] if rows and cut else None
     return RoundList([RoundSummary(round=f"{r['table_id']}#{r['round_no']}",
-                                   **{k: r[k] for k in _SUMMARY_FIELDS}) for r in rows])
+                                   **{k: r[k] for k in _SUMMARY_FIELDS} | _row_times(r)) for r in rows],
+                     _cursor("rounds", (last["studio_time"], last["table_id"], last["round_no"])) if last else None)
+
+
+def _row_times(row: dict[str, Any]) -> dict[str, str | None]:
+    return {k: row[k] and rfc3339(row[k]) for k in _ROUND_TIMES}
 
 
 _SUMMARY_FIELDS = tuple(name for name in RoundSummary.__dataclass_fields__ if name != "round")
@@ -239,11 +330,14 @@ _SUMMARY_FIELDS = tuple(name for name in RoundSummary.__dataclass_fields__ if na
 
 # ---------------------------------------------------------------- money views
 
+AccountKind = Literal["player", "round", "house"]
+
+
 @dataclass(frozen=True)
 class BalanceRow:
     account: str
     currency: str
-    kind: str
+    kind: AccountKind
     owner: str | None
     balance_minor: int
     funds_on_game_minor: int
@@ -265,23 +359,31 @@ class Balances:
     accounts: list[BalanceRow]
     shown_totals: dict[str, ShownTotal]
     sum_by_currency: dict[str, int]
+    next_cursor: str | None = None
 
 
-def balances(db: Db, accounts: Sequence[str] = (), kind: str | None = None, nonzero: bool = False) -> Balances:
-    """Accounts (all, or those named), of one kind (player | round | house) or all."""
+def balances(db: Db, accounts: Sequence[str] = (), kind: str | None = None, nonzero: bool = False,
+             limit: int | None = None, cursor: str | None = None) -> Balances:
+    """Accounts (all, or those named), of one kind (player | round | house) or all, `limit` at a
+    time from `cursor` (a Balances' next_cursor; `shown_totals` then sums the page)."""
     from projections.balances import balance_rows, balance_totals
 
-    rows = [BalanceRow(**r) for r in balance_rows(db, list(accounts), kind, nonzero)]
+    after = _after("balances", cursor, 3)
+    found = [BalanceRow(**r) for r in balance_rows(db, list(accounts), kind, nonzero, limit=limit and limit + 1,
+                                                   after=tuple(after) if after else None)]
+    rows, cut = _page(found, limit)
     shown: dict[str, list[int]] = {}
     for r in rows:
         total = shown.setdefault(r.currency, [0, 0])
         total[0] += r.balance_minor
         total[1] += r.funds_on_game_minor
-    found = db.query(f"SELECT MAX(position) FROM {TRACKING.name}")
-    position = int(found[0][0]) if found and found[0][0] is not None else 0
+    head = db.query(f"SELECT MAX(position) FROM {TRACKING.name}")
+    position = int(head[0][0]) if head and head[0][0] is not None else 0
+    last = rows[-1] if rows and cut else None
     return Balances(position=position, accounts=rows,
                     shown_totals={c: ShownTotal(b, f) for c, (b, f) in shown.items()},
-                    sum_by_currency=balance_totals(db))
+                    sum_by_currency=balance_totals(db),
+                    next_cursor=_cursor("balances", (last.kind, last.account, last.currency)) if last else None)
 
 
 @dataclass(frozen=True)
@@ -337,7 +439,7 @@ def refunds(db: Db, day_from: str | None = None, day_to: str | None = None, zone
     with `log`, why there are none."""
     from projections.refunds import refund_lines, refund_totals
 
-    lines = [] if totals_only else [RefundLine(**r) for r in refund_lines(db, day_from, day_to, zone)]
+    lines = [] if totals_only else [RefundLine(**_times(r)) for r in refund_lines(db, day_from, day_to, zone)]
     totals = [RefundTotal(**t) for t in refund_totals(db, day_from, day_to, zone)]
     return Refunds(lines, totals, _why_empty(log, totals, day_from, day_to, zone))
 
@@ -384,12 +486,29 @@ def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC) -> Rec
     """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX)."""
     from projections.recall import recall_rounds
 
-    return Recall(player_id, [RecallRound(**r) for r in recall_rounds(db, player_id, last, zone)])
+    return Recall(player_id, [RecallRound(**_times(r)) for r in recall_rounds(db, player_id, last, zone)])
+
+
+@dataclass(frozen=True)
+class ExactMinor:
+    """An exact amount of minor units, numerator / denominator (reduced, denominator >= 1): a
+    sum of fractions of a cent has no decimal form of fixed length (29/2 minor units of EUR:
+    {"numerator": 29, "denominator": 2}, 0.145 EUR)."""
+
+    numerator: int
+    denominator: int
+
+    @classmethod
+    def of(cls, amount: Fraction) -> ExactMinor:
+        return cls(amount.numerator, amount.denominator)
+
+    def fraction(self) -> Fraction:
+        return Fraction(self.numerator, self.denominator)
 
 
 @dataclass(frozen=True)
 class GgrRow:
-    """`rounding_kept`: the exact sum of the fractions of a minor unit cut by rounding down, as `n/d`."""
+    """`rounding_kept`: the exact sum of the fractions of a minor unit cut by rounding down."""
 
     day: str
     table_id: str
@@ -400,16 +519,17 @@ class GgrRow:
     paid_minor: int
     refunded_minor: int
     ggr_minor: int
-    rounding_kept: str
+    rounding_kept: ExactMinor
 
 
 @dataclass(frozen=True)
 class GgrTotal:
+    currency: str
     staked_minor: int
     paid_minor: int
     refunded_minor: int
     ggr_minor: int
-    rounding_kept: str
+    rounding_kept: ExactMinor
 
 
 @dataclass(frozen=True)
@@ -425,16 +545,16 @@ def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to:
     with `log`, why there are no rows."""
     from projections.ggr import ggr_rows
 
-    rows = [GgrRow(**r) for r in ggr_rows(db, zone)
+    rows = [GgrRow(**r | {"rounding_kept": ExactMinor.of(parse_fraction(r["rounding_kept"]))}) for r in ggr_rows(db, zone)
             if (day_from is None or r["day"] >= day_from) and (day_to is None or r["day"] <= day_to)]
     sums: dict[str, tuple[list[int], Fraction]] = {}
     for r in rows:
         amounts, kept = sums.get(r.currency, ([0, 0, 0, 0], Fraction(0)))
         for i, value in enumerate((r.staked_minor, r.paid_minor, r.refunded_minor, r.ggr_minor)):
             amounts[i] += value
-        sums[r.currency] = (amounts, kept + parse_fraction(r.rounding_kept))
-    return Ggr(rows, {c: GgrTotal(staked_minor=amounts[0], paid_minor=amounts[1], refunded_minor=amounts[2],
-                                  ggr_minor=amounts[3], rounding_kept=fraction_text(kept))
+        sums[r.currency] = (amounts, kept + r.rounding_kept.fraction())
+    return Ggr(rows, {c: GgrTotal(currency=c, staked_minor=amounts[0], paid_minor=amounts[1],
+                                  refunded_minor=amounts[2], ggr_minor=amounts[3], rounding_kept=ExactMinor.of(kept))
                       for c, (amounts, kept) in sums.items()}, _why_empty(log, rows, day_from, day_to, zone))
 
 
@@ -442,7 +562,9 @@ def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to:
 
 @dataclass(frozen=True)
 class Rejection:
-    """A refused command as the rejections log keeps it (`payload`: the bytes as received, as text)."""
+    """A refused command as the rejections log keeps it (`payload`: the bytes as received, as
+    text), with what the command says of itself where it says it: `round` (TABLE#ROUND_NO)
+    and `studio_time`, beside the service's `received_at`."""
 
     id: int
     command_id: str | None
@@ -453,21 +575,63 @@ class Rejection:
     message: str
     payload: str
     received_at: str
+    round: str | None = None
+    studio_time: str | None = None
+
+
+@dataclass(frozen=True)
+class Rejections:
+    """A page of refused commands; `next_cursor`: the `cursor` of the next page (None: no more)."""
+
+    rejections: list[Rejection]
+    next_cursor: str | None = None
 
 
 REJECTIONS_PAGE = 1000
 
 
-def rejections(log: EventLog, code: str | None = None, after: int = 0, limit: int = 1000) -> list[Rejection]:
-    """Refused commands after id `after`, oldest first, at most `limit`, of one code or all."""
+def rejections(log: EventLog, code: str | None = None, after: int = 0, limit: int = 1000,
+               since: datetime | None = None, until: datetime | None = None) -> list[Rejection]:
+    """Refused commands after id `after`, oldest first, at most `limit`, of one code or all,
+    received in [since, until) (the service's time: a refused command may have no studio time)."""
     found: list[Rejection] = []
     while len(found) < limit:
         page = log.rejections(after_id=after, limit=min(REJECTIONS_PAGE, limit))
         if not page:
             break
-        found.extend(Rejection(**r) for r in page if not code or r["code"] == code)
+        found.extend(_rejection(r) for r in page if (not code or r["code"] == code) and _within(r, since, until))
         after = page[-1]["id"]
     return found[:limit]
+
+
+def rejection_page(log: EventLog, code: str | None = None, limit: int = 1000, cursor: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None, after: int = 0) -> Rejections:
+    """`rejections`, `limit` at a time from `cursor` (a Rejections' next_cursor) or id `after`."""
+    start = _after("rejections", cursor, 1)
+    found = rejections(log, code, int(start[0]) if start else after, limit + 1, since, until)
+    rows, cut = _page(found, limit)
+    return Rejections(rows, _cursor("rejections", (rows[-1].id,)) if cut else None)
+
+
+def _within(row: dict[str, Any], since: datetime | None, until: datetime | None) -> bool:
+    if since is None and until is None:
+        return True
+    at = datetime.fromisoformat(row["received_at"])
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at
+    return (since is None or at >= since) and (until is None or at < until)
+
+
+def _rejection(row: dict[str, Any]) -> Rejection:
+    """The row, its times as every answer writes them, and the round and studio time its payload names."""
+    try:
+        sent = json.loads(row["payload"])
+    except (ValueError, RecursionError):  # refused as bad_command: not JSON, or too deep to read
+        sent = None
+    studio_time = sent.get("studio_time") if isinstance(sent, dict) else None
+    has_round = row["table_id"] is not None and row["round_no"] is not None
+    return Rejection(**row | {"received_at": rfc3339(row["received_at"])},
+                     round=f"{row['table_id']}#{row['round_no']}" if has_round else None,
+                     studio_time=_time_text(studio_time) if isinstance(studio_time, str) else None)
 
 
 @dataclass(frozen=True)
@@ -541,6 +705,31 @@ def verify_export(directory: str | Path, log: EventLog | None = None) -> ExportC
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """The record a line hashes: the event as stored (its name, its fields exactly as recorded,
+    times as the studio sent them), its global `position`, its place `seq` in the chain, and the
+    server's `timestamp` (RFC 3339 UTC, `Z`)."""
+
+    event: str
+    fields: JsonObject
+    originator_id: str
+    originator_version: int
+    position: int
+    seq: int
+    timestamp: str
+
+
+@dataclass(frozen=True)
+class AuditLine:
+    """One line of events.jsonl (docs/audit.md): `hash` = SHA-256(bytes of `prev` + the record's
+    canonical JSON), hex; `prev`: the line before's hash (64 zeros before the first)."""
+
+    hash: str
+    prev: str
+    record: AuditRecord
 
 
 def audit_export_lines(log: EventLog, start: int | None = None, stop: int | None = None) -> Iterator[str]:

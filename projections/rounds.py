@@ -114,9 +114,10 @@ def _table_applied(rows: Rows, ev: TableApplied) -> None:
 
 def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None = None,
                     since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = None) -> list[dict[str, Any]]:
+                    limit: int | None = None, after: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
     """Rounds that opened (tombstones have no table or number and are left out), in
-    studio-time order, filtered by status, table and studio time [since, until)."""
+    studio-time order, filtered by status, table and studio time [since, until), those after
+    the sort key `after` (studio_time, table_id, round_no: the last of a page) alone."""
     require(status is None or status in STATUSES, f"unknown status {status!r}")
     require(limit is None or 1 <= limit <= LIST_LIMIT_MAX, f"limit {limit} outside 1..{LIST_LIMIT_MAX}")
     where, params = ["table_id IS NOT NULL"], []
@@ -126,6 +127,9 @@ def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None =
         if value is not None:
             where.append(clause)
             params.append(value)
+    if after is not None:
+        where.append("(studio_time, table_id, round_no) > (?, ?, ?)")
+        params.extend(after)
     cols = ROUNDS.column_names
     text = (f"SELECT {', '.join(cols)} FROM {ROUNDS.name} WHERE {' AND '.join(where)} "
             "ORDER BY studio_time, table_id, round_no")

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain.errorcodes import ErrorCode
@@ -35,6 +35,8 @@ _BY_STATUS = {400: ErrorCode.BAD_REQUEST, 401: ErrorCode.UNAUTHORIZED, 403: Erro
               405: ErrorCode.METHOD_NOT_ALLOWED, 413: ErrorCode.BODY_TOO_LARGE,
               415: ErrorCode.UNSUPPORTED_MEDIA_TYPE, 422: ErrorCode.REQUEST_INVALID,
               503: ErrorCode.STORE_UNAVAILABLE}
+# Every code a problem may carry: the catalogue's, and the refusal a bad round reference is.
+CODES: list[JsonValue] = [*sorted(c.value for c in ErrorCode), RefusalCode.BAD_ROUND_REF.value]
 ERRORS_MAX = 50  # items of `errors` in one problem (a body of 10,000 bad fields names the first 50)
 
 
@@ -52,7 +54,8 @@ class Problem(BaseModel):
     title: str = Field(description="the HTTP status's reason phrase")
     status: int
     detail: str = Field(description="what was wrong with this request")
-    code: str = Field(pattern="^[a-z][a-z0-9_]*$", description="a stable snake_case code")
+    code: str = Field(pattern="^[a-z][a-z0-9_]*$", description="a stable snake_case code",
+                      json_schema_extra={"enum": CODES})
     errors: list[ProblemItem] | None = Field(default=None, description="each offending parameter, file or command")
     instance: str | None = Field(default=None, description="this occurrence: urn:casino-ledger:request:ID, the "
                                  "X-Request-Id of the answer and the request log's request_id")

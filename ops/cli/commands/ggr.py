@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from fractions import Fraction
 
 from domain.money import format_minor
 from ops.cli.options import (
@@ -16,14 +17,13 @@ from ops.cli.options import (
     period_days,
 )
 from projections import queries
-from projections.state import parse_fraction
 
 EPILOG = """\
 GGR = staked - paid - refunded, booked on the gaming day of the settlement, void
 or reversal: the day of its studio time in the studio's zone (--timezone, UTC by
 default). Rounding kept = the exact sum of the fractions of a minor unit cut
 by rounding payouts down, in the currency with the decimals it needs (19/20 of
-a cent is 0.0095 EUR); --json keeps it exact as "n/d" minor units.
+a cent is 0.0095 EUR); --json keeps it exact as minor units {"numerator": n, "denominator": d}.
 
 Examples:
   ledger ggr
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kept(text: str) -> str:
-    """The view's exact `n/d` minor units as money (`13/2` -> `0.065`): text shows
-    amounts in the currency's decimal form, JSON keeps the exact fraction."""
-    return format_minor(parse_fraction(text))
+def _kept(kept: dict[str, int]) -> str:
+    """Exact minor units (queries.ExactMinor) as money (13/2 -> `0.065`): text shows amounts
+    in the currency's decimal form, JSON keeps the exact numerator and denominator."""
+    return format_minor(Fraction(kept["numerator"], kept["denominator"]))

@@ -17,12 +17,16 @@ from projections import queries
 
 router = APIRouter(prefix="/v1/audit", tags=["auditor"], dependencies=AUDIT)
 NDJSON = "application/x-ndjson"
+AUDIT_LINE_REF = "#/components/schemas/AuditLine"  # queries.AuditLine, added by ops/service/openapi.py
 
 
 @router.get("/export", summary="the hash-chained audit trail as events.jsonl (streamed)",
             response_class=StreamingResponse,
-            responses={200: {"content": {NDJSON: {"schema": {"type": "string",
-                                                            "description": "one chained event per line"}}}},
+            description="Positions `from`..`to` (event positions, not a period of time: the chain is cut by "
+                        "position); each line is one `AuditLine` (its JSON schema), the file `ledger audit export` "
+                        "writes. The lines are hashed: they keep every field as stored, times included.",
+            responses={200: {"content": {NDJSON: {"schema": {"$ref": AUDIT_LINE_REF,
+                                                            "description": "one AuditLine per line"}}}},
                        **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
 def get_audit_export(request: Request,
                      from_position: Annotated[int | None, Query(alias="from", ge=1, le=2**62)] = None,
@@ -38,7 +42,8 @@ def _encoded(log: EventLog, start: int | None, stop: int | None) -> Iterator[byt
 
 @router.post("/verify", summary="verify an export (events.jsonl, manifest.json, events.csv)",
              response_model=queries.ExportCheck,
-             responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
+             responses=documented(*KEYED, ErrorCode.REQUEST_INVALID,
+                                  ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
 def post_audit_verify(request: Request, events_jsonl: Annotated[UploadFile, File()],
                       manifest_json: Annotated[UploadFile, File()],
                       events_csv: Annotated[UploadFile | None, File()] = None,

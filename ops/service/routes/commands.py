@@ -5,7 +5,7 @@ or NDJSON lines of them) without FastAPI parsing the raw body. The route answers
 the app's fast path (ops/service/app.py, LedgerAPI); this declaration is its twin."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -13,24 +13,25 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from domain.errorcodes import ErrorCode
+from domain.refusals import RefusalCode
 from ops.service.intake import COMMANDS_PER_REQUEST_MAX, NDJSON
 from ops.service.problems import documented
 
 COMMANDS_PATH = "/v1/commands"
 COMMAND_SCHEMA_NAME = "Command"  # components/schemas: the feed's command union (ledger/commands.py)
-
+CommandStatus = Literal["accepted", "duplicate", "refused", "conflict"]  # ledger.batching.Result
 
 
 class CommandResult(BaseModel):
     """One command's answer, in the order sent (docs/feed.md)."""
 
-    status: str  # accepted | duplicate | refused | conflict
+    status: CommandStatus
     command_id: str | None
-    code: str | None
+    code: RefusalCode | None  # refused, conflict (concurrency_conflict), a duplicate of one of those
     message: str
     round_id: str | None
     events: list[str]
-    original_status: str | None
+    original_status: CommandStatus | None  # a duplicate's first delivery
 
 
 COMMANDS_BODY: dict[str, Any] = {

@@ -1,16 +1,22 @@
-"""What the read routes share: the views caught up, the store's log, a round's reference, an upload."""
+"""What the read routes share: only the query parameters a route declares, periods
+(`since`/`until`), page cursors, the views caught up, the store's log, a round's reference,
+an upload."""
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 from uuid import UUID
 
 from fastapi import Depends, Query, Request, UploadFile
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 
 from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
@@ -25,11 +31,50 @@ from projections.state import Zones
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
-READ = [Depends(role(*ROLE_READ))]
-AUDIT = [Depends(role(*ROLE_AUDIT))]
+
+async def declared_only(request: Request) -> None:
+    """422 `unknown_parameter` for a query parameter the route does not declare (its own and its
+    dependencies'): a misspelt or unsupported filter would otherwise be ignored and the answer
+    look right. Read from the route itself, so a parameter a route adds is known at once."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known = declared_query(route)
+    unknown = sorted({name for name in request.query_params if name not in known})
+    if unknown:
+        takes = ", ".join(sorted(known)) or "no query parameter"
+        raise ServiceError(ErrorCode.UNKNOWN_PARAMETER,
+                           f"unknown query parameter {', '.join(unknown)} ({request.url.path} takes: {takes})",
+                           errors=[ProblemItem(location=f"query.{name}", message="not a parameter of this route")
+                                   for name in unknown])
+
+
+def declared_query(route: APIRoute) -> frozenset[str]:
+    """The names (aliases) of every query parameter of the route and its dependencies (kept on
+    the route: an APIRoute is no dict key)."""
+    known: frozenset[str] | None = getattr(route, "_declared_query", None)
+    if known is None:
+        known = _query_names(route.dependant)
+        route._declared_query = known  # type: ignore[attr-defined]
+    return known
+
+
+def _query_names(root: Dependant) -> frozenset[str]:
+    names: set[str] = set()
+    pending = [root]
+    while pending:
+        dependant = pending.pop()
+        names.update(field.alias for field in dependant.query_params)
+        pending.extend(dependant.dependencies)
+    return frozenset(names)
+
+
+# The role first (an unknown caller learns nothing of the parameters), then the parameters.
+READ = [Depends(role(*ROLE_READ)), Depends(declared_only)]
+AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only)]
 READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may read (and admin)
-# Every /v1 route: no key or a wrong one, a role that may not, the store down.
-KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.STORE_UNAVAILABLE)
+# Every /v1 read route: no key or a wrong one, a role that may not, a query parameter it does not take, the store down.
+KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.UNKNOWN_PARAMETER, ErrorCode.STORE_UNAVAILABLE)
 ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF)
 
 
@@ -46,6 +91,84 @@ def gaming_zones(timezone: Annotated[str | None, Query(
 
 
 GAMING_ZONES = Annotated[Zones, Depends(gaming_zones)]
+
+
+# ---------------------------------------------------------------- periods: since (inclusive), until (exclusive)
+
+def utc(at: datetime | None) -> datetime | None:
+    """A time without an offset is UTC (as on the command line)."""
+    return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
+
+
+def instants(since: Annotated[datetime | None, Query(description="from this time (inclusive; ISO 8601, UTC if "
+                                                                  "no offset)")] = None,
+             until: Annotated[datetime | None, Query(description="before this time (exclusive)")] = None,
+             ) -> tuple[datetime | None, datetime | None]:
+    """A period of times [since, until)."""
+    since, until = utc(since), utc(until)
+    if since is not None and until is not None and since >= until:
+        raise _param_error("since", f"since {since.isoformat()} is not before until {until.isoformat()}")
+    return since, until
+
+
+INSTANTS = Annotated[tuple[datetime | None, datetime | None], Depends(instants)]
+
+
+@dataclass(frozen=True)
+class Days:
+    """Whole days, both included (YYYY-MM-DD), as the day queries take them; None: unbounded."""
+
+    first: str | None
+    last: str | None
+
+
+def days(since: Annotated[date | None, Query(description="from this gaming day (inclusive, YYYY-MM-DD)")] = None,
+         until: Annotated[date | None, Query(description="before this gaming day (exclusive: since=2026-11-21&"
+                                                         "until=2026-11-22 is one day)")] = None) -> Days:
+    """A period of whole days [since, until), as `--since`/`--until` on the command line."""
+    if until == date.min:
+        raise _param_error("until", "until 0001-01-01: no day is before it")
+    if since is not None and until is not None and since >= until:
+        raise _param_error("since", f"since {since} is not before until {until}")
+    return Days(since.isoformat() if since else None, (until - timedelta(days=1)).isoformat() if until else None)
+
+
+def days_or_old(period: Annotated[Days, Depends(days)],
+                old_from: Annotated[date | None, Query(alias="from", deprecated=True,
+                                                       description="deprecated: `since`")] = None,
+                old_to: Annotated[date | None, Query(alias="to", deprecated=True,
+                                                     description="deprecated: the last day, included (`until` is "
+                                                                 "the day after it)")] = None) -> Days:
+    """`days`, or the old names of a route that took `from`/`to` (kept for clients written before)."""
+    for old, new, name in ((old_from, period.first, "from"), (old_to, period.last, "to")):
+        if old is not None and new is not None:
+            raise _param_error(name, f"{name} is the old name of {'since' if name == 'from' else 'until'}: give one")
+    if old_from is not None and (old_to or date.max) < old_from:
+        raise _param_error("from", f"from {old_from} is after to {old_to}")
+    return Days(old_from.isoformat() if old_from else period.first, old_to.isoformat() if old_to else period.last)
+
+
+DAYS = Annotated[Days, Depends(days)]
+DAYS_OR_OLD = Annotated[Days, Depends(days_or_old)]
+
+
+def _param_error(name: str, detail: str) -> ServiceError:
+    return ServiceError(ErrorCode.REQUEST_INVALID, detail, errors=[ProblemItem(location=f"query.{name}",
+                                                                               message=detail)])
+
+
+# ---------------------------------------------------------------- pages
+
+CURSOR = Annotated[str | None, Query(max_length=512, description="the `next_cursor` of the page before (opaque)")]
+
+
+@contextmanager
+def cursor_checked() -> Iterator[None]:
+    """A cursor the query did not make: 422 naming `cursor`."""
+    try:
+        yield
+    except queries.BadCursor as exc:
+        raise _param_error("cursor", f"cursor: {exc}") from None
 
 
 def log_of(request: Request) -> EventLog:

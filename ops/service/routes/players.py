@@ -7,20 +7,27 @@ from fastapi import APIRouter, Path, Query, Request
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import documented
-from ops.service.routes.deps import GAMING_ZONES, KEYED, READ, READ_TAGS, views
+from ops.service.routes.deps import CURSOR, GAMING_ZONES, KEYED, READ, READ_TAGS, cursor_checked, views
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
 router = APIRouter(prefix="/v1", tags=READ_TAGS, dependencies=READ)
 ERRORS = documented(*KEYED, ErrorCode.REQUEST_INVALID)
+BALANCES_LIMIT_MAX = 1_000_000
 
 
-@router.get("/balances", summary="account balances and funds on game", response_model=queries.Balances,
-            responses=ERRORS)
+@router.get("/balances", summary="account balances and funds on game (players' accounts unless `kind` says)",
+            response_model=queries.Balances, responses=ERRORS)
 def get_balances(request: Request, account: Annotated[list[str] | None, Query(max_length=1000)] = None,
-                 kind: Literal["player", "round", "house"] | None = None, nonzero: bool = False) -> queries.Balances:
-    with views(request) as db:
-        return queries.balances(db, account or [], kind, nonzero)
+                 kind: Annotated[Literal["player", "round", "house", "all"], Query(
+                     description="the accounts of players (default), of rounds (funds on game), of the house, or "
+                                 "all")] = "player",
+                 nonzero: bool = False,
+                 limit: Annotated[int | None, Query(ge=1, le=BALANCES_LIMIT_MAX, description="at most this many "
+                                                    "accounts (all: none given)")] = None,
+                 cursor: CURSOR = None) -> queries.Balances:
+    with views(request) as db, cursor_checked():
+        return queries.balances(db, account or [], None if kind == "all" else kind, nonzero, limit, cursor)
 
 
 @router.get("/recall/{player}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)

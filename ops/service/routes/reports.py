@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import tempfile
-from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -10,51 +9,53 @@ from fastapi import APIRouter, File, Query, Request, UploadFile
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ProblemItem, ServiceError, documented
-from ops.service.routes.deps import GAMING_ZONES, KEYED, READ, READ_TAGS, log_of, save, views
+from ops.service.routes.deps import (
+    CURSOR,
+    DAYS,
+    DAYS_OR_OLD,
+    GAMING_ZONES,
+    INSTANTS,
+    KEYED,
+    READ,
+    READ_TAGS,
+    cursor_checked,
+    log_of,
+    save,
+    views,
+)
 from projections import queries
 
 router = APIRouter(prefix="/v1", tags=READ_TAGS, dependencies=READ)
 ERRORS = documented(*KEYED, ErrorCode.REQUEST_INVALID)
-DAY = r"^\d{4}-\d{2}-\d{2}$"
 
 
 @router.get("/refunds", summary="refunded bets and totals by gaming day and cause",
             response_model=queries.Refunds, responses=ERRORS)
-def get_refunds(request: Request, zones: GAMING_ZONES,
-                day_from: Annotated[str | None, Query(alias="from", pattern=DAY, description="first day")] = None,
-                day_to: Annotated[str | None, Query(alias="to", pattern=DAY, description="last day")] = None,
-                ) -> queries.Refunds:
-    for name, day in (("from", day_from), ("to", day_to)):
-        _calendar_day(name, day)
+def get_refunds(request: Request, zones: GAMING_ZONES, period: DAYS_OR_OLD) -> queries.Refunds:
     with views(request) as db:
-        return queries.refunds(db, day_from, day_to, zones, log=log_of(request))
-
-
-def _calendar_day(name: str, day: str | None) -> None:
-    """The pattern lets 2026-13-01 through; days are turned into instants."""
-    try:
-        date.fromisoformat(day) if day else None
-    except ValueError:
-        raise ServiceError(ErrorCode.REQUEST_INVALID, f"{name}={day!r} is not a calendar day",
-                           errors=[ProblemItem(location=f"query.{name}", message="not a calendar day")]) from None
+        return queries.refunds(db, period.first, period.last, zones, log=log_of(request))
 
 
 @router.get("/ggr", summary="gross gaming revenue per table, game and gaming day", response_model=queries.Ggr,
             responses=ERRORS)
-def get_ggr(request: Request, zones: GAMING_ZONES) -> queries.Ggr:
+def get_ggr(request: Request, zones: GAMING_ZONES, period: DAYS) -> queries.Ggr:
     with views(request) as db:
-        return queries.ggr(db, zones, log=log_of(request))
+        return queries.ggr(db, zones, period.first, period.last, log=log_of(request))
 
 
-@router.get("/rejections", summary="refused commands, in the order received", response_model=list[queries.Rejection],
-            responses=ERRORS,
+@router.get("/rejections", summary="refused commands, oldest first, by code and the time they were received",
+            response_model=queries.Rejections, responses=ERRORS,
             description="Every refused command, oldest first. `received_at` is when the ledger received it (UTC, "
             "the server's time), not a gaming day: a refused line may name no table (or not be JSON), so it has "
-            "no gaming day, and rejections are never filtered by one.")
-def get_rejections(request: Request, code: Annotated[str | None, Query(max_length=64)] = None,
-                   after: Annotated[int, Query(ge=0, le=2**62, description="after this rejection id")] = 0,
-                   limit: Annotated[int, Query(ge=1, le=1000)] = 1000) -> list[queries.Rejection]:
-    return queries.rejections(log_of(request), code, after, limit)
+            "no gaming day, and `since`/`until` filter on the time received.")
+def get_rejections(request: Request, period: INSTANTS, code: Annotated[str | None, Query(max_length=64)] = None,
+                   limit: Annotated[int, Query(ge=1, le=1000)] = 1000, cursor: CURSOR = None,
+                   after: Annotated[int, Query(ge=0, le=2**62, deprecated=True,
+                                               description="deprecated: `cursor` (after this rejection id)")] = 0,
+                   ) -> queries.Rejections:
+    since, until = period  # the service's time of receipt: a refused command may carry no studio time
+    with cursor_checked():
+        return queries.rejection_page(log_of(request), code, limit, cursor, since, until, after)
 
 
 @router.post("/reconcile", summary="reconcile an operator wallet CSV with the ledger",

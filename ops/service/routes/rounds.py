@@ -1,35 +1,43 @@
 """Rounds: the list, one round, its replay and its dispute page."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ServiceError, documented
-from ops.service.routes.deps import KEYED, READ, READ_TAGS, ROUND_ERRORS, log_of, round_id, round_not_found, views
+from ops.service.routes.deps import (
+    CURSOR,
+    INSTANTS,
+    KEYED,
+    READ,
+    READ_TAGS,
+    ROUND_ERRORS,
+    cursor_checked,
+    log_of,
+    round_id,
+    round_not_found,
+    views,
+)
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX
 
 router = APIRouter(prefix="/v1/rounds", tags=READ_TAGS, dependencies=READ)
-Status = Literal["open", "paused", "settled", "reversed", "voided"]  # projections.rounds.STATUSES
 
 
 @router.get("", summary="rounds by status, table and studio time, in the order the studio opened them",
             response_model=queries.RoundList, responses=documented(*KEYED, ErrorCode.REQUEST_INVALID))
-def list_rounds(request: Request, status: Status | None = None,
+def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus | None = None,
                 table: Annotated[str | None, Query(max_length=128)] = None,
-                since: Annotated[datetime | None, Query(description="studio time from (ISO 8601; UTC if no offset)")] = None,
-                until: Annotated[datetime | None, Query(description="studio time before (ISO 8601; UTC if no offset)")] = None,
-                limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX)] = None) -> queries.RoundList:
-    with views(request) as db:
-        return queries.round_list(db, status=status, table_id=table, since=_utc(since), until=_utc(until), limit=limit)
-
-
-def _utc(at: datetime | None) -> datetime | None:
-    return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
+                limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX, description="at most this many (all: "
+                                                   "none given)")] = None,
+                cursor: CURSOR = None) -> queries.RoundList:
+    since, until = period  # the studio's time of the round's opening
+    with views(request) as db, cursor_checked():
+        return queries.round_list(db, status=status, table_id=table, since=since, until=until, limit=limit,
+                                  cursor=cursor)
 
 
 @router.get("/{round_ref}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",

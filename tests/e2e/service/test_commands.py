@@ -65,7 +65,7 @@ def test_a_scoped_key_gets_table_not_allowed_per_command(client, keys, store_url
         else:
             assert (result["status"], result["code"]) == ("refused", "table_not_allowed")
             assert result["command_id"] == json.loads(line)["command_id"]
-    rejected = client.get("/v1/rejections", headers=auth(keys["backoffice"])).json()
+    rejected = client.get("/v1/rejections", headers=auth(keys["backoffice"])).json()["rejections"]
     assert rejected == []  # a scope refusal records nothing
 
 

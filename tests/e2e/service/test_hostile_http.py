@@ -204,7 +204,7 @@ def test_hostile_bodies_get_4xx_or_bad_command_and_the_steady_client_keeps_its_p
     with httpx.Client(base_url=server.url, timeout=30) as http:
         r = http.post("/v1/commands", content=spaced, headers={**auth(key), "Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()[0]["code"] == "bad_command"
-        logged = http.get("/v1/rejections", headers=auth(keys["backoffice"])).json()
+        logged = http.get("/v1/rejections", headers=auth(keys["backoffice"])).json()["rejections"]
     assert '{"type" :  "open_round", "table_id": "T9"}' in [x["payload"] for x in logged]
 
 

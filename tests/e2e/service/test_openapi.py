@@ -124,6 +124,9 @@ ERRORS: list[tuple[str, str, str | None, dict[str, Any], int, str]] = [
     ("GET", "/v1/audit/export", "backoffice", {}, 403, "forbidden"),
     ("GET", "/v1/recall/p1?last=3", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/balances?kind=moon", "admin", {}, 422, "request_invalid"),
+    ("GET", "/v1/rounds?player=p0008", "admin", {}, 422, "unknown_parameter"),
+    ("GET", "/v1/ggr?since=2026-11-21&from=2026-11-21", "admin", {}, 422, "unknown_parameter"),
+    ("GET", "/v1/rounds?cursor=x", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/refunds?from=2026-13-01", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/ggr?timezone=Mars/Olympus", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/recall/p1?timezone=../etc", "admin", {}, 422, "request_invalid"),
@@ -165,7 +168,7 @@ def test_every_error_is_a_problem_with_a_catalogue_code(served: tuple[TestClient
     assert body["title"] and body["detail"]
     # This occurrence, named as the answer's header and the request log name it.
     assert body["instance"] == f"urn:casino-ledger:request:{answer.headers['x-request-id']}", body
-    if code in ("request_invalid", "bad_round_ref", "input_invalid"):  # the offending parameter or file, named
+    if code in ("request_invalid", "bad_round_ref", "input_invalid", "unknown_parameter"):  # the offending parameter or file, named
         assert body["errors"] and all(e["location"] and e["message"] for e in body["errors"]), body
     if status == 500:
         assert "a bug" not in answer.text  # the traceback stays in the server's log
@@ -176,3 +179,37 @@ def test_docs_and_the_schema_need_no_key(served: tuple[TestClient, dict[str, str
     for path in ("/openapi.json", "/docs", "/redoc", "/docs-assets/swagger-ui-bundle.js",
                  "/docs-assets/redoc.standalone.js"):
         assert client.get(path).status_code == 200, path
+
+
+def test_closed_sets_are_enums_uploads_are_named_and_the_audit_line_has_its_schema(openapi: dict[str, Any]) -> None:
+    schemas = openapi["components"]["schemas"]
+    assert set(schemas["CommandResult"]["properties"]["status"]["enum"]) == {"accepted", "duplicate", "refused",
+                                                                           "conflict"}
+    assert {"$ref": "#/components/schemas/RefusalCode"} in schemas["CommandResult"]["properties"]["code"]["anyOf"]
+    assert set(schemas["RoundSummary"]["properties"]["status"]["enum"]) >= {"open", "settled", "reversed", "voided"}
+    assert set(schemas["BalanceRow"]["properties"]["kind"]["enum"]) == {"player", "round", "house"}
+    assert {"unknown_parameter", "request_invalid", "bad_round_ref"} <= set(schemas["Problem"]["properties"]["code"]["enum"])
+    assert schemas["GgrRow"]["properties"]["rounding_kept"] == {"$ref": "#/components/schemas/ExactMinor"}
+    assert not [name for name in schemas if name.startswith("Body_")]
+    for path, name in (("/v1/reconcile", "ReconcileUpload"), ("/v1/audit/verify", "AuditVerifyUpload")):
+        form = openapi["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+        assert form == {"$ref": f"#/components/schemas/{name}"} and schemas[name]["properties"], path
+    line = openapi["paths"]["/v1/audit/export"]["get"]["responses"]["200"]["content"]["application/x-ndjson"]
+    assert line["schema"]["$ref"] == "#/components/schemas/AuditLine"
+    assert set(schemas["AuditLine"]["required"]) == {"hash", "prev", "record"}
+    assert {"event", "fields", "position", "seq", "timestamp"} <= set(schemas["AuditRecord"]["properties"])
+
+
+def test_old_parameter_names_are_deprecated_and_every_read_says_it_refuses_unknown_ones(
+        openapi: dict[str, Any]) -> None:
+    def parameters(path: str) -> dict[str, Any]:
+        return {p["name"]: p for p in openapi["paths"][path]["get"]["parameters"]}
+
+    assert parameters("/v1/refunds")["from"]["deprecated"] and parameters("/v1/refunds")["to"]["deprecated"]
+    assert parameters("/v1/rejections")["after"]["deprecated"]
+    assert not parameters("/v1/refunds")["since"].get("deprecated")
+    for method, path, operation in operations(openapi):
+        if path.startswith("/v1/") and method == "GET":
+            assert "`unknown_parameter`" in operation["responses"]["422"]["description"], path
+        if path in ("/v1/rounds", "/v1/balances", "/v1/rejections"):
+            assert {"cursor", "limit"} <= set(parameters(path)), path

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -52,7 +54,7 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
             "/v1/refunds": queries.refunds(db, log=log),
             "/v1/ggr": queries.ggr(db, log=log),
             f"/v1/recall/{player}": queries.recall(db, player, 10),
-            "/v1/rejections": queries.rejections(log),
+            "/v1/rejections": queries.rejection_page(log),
         }
         for zone in ZONES:
             zones = Zones(ZoneInfo(zone))
@@ -86,3 +88,179 @@ def test_an_empty_period_says_why(client, keys) -> None:
     assert day["empty"]["message"].startswith("no play on those gaming days (2001-01-01 to 2001-01-02, by studio time")
     later = client.get("/v1/refunds?from=2999-01-01", headers=headers).json()
     assert later["empty"]["reason"] == "nothing_recorded" and "before 2999-01-01 began" in later["empty"]["message"]
+
+
+# ---------------------------------------------------------------- refusing what a read does not understand
+
+PATH_VALUES = {"round_ref": "t1%231", "player": "p1"}  # any value: the parameters are checked before the path's
+
+
+def read_routes(app: Any) -> list[str]:
+    """Every GET route under /v1, as the app declares them (routers included in the app are not
+    in app.routes: its document lists them), their path parameters filled in."""
+    paths = [path for path, methods in app.openapi()["paths"].items() if path.startswith("/v1/") and "get" in methods]
+    return [re.sub(r"\{(\w+)\}", lambda m: PATH_VALUES[m.group(1)], path) for path in paths]
+
+
+def ingested(client: Any, keys: dict[str, str], **shape: int) -> list[bytes]:
+    lines = feed(**shape)
+    r = client.post("/v1/commands", content=b"\n".join(lines),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    return lines
+
+
+def test_every_read_route_refuses_an_unknown_parameter_by_name(client, keys) -> None:
+    headers = auth(keys["admin"])
+    paths = read_routes(client.app)
+    assert len(paths) >= 10 and "/v1/rounds" in paths and "/v1/audit/export" in paths
+    for path in paths:
+        r = client.get(f"{path}?player=p0008&Since=2026-11-21", headers=headers)
+        assert r.status_code == 422, (path, r.text)
+        body = r.json()
+        assert body["code"] == "unknown_parameter", (path, body)
+        assert [e["location"] for e in body["errors"]] == ["query.Since", "query.player"], (path, body)
+        assert "player" in body["detail"]
+    # a parameter of a dependency (the time zone) is the route's own; no key: 401 before the parameters
+    assert client.get("/v1/ggr?timezone=UTC&since=2026-11-21", headers=headers).status_code == 200
+    assert client.get("/v1/ggr?player=p1").status_code == 401
+
+
+DAY_ROUTES = ("/v1/ggr", "/v1/refunds")  # whole gaming days
+TIME_ROUTES = ("/v1/rounds", "/v1/rejections")  # times: the studio's (rounds), the service's receipt (rejections)
+
+
+def test_every_period_read_takes_since_and_until(client, keys) -> None:
+    routes = {path for path, methods in client.app.openapi()["paths"].items()
+              if any(p["name"] == "since" for p in methods.get("get", {}).get("parameters", []))}
+    assert routes == {*DAY_ROUTES, *TIME_ROUTES}
+    ingested(client, keys, tables=5, rounds=4)
+    headers = auth(keys["admin"])
+    whole = {path: client.get(path, headers=headers).json() for path in (*DAY_ROUTES, *TIME_ROUTES)}
+    day = whole["/v1/ggr"]["rows"][0]["day"]
+    after = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+    assert all(r["day"] == day for r in whole["/v1/ggr"]["rows"]) and whole["/v1/refunds"]["refunds"]
+    for path in DAY_ROUTES:
+        assert client.get(f"{path}?since={day}&until={after}", headers=headers).json() == whole[path], path
+        for query in (f"since={after}", f"until={day}"):  # nothing in it, and a note saying why
+            empty = client.get(f"{path}?{query}", headers=headers).json()
+            assert empty.pop("empty")["reason"] == "no_play", (path, query)
+            assert {**empty, "empty": None} == {**whole[path], **EMPTY[path]}, (path, query)
+    # refunds' old names still work (deprecated): `to` is the last day, included
+    assert client.get(f"/v1/refunds?from={day}&to={day}", headers=headers).json() == whole["/v1/refunds"]
+    assert client.get(f"/v1/refunds?from={after}", headers=headers).json()["refunds"] == []
+    r = client.get(f"/v1/refunds?from={day}&since={day}", headers=headers)
+    assert r.status_code == 422 and r.json()["errors"][0]["location"] == "query.from"
+    r = client.get(f"/v1/ggr?since={after}&until={day}", headers=headers)
+    assert r.status_code == 422 and r.json()["errors"][0]["location"] == "query.since"
+    for path, key, time_key in (("/v1/rounds", "rounds", "studio_time"), ("/v1/rejections", "rejections", "received_at")):
+        items = whole[path][key]
+        assert len(items) >= 2, path
+        cut = items[len(items) // 2][time_key]
+        early = client.get(f"{path}?until={cut}", headers=headers).json()[key]
+        late = client.get(f"{path}?since={cut}", headers=headers).json()[key]
+        assert early and late and early + late == items, path
+        assert all(x[time_key] < cut for x in early) and all(x[time_key] >= cut for x in late), path
+
+
+EMPTY: dict[str, dict[str, Any]] = {"/v1/ggr": {"rows": [], "totals": {}}, "/v1/refunds": {"refunds": [], "totals": []}}
+
+
+def walk(client: Any, headers: dict[str, str], path: str, key: str, limit: int) -> list[Any]:
+    """Every item of a list route, a page of `limit` at a time from its first cursor-less page."""
+    found: list[Any] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        query = f"limit={limit}" + (f"&cursor={cursor}" if cursor else "")
+        answer = client.get(f"{path}{'&' if '?' in path else '?'}{query}", headers=headers)
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        assert len(page[key]) <= limit
+        found += page[key]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            assert pages > 2, (path, pages)  # paged, not one page
+            return found
+
+
+def test_cursor_paging_walks_every_list_to_its_end(client, keys) -> None:
+    ingested(client, keys, tables=4, rounds=4)
+    headers = auth(keys["admin"])
+    for path, key, limit in (("/v1/rounds", "rounds", 3), ("/v1/rounds?status=settled", "rounds", 2),
+                             ("/v1/balances?kind=all", "accounts", 5), ("/v1/rejections", "rejections", 2)):
+        whole = client.get(path, headers=headers).json()
+        assert whole["next_cursor"] is None
+        walked = walk(client, headers, path, key, limit)
+        assert walked == whole[key], path  # no gap, no duplicate, the same order
+    # the old paging of rejections (after an id) still works
+    first = client.get("/v1/rejections?limit=1", headers=headers).json()["rejections"][0]
+    rest = client.get(f"/v1/rejections?after={first['id']}", headers=headers).json()["rejections"]
+    assert [first, *rest] == client.get("/v1/rejections", headers=headers).json()["rejections"]
+    # a cursor the route did not make is refused, named
+    rounds_cursor = client.get("/v1/rounds?limit=1", headers=headers).json()["next_cursor"]
+    for path in (f"/v1/balances?cursor={rounds_cursor}", "/v1/rounds?cursor=not-a-cursor"):
+        r = client.get(path, headers=headers)
+        assert r.status_code == 422 and r.json()["errors"][0]["location"] == "query.cursor", r.text
+
+
+def test_balances_are_players_accounts_unless_asked(client, keys) -> None:
+    ingested(client, keys, tables=3, rounds=3)
+    headers = auth(keys["admin"])
+    default = client.get("/v1/balances", headers=headers).json()
+    kinds = {a["kind"] for a in client.get("/v1/balances?kind=all", headers=headers).json()["accounts"]}
+    assert default["accounts"] and {a["kind"] for a in default["accounts"]} == {"player"}
+    assert kinds == {"player", "round", "house"}
+    for kind in ("round", "house"):
+        found = client.get(f"/v1/balances?kind={kind}", headers=headers).json()["accounts"]
+        assert found and {a["kind"] for a in found} == {kind}
+
+
+FRACTION = re.compile(r"^-?\d+/\d+$")
+TIME_LIKE = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d")
+RFC3339_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def strings(value: Any, where: str = "") -> Any:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v, f"{where}[]")
+    elif isinstance(value, str):
+        yield where, value
+
+
+def test_no_answer_holds_a_fraction_string_and_every_time_is_rfc3339_utc(client, keys) -> None:
+    lines = ingested(client, keys, tables=5, rounds=4)
+    headers = auth(keys["admin"])
+    first = json.loads(lines[0])
+    player = next(json.loads(x)["player_id"] for x in lines if b'"place_bet"' in x)
+    PATH_VALUES.update(round_ref=f"{first['table_id']}%23{first['round_no']}", player=player)
+    try:
+        paths = [p for p in read_routes(client.app) if not p.endswith((".html", "/export"))]  # JSON answers
+    finally:
+        PATH_VALUES.update(round_ref="t1%231", player="p1")
+    times = 0
+    for path in [*paths, "/v1/balances?kind=all"]:
+        r = client.get(path, headers=headers)
+        assert r.status_code == 200, (path, r.text[:200])
+        for where, text in strings(r.json()):
+            assert not FRACTION.match(text), (path, where, text)
+            if TIME_LIKE.match(text):
+                times += 1
+                assert RFC3339_Z.match(text), (path, where, text)
+    assert times > 100
+    kept = client.get("/v1/ggr", headers=headers).json()["totals"]["EUR"]["rounding_kept"]
+    assert set(kept) == {"numerator", "denominator"} and kept["denominator"] >= 1
+
+
+def test_a_rejection_names_its_round_and_studio_time(client, keys) -> None:
+    ingested(client, keys, tables=5, rounds=4)
+    found = client.get("/v1/rejections", headers=auth(keys["admin"])).json()["rejections"]
+    named = [r for r in found if r["table_id"] and r["round_no"] is not None]
+    assert named and all(r["round"] == f"{r['table_id']}#{r['round_no']}" for r in named)
+    timed = [r for r in found if '"studio_time"' in r["payload"]]
+    assert timed and all(RFC3339_Z.match(r["studio_time"]) and RFC3339_Z.match(r["received_at"]) for r in timed)
