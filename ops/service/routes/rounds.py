@@ -1,31 +1,58 @@
 """Rounds: the list, one round, its replay and its dispute page."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import KEYED, READ, READ_TAGS, ROUND_ERRORS, log_of, round_id, round_not_found, views
 from projections import queries
+from projections.csvtext import csv_lines
+from projections.round_search import PLAYER_SORTS, BadCursor, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 
 router = APIRouter(prefix="/v1/rounds", tags=READ_TAGS, dependencies=READ)
 Status = Literal["open", "paused", "settled", "reversed", "voided"]  # projections.rounds.STATUSES
+Sort = Literal["time", "-time", "table", "-table", "stake", "-stake", "net", "-net"]  # round_search.SORTS
+Clock = Annotated[time | None, Query(description="time of day, UTC (HH:MM)")]
 
 
-@router.get("", summary="rounds by status, table and studio time, in the order the studio opened them",
-            response_model=queries.RoundList, responses=documented(*KEYED, ErrorCode.REQUEST_INVALID))
+@router.get("", summary="rounds by status, player, table and studio time; a page at a time with cursor",
+            description="Player and table match any id starting with what is given, in any case. With `player`: "
+                        "a row per round and matching player, with that player's stake, return, refund, net and "
+                        "result. `status=reversed`: every round with a settlement reversed (`reversals` > 0). "
+                        "`count` is every row matched; `next_cursor`, when there are more, is the `cursor` of the "
+                        "next page (same other parameters). `Accept: text/csv` answers the same rows as CSV.",
+            response_model=queries.RoundList, responses={
+                200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
+                **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
 def list_rounds(request: Request, status: Status | None = None,
-                table: Annotated[str | None, Query(max_length=128)] = None,
+                player: Annotated[str | None, Query(max_length=128, description="a player id or its start")] = None,
+                table: Annotated[str | None, Query(max_length=128, description="a table id or its start")] = None,
+                dealer: Annotated[str | None, Query(max_length=128)] = None,
                 since: Annotated[datetime | None, Query(description="studio time from (ISO 8601; UTC if no offset)")] = None,
                 until: Annotated[datetime | None, Query(description="studio time before (ISO 8601; UTC if no offset)")] = None,
-                limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX)] = None) -> queries.RoundList:
+                time_from: Clock = None, time_to: Clock = None, sort: Sort = "time",
+                limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX)] = None,
+                cursor: Annotated[str | None, Query(max_length=4000, description="`next_cursor` of the page before")] = None,
+                ) -> queries.RoundList | Response:
+    if sort.lstrip("-") in PLAYER_SORTS and not player:
+        raise ServiceError(ErrorCode.REQUEST_INVALID, f"sort: {sort} needs player (it is the player's own figure)")
+    q = RoundQuery(player=player or None, table=table or None, status=status, dealer=dealer, since=_utc(since),
+                   until=_utc(until), time_from=time_from, time_to=time_to, sort=sort)
     with views(request) as db:
-        return queries.round_list(db, status=status, table_id=table, since=_utc(since), until=_utc(until), limit=limit)
+        try:
+            found = queries.round_list(db, q, limit=limit, cursor=cursor)
+        except BadCursor as exc:
+            raise ServiceError(ErrorCode.REQUEST_INVALID, f"cursor: {exc}") from None
+    if "text/csv" in request.headers.get("accept", ""):
+        return Response("".join(csv_lines(queries.ROUND_CSV, queries.round_csv_rows(found.rounds))),
+                        media_type="text/csv; charset=utf-8", headers={"X-Count": str(found.count)})
+    return found
 
 
 def _utc(at: datetime | None) -> datetime | None:

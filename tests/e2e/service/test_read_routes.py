@@ -2,13 +2,16 @@
 data `ledger X --json` prints (tests/store/ops/test_read_service.py): one source for both."""
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
 from projections import queries
+from projections.round_search import RoundQuery
 from projections.runner import Projector
 from projections.state import Zones
 from tests.e2e.service.conftest import auth, feed
@@ -45,7 +48,7 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
         db, round_uuid = projector.db, queries.round_ref(ref)
         expected = {
             "/v1/rounds": queries.round_list(db),
-            "/v1/rounds?status=settled&limit=2": queries.round_list(db, status="settled", limit=2),
+            "/v1/rounds?status=settled&limit=2": queries.round_list(db, RoundQuery(status="settled"), limit=2),
             f"/v1/rounds/{ref.replace('#', '%23')}": queries.round_detail(log, round_uuid, ref),
             f"/v1/rounds/{ref.replace('#', '%23')}/replay": queries.round_replay(log, round_uuid, ref=ref),
             "/v1/balances?kind=player": queries.balances(db, kind="player"),
@@ -67,3 +70,46 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
     assert answers["/v1/rounds"].json()["rounds"] and answers["/v1/balances?kind=player"].json()["accounts"]
     # Not vacuous: at any hour one of the two zones puts the rounds on another day than UTC.
     assert any(answers[f"/v1/ggr?timezone={zone}"].json() != answers["/v1/ggr"].json() for zone in ZONES)
+
+
+def test_rounds_search_by_player_pages_by_cursor_and_gives_csv(client, keys) -> None:
+    """Issue 28: GET /v1/rounds ignored `player` (every round came back); now a player's id
+    started in any case lists that player's rounds with their own figures, a page at a time."""
+    lines = feed(tables=4, rounds=6)
+    r = client.post("/v1/commands", content=b"\n".join(lines),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    headers = auth(keys["backoffice"])
+    player = next(json.loads(x)["player_id"] for x in lines if b'"place_bet"' in x)
+    start = player[:-1].upper()
+    every = client.get("/v1/rounds", params={"player": start, "sort": "-stake"}, headers=headers).json()
+    assert every["count"] == len(every["rounds"]) > 4 and every["next_cursor"] is None
+    assert {x["player_id"] for x in every["rounds"]} > {player}  # several players start so, any case
+    assert all(x["player_id"].lower().startswith(start.lower()) for x in every["rounds"])
+    stakes = [x["player_staked_minor"] for x in every["rounds"]]
+    assert stakes == sorted(stakes, reverse=True)
+    total = client.get("/v1/rounds", headers=headers).json()
+    assert total["count"] == len(total["rounds"]) > 0 and all(
+        x["player_id"] is None for x in total["rounds"])
+    paged, cursor = [], None
+    while True:
+        page = client.get("/v1/rounds", params={"player": start, "sort": "-stake", "limit": 3,
+                                                **({"cursor": cursor} if cursor else {})}, headers=headers).json()
+        assert page["count"] == every["count"]
+        paged += page["rounds"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert paged == every["rounds"]
+    mine = [x for x in every["rounds"] if x["status"] == "settled"]
+    assert mine and all(x["player_net_minor"] == x["player_returned_minor"] + x["player_refunded_minor"]
+                        - x["player_staked_minor"] for x in mine)
+    text = client.get("/v1/rounds", params={"player": start}, headers={**headers, "Accept": "text/csv"})
+    assert text.headers["content-type"].startswith("text/csv") and text.headers["x-count"] == str(every["count"])
+    assert len(list(csv.DictReader(io.StringIO(text.text)))) == every["count"]
+    corrected = client.get("/v1/rounds", params={"status": "reversed"}, headers=headers).json()["rounds"]
+    assert corrected and all(x["reversals"] > 0 for x in corrected)
+    assert {x["round"] for x in corrected} == {x["round"] for x in total["rounds"] if x["reversals"]}
+    for params in ({"sort": "net"}, {"cursor": "not-a-cursor"}, {"time_from": "25:00"}):
+        refused = client.get("/v1/rounds", params=params, headers=headers)
+        assert refused.status_code == 422 and refused.json()["code"] == "request_invalid", params
