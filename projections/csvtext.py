@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -40,14 +41,9 @@ def _cell(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = escaped(value)
-    if text[:1] in ("=", "+", "-", "@") and not _number(text):
+    if text[:1] in ("=", "+", "-", "@") and _NUMBER.fullmatch(text) is None:
         return "'" + text
     return text
 
 
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")  # a negative amount stays a number

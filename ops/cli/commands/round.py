@@ -121,27 +121,25 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _print_rounds(listed: list[dict[str, Any]], by_player: bool) -> None:
-    """A table for people: money as money, a corrected round marked."""
+    """A table for people: money as money, a corrected round marked in its own column."""
     width = max(len(r["round"]) for r in listed)
     for r in listed:
-        r["shown_status"] = r["status"] + (f"+{r['reversals']}rev" if r["reversals"] else "")
-    status = max(len("status"), *(len(r["shown_status"]) for r in listed))
+        r["corrected"] = f"{r['reversals']} reversed" if r["reversals"] else "-"
+    head = f"{'round':<{width}}  {'status':<8}  {'corrected':<10}  "
     if by_player:
         who = max(len("player"), *(len(r["player_id"]) for r in listed))
-        print(f"{'round':<{width}}  {'player':<{who}}  {'status':<{status}}  {'studio time (UTC)':<23}  "
-              f"{'stake':>14}  {'net':>14}  result")
+        print(f"{head}{'player':<{who}}  {'studio time (UTC)':<23}  {'stake':>14}  {'net':>14}  result")
         for r in listed:
             net = "-" if r["player_net_minor"] is None else format_minor(r["player_net_minor"], r["currency"])
-            print(f"{r['round']:<{width}}  {r['player_id']:<{who}}  {r['shown_status']:<{status}}  "
+            print(f"{r['round']:<{width}}  {r['status']:<8}  {r['corrected']:<10}  {r['player_id']:<{who}}  "
                   f"{r['studio_time'][:23]:<23}  {format_minor(r['player_staked_minor'], r['currency']):>14}  "
                   f"{net:>14}  {r['player_result']}")
         return
     cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
-    print(f"{'round':<{width}}  {'status':<{status}}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
-          "round id")
+    print(f"{head}{'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  round id")
     for r in listed:
-        print(f"{r['round']:<{width}}  {r['shown_status']:<{status}}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
-              f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
+        print(f"{r['round']:<{width}}  {r['status']:<8}  {r['corrected']:<10}  {r['game']:<10}  "
+              f"{r['studio_time'][:23]:<23}  {r['void_cause'] or '-':<{cause}}  {r['round_id']}")
 
 
 def parse_ref(ref: str) -> UUID:

@@ -95,7 +95,7 @@ def test_filters_select_exactly_the_matching_rounds(store, capsys) -> None:
 def test_table_for_people_and_refused_arguments(store, capsys) -> None:
     assert main(["round", "list", "--db", store, "--table", "tp-1", "--status", "settled"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:3] == ["round", "status", "game"]
+    assert out[0].split()[:4] == ["round", "status", "corrected", "game"]
     assert all(line.startswith("tp-1#") and " settled " in line for line in out[1:-1]) and len(out) > 2
     assert out[-1] == f"{len(out) - 2} rounds"
     with pytest.raises(SystemExit) as exit_:
@@ -122,7 +122,9 @@ def test_reversed_lists_every_corrected_round_marked(store, capsys) -> None:
     assert all(r["reversals"] == expected[r["round"]]["reversals"] for r in listed(capsys, "--db", store))
     assert main(["round", "list", "--db", store, "--status", "reversed"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert all("rev " in line for line in out[1:-1]) and out[-1] == f"{len(corrected)} rounds"
+    assert out[0].split()[:3] == ["round", "status", "corrected"]
+    assert all(line.split()[2:4] == [str(expected[line.split()[0]]["reversals"]), "reversed"] for line in out[1:-1])
+    assert out[-1] == f"{len(corrected)} rounds"
 
 
 def test_player_and_table_by_any_case_start_with_the_players_own_figures(store, capsys) -> None:
