@@ -116,8 +116,14 @@ def _source(db: Db, q: RoundQuery) -> tuple[str, list[str], list[Any]]:
     params: list[Any] = []
     source = f"{ROUNDS.name} r"
     if q.player:
-        source = f"{RECALL.name} p JOIN {ROUNDS.name} r ON r.round_id = p.round_id"
-        _add(where, params, *db.prefix_match("p.player_id", q.player))
+        # The player's rows first, by the folded index, then their rounds: PostgreSQL otherwise may
+        # walk every round newest first, probing each for the player (97 ms at 1M events, against
+        # a few ms). A subquery with an OFFSET is planned on its own on both stores.
+        match, values = db.prefix_match("p.player_id", q.player)
+        fence = "LIMIT ALL OFFSET 0" if db.dialect == "postgres" else "LIMIT -1 OFFSET 0"
+        source = (f"(SELECT * FROM {RECALL.name} p WHERE {match} {fence}) p "
+                  f"JOIN {ROUNDS.name} r ON r.round_id = p.round_id")
+        params.extend(values)
     if q.table:
         _add(where, params, *db.prefix_match("r.table_id", q.table))
     for clause, value in (("r.table_id = ?", q.table_id), ("r.dealer_id = ?", q.dealer)):
