@@ -9,7 +9,8 @@ Queries (result types in parentheses):
   (`ledger round show`, GET /v1/rounds/{ref})
 - `round_replay(log, round_id, at, ref)` (RoundReplay | None): the round replayed, settlement
   recomputed (`ledger replay --json`'s document, GET /v1/rounds/{ref}/replay)
-- `round_list(db, status, table_id, since, until, limit, cursor)` (RoundList) (`ledger round list`, GET /v1/rounds)
+- `round_list(db, query, limit, offset, cursor)` (RoundList) (`ledger round list`, GET /v1/rounds, the
+  console's rounds), `round_csv_rows(rounds)`: the rows of its CSV (ROUND_CSV)
 - `balances(db, accounts, kind, nonzero, limit, cursor)` (Balances) (`ledger balances`, GET /v1/balances)
 - `refunds(db, day_from, day_to, zone, totals_only)` (Refunds) (`ledger refunds`, GET /v1/refunds)
 - `recall(db, player_id, last, zone)` (Recall) (`ledger recall`, GET /v1/recall/{player})
@@ -37,7 +38,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, tzinfo
 from fractions import Fraction
 from pathlib import Path
@@ -48,7 +49,10 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.errorcodes import EmptyPeriod
 from ledger.eventlog import EventLog
+from projections import round_search
 from projections.audit_store import parse_round_ref
+from projections.round_search import RoundQuery
+from projections.rounds import LIST_LIMIT_MAX
 from projections.runner import TRACKING
 from projections.sql import Db
 from projections.state import Zones, as_zones, day_bounds, parse_fraction, utc_text
@@ -97,8 +101,7 @@ def _time_text(text: str) -> str:
         return text
 
 
-class BadCursor(ValueError):
-    """A `cursor` this query did not make (or made for other filters)."""
+BadCursor = round_search.BadCursor  # a `cursor` a query did not make (or made for other filters)
 
 
 def _cursor(kind: str, key: Sequence[Any]) -> str:
@@ -277,7 +280,11 @@ _ROUND_TIMES = ("studio_time", "opened_at", "closed_at")
 
 @dataclass(frozen=True)
 class RoundSummary:
-    """A round as the `rounds` view has it; `round` is TABLE#ROUND_NO."""
+    """A round as the `rounds` view has it; `round` is TABLE#ROUND_NO. `reversals`: settlements
+    reversed (more than 0: a corrected round). `players`, `staked_minor`, `paid_minor` (in
+    force) and `refunded_minor`: the round's, all players. The `player_*` fields are set in a
+    search by player only: that player's own stake, return, refund, net (once the round is
+    settled or voided) and result (round_search.player_result)."""
 
     round: str
     round_id: str
@@ -294,38 +301,80 @@ class RoundSummary:
     opened_at: str | None
     closed_at: str | None
     void_cause: str | None
+    reversals: int
+    players: int
+    staked_minor: int
+    paid_minor: int
+    refunded_minor: int
+    player_id: str | None = None
+    player_staked_minor: int | None = None
+    player_returned_minor: int | None = None
+    player_refunded_minor: int | None = None
+    player_net_minor: int | None = None
+    player_result: str | None = None
 
 
 @dataclass(frozen=True)
 class RoundList:
-    """`next_cursor`: the `cursor` of the next page (None: no more rounds)."""
+    """`count`: every round (a row per matching player, in a search by player) the query
+    matches, of which `rounds` is one page; `next_cursor`: the next page's cursor, None at the end."""
 
+    count: int
     rounds: list[RoundSummary]
     next_cursor: str | None = None
 
 
-def round_list(db: Db, *, status: str | None = None, table_id: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, limit: int | None = None, cursor: str | None = None) -> RoundList:
-    """Rounds that opened, in studio-time order, by status, table and studio time [since, until),
-    `limit` at a time from `cursor` (a RoundList's next_cursor); BadCursor for a cursor of another list."""
-    from projections.rounds import LIST_LIMIT_MAX, round_list_rows
+def round_list(db: Db, query: RoundQuery | None = None, *, limit: int | None = None, offset: int = 0,
+               cursor: str | None = None) -> RoundList:
+    """Rounds that opened, by status, player, table, dealer and studio time, in the query's
+    order (studio time by default); raises round_search.BadCursor for a cursor it did not give."""
+    from projections.round_search import count, search
 
-    after = _after("rounds", cursor, 3)
-    more = None if limit is None else min(limit + 1, LIST_LIMIT_MAX)
-    found = round_list_rows(db, status=status, table_id=table_id, since=since, until=until, limit=more,
-                            after=tuple(after) if after else None)
-    rows, cut = _page(found, limit)
-    last = rows[-1] if rows and cut else None
-    return RoundList([RoundSummary(round=f"{r['table_id']}#{r['round_no']}",
-                                   **{k: r[k] for k in _SUMMARY_FIELDS} | _row_times(r)) for r in rows],
-                     _cursor("rounds", (last["studio_time"], last["table_id"], last["round_no"])) if last else None)
+    query = query or RoundQuery()
+    found = search(db, query, LIST_LIMIT_MAX if limit is None else limit, offset, cursor)
+    return RoundList(count(db, query), round_summaries(db, found.rows), found.cursor)
 
 
-def _row_times(row: dict[str, Any]) -> dict[str, str | None]:
+def _row_times(row: JsonObject) -> dict[str, str | None]:
     return {k: row[k] and rfc3339(row[k]) for k in _ROUND_TIMES}
 
 
-_SUMMARY_FIELDS = tuple(name for name in RoundSummary.__dataclass_fields__ if name != "round")
+def round_summaries(db: Db, rows: list[JsonObject]) -> list[RoundSummary]:
+    """The rows of round_search.search with each round's figures and the player's own."""
+    from projections.round_search import NO_FIGURES, player_net, player_result, round_figures
+
+    figures = round_figures(db, list(dict.fromkeys(r["round_id"] for r in rows)))
+    out = []
+    for r in rows:
+        mine: JsonObject = {}
+        if "player_id" in r:
+            staked, returned, refunded = r["player_staked_minor"], r["player_returned_minor"], r["player_refunded_minor"]
+            mine = {"player_id": r["player_id"], "player_staked_minor": staked, "player_returned_minor": returned,
+                    "player_refunded_minor": refunded,
+                    "player_net_minor": player_net(r["status"], staked, returned, refunded),
+                    "player_result": player_result(r["status"], r["player_results"], refunded)}
+        facts: JsonObject = ({k: r[k] for k in _SUMMARY_FIELDS} | _row_times(r) | figures.get(r["round_id"], NO_FIGURES)
+                             | mine)
+        out.append(RoundSummary(round=f"{r['table_id']}#{r['round_no']}", **facts))
+    return out
+
+
+_SUMMARY_FIELDS = ("round_id", "status", "game", "table_id", "round_no", "studio_time", "ruleset_id",
+                   "ruleset_version", "currency", "dealer_id", "settlement_no", "opened_at", "closed_at",
+                   "void_cause", "reversals")
+ROUND_CSV = ("round", "round_id", "table_id", "game", "status", "reversals", "void_cause", "studio_time",
+             "dealer_id", "currency", "players", "staked", "paid", "refunded", "player_id", "player_staked",
+             "player_returned", "player_refunded", "player_net", "player_result")
+
+
+def round_csv_rows(rounds: Sequence[RoundSummary]) -> Iterator[list[Any]]:
+    """The rounds as CSV rows under ROUND_CSV: money as a plain decimal amount (`-12.50`) of the
+    row's currency, the player's columns empty outside a search by player."""
+    from projections.csvtext import amount
+
+    for r in rounds:
+        values = asdict(r)
+        yield [amount(values[c + "_minor"]) if c + "_minor" in values else values[c] for c in ROUND_CSV]
 
 
 # ---------------------------------------------------------------- money views

@@ -76,7 +76,9 @@ RECALL = Table(
         ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
         ("balance_before_minor", "int"), ("balance_after_minor", "int"), ("timezone", "text"),
     ),
-    indexes=(("player_id", "seq"),),
+    # (lower(player_id), seq): the rounds search by a player id's start in any case
+    # (projections/round_search.py, Db.prefix_match) reads a range of it.
+    indexes=(("player_id", "seq"), ("lower(player_id)", "seq")),
 )
 RECALL_LAST_DEFAULT = 10
 RECALL_LAST_MIN = 10
@@ -346,9 +348,9 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=6,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
+    version=7,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
     # 4: timezone of the table configuration the round opened under; 5: index by round;
-    # 6: keyed (round_id, player_id), the index by round dropped
+    # 6: keyed (round_id, player_id), the index by round dropped; 7: index by folded player id
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,

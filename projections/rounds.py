@@ -8,8 +8,10 @@ void or resettlement) | voided. A void that arrived before the round opened
 (tombstone) gives a row with NULL table and game. `studio_time` is the
 studio's time of the round's opening, in UTC (`studio_instant`), so rounds
 can be listed in the order and period the studio played them
-(`round_list_rows`, `ledger round list`). `void_cause` is the cause of the void
-that closed a voided round (NULL otherwise). `timezone` is the time zone of the
+(projections/round_search.py, `ledger round list`). `void_cause` is the cause of the void
+that closed a voided round (NULL otherwise). `reversals` counts the settlements
+reversed (a corrected round: its status is `settled` or `voided` again once
+resettled or voided, the count stays). `timezone` is the time zone of the
 table configuration the round opened under (NULL at an unconfigured table):
 its gaming days are days there.
 """
@@ -18,9 +20,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.errors import require
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
-from projections.sql import Db, Table
+from projections.sql import Table
 from projections.state import Rows, View, iso, utc_form
 from projections.tables import config_row
 
@@ -32,7 +33,7 @@ ROUNDS = Table(
         ("ruleset_id", "text"), ("ruleset_version", "int"), ("currency", "text"), ("shoe_id", "text"),
         ("dealer_id", "text"), ("status", "text"), ("settlement_no", "int"), ("opened_at", "text"),
         ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"), ("timezone", "text"),
-        ("void_cause", "text"),
+        ("void_cause", "text"), ("reversals", "int"),
     ),
     indexes=(("table_id", "round_no"), ("studio_time",)),
 )
@@ -78,7 +79,7 @@ def fold(rows: Rows, ev: Record) -> None:
             "currency": ev.currency, "shoe_id": ev.shoe_id, "dealer_id": ev.dealer_id,
             "status": "open", "settlement_no": 0, "opened_at": iso(ev.timestamp), "closed_at": None,
             "opened_position": ev.position, "studio_time": _studio_text_of(ev.studio_time),
-            "timezone": None, "void_cause": None,
+            "timezone": None, "void_cause": None, "reversals": 0,
         })
         return
     if isinstance(ev, TableApplied):
@@ -86,7 +87,8 @@ def fold(rows: Rows, ev: Record) -> None:
         return
     row = rows.edit(ROUNDS.name, (ev.originator_id,))
     if row is None:  # tombstone void: the round never opened
-        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.originator_id, "settlement_no": 0}
+        row = {c: None for c in ROUNDS.column_names} | {"round_id": ev.originator_id, "settlement_no": 0,
+                                                        "reversals": 0}
         rows.put(ROUNDS.name, row)
     row["status"] = _STATUS_BY_EVENT[type(ev)]
     match ev:
@@ -98,6 +100,7 @@ def fold(rows: Rows, ev: Record) -> None:
             row["settlement_no"] = ev.settlement_no
         case SettlementReversed():
             row["closed_at"] = None
+            row["reversals"] += 1  # kept after a resettlement or void: the round stays findable as corrected
 
 
 def _table_applied(rows: Rows, ev: TableApplied) -> None:
@@ -112,35 +115,10 @@ def _table_applied(rows: Rows, ev: TableApplied) -> None:
         mine["timezone"] = config and config["timezone"]
 
 
-def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = None, after: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
-    """Rounds that opened (tombstones have no table or number and are left out), in
-    studio-time order, filtered by status, table and studio time [since, until), those after
-    the sort key `after` (studio_time, table_id, round_no: the last of a page) alone."""
-    require(status is None or status in STATUSES, f"unknown status {status!r}")
-    require(limit is None or 1 <= limit <= LIST_LIMIT_MAX, f"limit {limit} outside 1..{LIST_LIMIT_MAX}")
-    where, params = ["table_id IS NOT NULL"], []
-    for clause, value in (("status = ?", status), ("table_id = ?", table_id),
-                          ("studio_time >= ?", since and studio_text(since)),
-                          ("studio_time < ?", until and studio_text(until))):
-        if value is not None:
-            where.append(clause)
-            params.append(value)
-    if after is not None:
-        where.append("(studio_time, table_id, round_no) > (?, ?, ?)")
-        params.extend(after)
-    cols = ROUNDS.column_names
-    text = (f"SELECT {', '.join(cols)} FROM {ROUNDS.name} WHERE {' AND '.join(where)} "
-            "ORDER BY studio_time, table_id, round_no")
-    if limit is not None:
-        text += f" LIMIT {int(limit)}"
-    return [dict(zip(cols, r)) for r in db.query(text, params)]
-
-
 VIEW = View(
     name="rounds",
-    version=4,  # 2: studio_time; 3: timezone of the table configuration the round opened under; 4: void_cause
+    version=5,  # 2: studio_time; 3: timezone of the table configuration the round opened under; 4: void_cause;
+    # 5: reversals
     tables=(ROUNDS,),
     handles=frozenset({Opened, TableApplied, *_STATUS_BY_EVENT}),
     fold=fold,

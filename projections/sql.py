@@ -27,11 +27,13 @@ SQLITE_VARIABLES_MAX = 999
 # Rows per multi-row upsert: 50 measured less write CPU than 100 or 250 (and 20).
 SQLITE_UPSERT_ROWS_MAX = 50
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+_FOLDED = re.compile(r"lower\(([a-z_][a-z0-9_]*)\)")  # an index element: the column case-folded
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A view table: typed columns, a primary key, optional extra indexes.
+    """A view table: typed columns, a primary key, optional extra indexes (an index
+    element is a column or `lower(column)`, see `Db.prefix_match`).
     Column types are portable names: `int` (BIGINT), `text`, `json` (TEXT
     holding JSON; a Python list/dict in rows)."""
 
@@ -44,6 +46,8 @@ class Table:
         names = [c for c, _ in self.columns]
         require(all(_IDENT.match(n) for n in [self.name, *names]), f"bad identifier in {self.name}")
         require(set(self.key) <= set(names), f"{self.name}: key {self.key} not among columns")
+        indexed = {_FOLDED.sub(r"\1", column) for index in self.indexes for column in index}
+        require(indexed <= set(names), f"{self.name}: an index names no column of the table")
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -215,7 +219,25 @@ class Db:
         cols = ", ".join(f"{c} {_SQL_TYPES[t]}" for c, t in table.columns)
         self.execute(f"CREATE TABLE IF NOT EXISTS {table.name} ({cols}, PRIMARY KEY ({', '.join(table.key)}))")
         for index in table.indexes:
-            self.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_{'_'.join(index)} ON {table.name} ({', '.join(index)})")
+            name = "_".join(_FOLDED.sub(r"\1_folded", column) for column in index)
+            self.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_{name} ON {table.name} "
+                         f"({', '.join(self._index_element(column) for column in index)})")
+
+    def _index_element(self, column: str) -> str:
+        """A column, or `lower(column)`: the column case-folded, in byte order on both stores
+        (PostgreSQL's collation "C"), so `prefix_match` can read a prefix's range from it."""
+        if _FOLDED.fullmatch(column) is None:
+            return column
+        return f'({column}) COLLATE "C"' if self.dialect == "postgres" else column
+
+    def prefix_match(self, column: str, prefix: str) -> tuple[str, list[str]]:
+        """A case-insensitive prefix match of `column` (a WHERE clause and its parameters) as a
+        range of `lower(column)` in byte order: an index on `lower(column)` (`Table.indexes`)
+        serves it as an index range scan, on SQLite as on PostgreSQL (where a LIKE would need
+        its pattern known when the statement is planned). Both ends are folded by the store's
+        own `lower`, as the index is; U+10FFFF sorts after every character an id may hold."""
+        folded = f'lower({column}) COLLATE "C"' if self.dialect == "postgres" else f"lower({column})"
+        return f"{folded} >= lower(?) AND {folded} < lower(?)", [prefix, prefix + "\U0010ffff"]
 
     def drop(self, table: Table) -> None:
         self.execute(f"DROP TABLE IF EXISTS {table.name}")

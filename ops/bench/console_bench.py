@@ -105,17 +105,19 @@ def _samples(url: str) -> dict[str, Any]:
 def search_times(url: str, player: str, repeat: int) -> list[float]:
     """The rounds search by player alone (its query, the page's figures of each round), in ms."""
     from ledger.eventlog import EventLog
-    from ops.console.data import RoundFilter, round_page
+    from ops.console.data import round_page
+    from projections.round_search import RoundQuery
     from projections.sql import Db
 
     log = EventLog.open(url)
     db = Db.for_store(log.backend)
+    q = RoundQuery(player=player.upper(), sort="-time")  # any case: through the folded index
     try:
-        round_page(db, RoundFilter(player=player))
+        round_page(db, q)
         times = []
         for _ in range(repeat):
             started = time.perf_counter()
-            rows, _more = round_page(db, RoundFilter(player=player))
+            rows = round_page(db, q).rounds
             times.append((time.perf_counter() - started) * 1000)
             assert rows
         return times
@@ -125,11 +127,13 @@ def search_times(url: str, player: str, repeat: int) -> list[float]:
 
 
 def explain(db: Any, player: str) -> list[str]:
-    from ops.console.data import RoundFilter, round_page, round_search_sql
+    from ops.console.data import PAGE_ROWS, round_page
+    from projections.round_search import RoundQuery, search_sql
 
-    text, params = round_search_sql(db, player)
+    q = RoundQuery(player=player.upper(), sort="-time")
+    text, params = search_sql(db, q, PAGE_ROWS)
     plan = [r[0] for r in db.query("EXPLAIN " + text, params)]
-    ids = [r["round_id"] for r in round_page(db, RoundFilter(player=player))[0]]
+    ids = [r.round_id for r in round_page(db, q).rounds]
     figures = ("SELECT round_id, COUNT(*), SUM(staked_minor) FROM proj_recall WHERE round_id IN "
                f"({', '.join(['?'] * len(ids))}) GROUP BY round_id")
     return plan + ["-- the page's figures per round:"] + [r[0] for r in db.query("EXPLAIN " + figures, ids)]
@@ -166,7 +170,10 @@ def pages(s: dict[str, Any]) -> dict[str, str]:
 
     return {
         "rounds": "/ui/rounds",
-        "rounds_by_player": f"/ui/rounds?player={quote(s['player'])}",
+        "rounds_by_player": f"/ui/rounds?player={quote(s['player'].upper())}",  # any case: the folded index
+        "rounds_by_player_prefix": f"/ui/rounds?player={quote(s['player'][:-1])}",  # ten players' rounds, sorted
+        "rounds_by_player_csv": f"/ui/rounds.csv?player={quote(s['player'])}",  # every round of the player
+        "rounds_reversed": "/ui/rounds?status=reversed",
         "rounds_by_table": f"/ui/rounds?table={quote(s['table'])}&page=3",
         "round_settled": f"/ui/rounds/{ref(s['settled'])}",
         "round_voided_step": f"/ui/rounds/{ref(s['voided'])}?step=2",

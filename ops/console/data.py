@@ -1,6 +1,6 @@
 """What the console's pages show that the read service (projections/queries.py) has no
-query for: a page of rounds with their players and money (by player from the recall view's
-index), a player's rounds over a period with the balance around each, a table's own events
+query for: a page of rounds and their count (the read service's search) and every round of a
+search as CSV, a player's rounds over a period with the balance around each, a table's own events
 (configurations and seats), the monitor's tests with per-day figures for charts, and the
 rejections filtered by table and period. Everything else the pages read through the read
 service, as the command line and the JSON API do.
@@ -8,17 +8,18 @@ service, as the command line and the JSON API do.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from domain.errors import require
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured, TableSeatingChanged
 from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
+from projections.csvtext import csv_lines
 from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
@@ -28,87 +29,61 @@ from projections.monitor_deal import (
     up_card_probability,
 )
 from projections.recall import RECALL
-from projections.rounds import ROUNDS, STATUSES
+from projections.round_search import RoundQuery, search
 from projections.sql import Db
 from projections.state import Zones
 
 PAGE_ROWS = 50
 PLAYER_ROUNDS_PAGE = 50
-_ROUND_COLS = ("round_id", "table_id", "round_no", "game", "currency", "status", "studio_time", "dealer_id",
-               "void_cause", "settlement_no")
+
+
+def period(since: date | None, until: date | None) -> tuple[datetime | None, datetime | None]:
+    """The instants of a period of days asked for on a page: studio days, UTC, [since, until),
+    as --since/--until of the commands. The one place the console turns days into times."""
+    return _day_start(since), _day_start(until)
+
+
+def _day_start(day: date | None) -> datetime | None:
+    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _day_text(day: date | None) -> str | None:
+    """The studio-time text (projections/rounds.py `studio_text`) of a UTC day's start."""
+    start = _day_start(day)
+    return None if start is None else start.isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
-class RoundFilter:
-    table: str | None = None
-    player: str | None = None
-    status: str | None = None
-    dealer: str | None = None
-    since: date | None = None  # studio days, UTC: [since, until), as --since/--until of the commands
-    until: date | None = None
-
-    def clauses(self, prefix: str) -> tuple[list[str], list[Any]]:
-        where, params = [f"{prefix}table_id IS NOT NULL"], []
-        for clause, value in ((f"{prefix}table_id = ?", self.table), (f"{prefix}status = ?", self.status),
-                              (f"{prefix}dealer_id = ?", self.dealer),
-                              (f"{prefix}studio_time >= ?", _day_text(self.since)),
-                              (f"{prefix}studio_time < ?", _day_text(self.until))):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        return where, params
+class RoundPage:
+    rounds: list[queries.RoundSummary]
+    count: int  # every round (a row per matching player) the search matches
+    page: int
+    pages: int
 
 
-def _day_text(day: date | None, plus_days: int = 0) -> str | None:
-    """The studio-time text (projections/rounds.py `studio_text`) of a UTC day's start."""
-    if day is None:
-        return None
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=plus_days)
-    return start.isoformat(timespec="microseconds")
+def round_page(db: Db, q: RoundQuery, page: int = 1, rows: int = PAGE_ROWS) -> RoundPage:
+    """One page of the search (projections/round_search.py), each round with its players, staked
+    and paid, and by player the player's own figures; and how many pages there are."""
+    found = queries.round_list(db, q, limit=rows, offset=(max(1, page) - 1) * rows)
+    return RoundPage(found.rounds, found.count, page, max(1, -(-found.count // rows)))
 
 
-def round_page(db: Db, f: RoundFilter, page: int = 1, rows: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], bool]:
-    """One page of rounds, newest first, each with its players, staked and paid; and
-    whether there is a next page. By player: the player's rounds from the recall view's
-    (player_id, seq) index, newest first."""
-    require(f.status is None or f.status in STATUSES, f"unknown status {f.status!r}")
-    offset = (max(1, page) - 1) * rows
-    if f.player:
-        where, params = f.clauses("r.")
-        text = (f"SELECT {', '.join('r.' + c for c in _ROUND_COLS)} FROM {RECALL.name} p "
-                f"JOIN {ROUNDS.name} r ON r.round_id = p.round_id WHERE p.player_id = ? AND {' AND '.join(where)} "
-                f"ORDER BY p.seq DESC LIMIT {rows + 1} OFFSET {offset}")
-        params = [f.player, *params]
-    else:
-        where, params = f.clauses("")
-        text = (f"SELECT {', '.join(_ROUND_COLS)} FROM {ROUNDS.name} WHERE {' AND '.join(where)} "
-                f"ORDER BY studio_time DESC, table_id, round_no DESC LIMIT {rows + 1} OFFSET {offset}")
-    found = [dict(zip(_ROUND_COLS, r)) for r in db.query(text, params)]
-    more = len(found) > rows
-    found = found[:rows]
-    figures = round_figures(db, [r["round_id"] for r in found])
-    for r in found:
-        r.update(figures.get(r["round_id"], {"players": 0, "staked_minor": 0, "paid_minor": 0, "refunded_minor": 0}))
-    return found, more
+def round_csv(db: Db, q: RoundQuery) -> Iterator[str]:
+    """Every round the search matches as CSV lines (queries.ROUND_CSV), read a page at a time."""
+    return csv_lines(queries.ROUND_CSV, _every_round(db, q))
 
 
-def round_search_sql(db: Db, player: str) -> tuple[str, list[Any]]:
-    """The player search's statement (for EXPLAIN in the benchmark)."""
-    where, params = RoundFilter(player=player).clauses("r.")
-    return (f"SELECT r.round_id FROM {RECALL.name} p JOIN {ROUNDS.name} r ON r.round_id = p.round_id "
-            f"WHERE p.player_id = ? AND {' AND '.join(where)} ORDER BY p.seq DESC LIMIT {PAGE_ROWS + 1}",
-            [player, *params])
+def _every_round(db: Db, q: RoundQuery) -> Iterator[list[Any]]:
+    cursor: str | None = None
+    while True:
+        found = search(db, q, CSV_PAGE_ROWS, cursor=cursor)
+        yield from queries.round_csv_rows(queries.round_summaries(db, found.rows))
+        if found.cursor is None:
+            return
+        cursor = found.cursor
 
 
-def round_figures(db: Db, round_ids: list[str]) -> dict[str, dict[str, int]]:
-    """Per round: how many players, staked, paid (in force) and refunded, from the recall view."""
-    if not round_ids:
-        return {}
-    found = db.query(f"SELECT round_id, COUNT(*), SUM(staked_minor), SUM(returned_minor), SUM(refunded_minor) "
-                     f"FROM {RECALL.name} WHERE round_id IN ({', '.join('?' * len(round_ids))}) GROUP BY round_id",
-                     round_ids)
-    return {r[0]: {"players": int(r[1]), "staked_minor": int(r[2] or 0), "paid_minor": int(r[3] or 0),
-                   "refunded_minor": int(r[4] or 0)} for r in found}
+CSV_PAGE_ROWS = 2000
 
 
 def round_players(db: Db, round_id: str) -> list[str]:
@@ -357,3 +332,12 @@ def _rejection_matches(row: dict[str, Any], code: str | None, table: str | None,
         return False
     day = str(row.get("received_at") or row.get("server_time") or "")[:10]
     return not ((since and day < since.isoformat()) or (until and day >= until.isoformat()))
+
+
+def every_rejection(log: EventLog, code: str | None, table: str | None, since: date | None,
+                    until: date | None) -> Iterator[dict[str, Any]]:
+    """Every refused command matching the filters, oldest first (the rejections page's, all pages)."""
+    after: int | None = 0
+    while after is not None:
+        rows, after = rejection_rows(log, code, table, since, until, after, limit=1000)
+        yield from rows

@@ -10,9 +10,9 @@ import io
 import json
 import tempfile
 import zipfile
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from hashlib import sha256
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,6 +33,9 @@ from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secr
 from ops.service.health import RETRY_AFTER_S
 from ops.service.routes.deps import gaming_zones
 from projections import queries
+from projections.csvtext import csv_lines
+from projections.round_search import PLAYER_SORTS, RoundQuery
+from projections.rounds import STATUSES
 
 COOKIE = "ledger_ui"
 PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token, signed by the store: no session yet
@@ -223,20 +226,66 @@ def _opt(text: str | None) -> str | None:
 @router.get("/rounds")
 def rounds_page(request: Request, session: UI, table: str | None = None, player: str | None = None,
                 status: str | None = None, dealer: str | None = None, since: str | None = None, until: str | None = None,
+                time_from: str | None = None, time_to: str | None = None, sort: str | None = None,
                 page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
-    from projections.rounds import STATUSES
+    q, query = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
+    with _views(request) as db:
+        found = data.round_page(db, q, page)
+    return _page(request, "rounds.html", session, found=found, rows=found.rounds, f=q, statuses=STATUSES,
+                 sorts=_SORT_NAMES, page=page, query=query, since=since or "", until=until or "",
+                 time_from=time_from or "", time_to=time_to or "")
 
-    status = _opt(status)
+
+@router.get("/rounds.csv")
+def rounds_csv(request: Request, session: UI, table: str | None = None, player: str | None = None,
+               status: str | None = None, dealer: str | None = None, since: str | None = None,
+               until: str | None = None, time_from: str | None = None, time_to: str | None = None,
+               sort: str | None = None) -> Response:
+    """Every round the rounds page's search matches (not only its page), as CSV."""
+    q, _ = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
+    with _views(request) as db:
+        lines = list(data.round_csv(db, q))
+    return csv_response("rounds", lines)
+
+
+def csv_response(name: str, lines: Iterable[str]) -> Response:
+    """A list as a CSV download (`NAME-YYYYMMDDTHHMMSSZ.csv`): every list of the console gives
+    one this way (projections/csvtext.py writes the lines)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Response("".join(lines), media_type="text/csv; charset=utf-8",
+                    headers={**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}-{stamp}.csv"'})
+
+
+_SORT_NAMES = {"-time": "newest first", "time": "oldest first", "table": "table and number",
+               "-stake": "player's stake, highest first", "-net": "player's net, best first",
+               "net": "player's net, worst first"}
+
+
+def _round_query(table: str | None, player: str | None, status: str | None, dealer: str | None,
+                 since: str | None, until: str | None, time_from: str | None, time_to: str | None,
+                 sort: str | None) -> tuple[RoundQuery, dict[str, str]]:
+    """The rounds search as the page's form sends it, checked; and its non-empty fields (for links)."""
+    status, sort = _opt(status), _opt(sort) or "-time"
     if status is not None and status not in STATUSES:
         raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
-    f = data.RoundFilter(table=_opt(table), player=_opt(player), status=status, dealer=_opt(dealer),
-                         since=_day(since, "since"), until=_day(until, "until"))
-    with _views(request) as db:
-        rows, more = data.round_page(db, f, page)
-    query = {k: v for k, v in (("table", f.table), ("player", f.player), ("status", status), ("dealer", f.dealer), ("since", since),
-                               ("until", until)) if v}
-    return _page(request, "rounds.html", session, rows=rows, f=f, statuses=STATUSES, page=page, more=more,
-                 query=query, since=since or "", until=until or "")
+    if sort not in _SORT_NAMES or (sort.lstrip("-") in PLAYER_SORTS and not _opt(player)):
+        raise HTTPException(422, f"sort must be one of {', '.join(_SORT_NAMES)} (by stake or net: with a player)")
+    first, last = data.period(_day(since, "since"), _day(until, "until"))
+    q = RoundQuery(player=_opt(player), table=_opt(table), status=status, dealer=_opt(dealer), since=first,
+                   until=last, time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), sort=sort)
+    fields = (("player", q.player), ("table", q.table), ("status", status), ("dealer", q.dealer), ("since", since),
+              ("until", until), ("time_from", time_from), ("time_to", time_to),
+              ("sort", sort if sort != "-time" else None))
+    return q, {k: v for k, v in fields if v}
+
+
+def _time(text: str | None, name: str) -> time | None:
+    if not text or not text.strip():
+        return None
+    try:
+        return time.fromisoformat(text.strip())
+    except ValueError:
+        raise HTTPException(422, f"{name}={text!r} is not a time of day (HH:MM)") from None
 
 
 def _views(request: Request) -> Any:
@@ -336,7 +385,7 @@ def table_page(request: Request, table: str, session: UI) -> Response:
         zones = gaming_zones(None)
         ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
         report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones))
-        recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
+        recent = data.round_page(db, RoundQuery(table_id=table, sort="-time"), 1, 20).rounds
     monitor = [r for r in report.rtp_rows if r["table_id"] == table]
     deals = [r for r in report.deal_rows if r["table_id"] == table]
     if not (facts.configs or ggr or recent):
@@ -511,6 +560,18 @@ def rejections_page(request: Request, session: UI, code: str | None = None, tabl
                  code=code or "", table=table or "", since=since or "", until=until or "")
 
 
+@router.get("/rejections.csv")
+def rejections_csv(request: Request, session: UI, code: str | None = None, table: str | None = None,
+                   since: str | None = None, until: str | None = None) -> Response:
+    """Every refused command the rejections page's filters match, as CSV."""
+    rows = data.every_rejection(request.app.state.reader, _opt(code), _opt(table), _day(since, "since"),
+                                _day(until, "until"))
+    return csv_response("rejections", csv_lines(_REJECTION_CSV, ([r.get(c) for c in _REJECTION_CSV] for r in rows)))
+
+
+_REJECTION_CSV = ("id", "received_at", "code", "type", "command_id", "table_id", "round_no", "message")
+
+
 # ------------------------------------------------------------------ reconcile
 @router.get("/reconcile")
 def reconcile_page(request: Request, session: UI) -> Response:
@@ -532,6 +593,28 @@ def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
     return _page(request, "reconcile.html", session, report=report, error=None,
                  filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
+
+
+@router.post("/reconcile.csv")
+def reconcile_csv(request: Request, session: UI, wallet: Annotated[UploadFile, File()],
+                  csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
+    """The upload form's other button: every finding of the wallet file as CSV (the page keeps
+    no upload, so the file is sent again)."""
+    from projections.reconcile import WalletFormatError, finding_text
+
+    checked_form(request, session, csrf)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _save(wallet, Path(tmp) / "wallet.csv")
+        try:
+            report = queries.reconcile_wallet(request.app.state.reader, path)
+        except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
+            return _page(request, "reconcile.html", session, status=422, report=None,
+                         error=str(exc).replace(str(path), wallet.filename or "wallet"))
+    rows = ([*(f.get(c) for c in _FINDING_CSV[:-1]), finding_text(f)] for f in report.findings)
+    return csv_response("reconcile-findings", csv_lines(_FINDING_CSV, rows))
+
+
+_FINDING_CSV = ("category", "day", "table_id", "round", "player", "type", "reference", "currency", "details")
 
 
 def _save(upload: UploadFile, path: Path) -> Path:

@@ -1,5 +1,5 @@
 """`ledger round show ID`: one round's events, cards, bets and settlement.
-`ledger round list`: rounds by status, table and studio time, from the `rounds` view."""
+`ledger round list`: rounds by status, player, table and studio time (projections/round_search.py)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from dataclasses import asdict
+from datetime import time
 from typing import Any
 from uuid import UUID
 
@@ -17,6 +18,8 @@ from ledger.round import round_id_for
 from ops.cli.errors import usage
 from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, int_range, open_views
 from projections import queries
+from projections.csvtext import csv_lines
+from projections.round_search import PLAYER_SORTS, SORTS, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
 
 REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
@@ -32,16 +35,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("--json", action="store_true", help="machine-readable JSON")
     show.set_defaults(func=run_show)
     listing = rsub.add_parser(
-        "list", help="rounds by status, table and studio time (one JSON object per line with --json)",
+        "list", help="rounds by status, player, table and studio time (--json: one object per line; --csv)",
         description=LIST_DESCRIPTION, epilog=LIST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    listing.add_argument("--status", choices=STATUSES, help="only rounds in this state now")
-    listing.add_argument("--table", metavar="T", help="only this table")
+    listing.add_argument("--status", choices=STATUSES,
+                         help="only rounds in this state now; reversed: every round with a settlement reversed")
+    listing.add_argument("--player", metavar="P", help="a player's rounds, with the player's own stake, result and "
+                         "net (P: the id or its start, any case)")
+    listing.add_argument("--table", metavar="T", help="only tables whose id starts with T (any case)")
+    listing.add_argument("--dealer", metavar="D", help="only this dealer")
     add_period_arguments(listing, "rounds opened (studio time)")
+    listing.add_argument("--time-from", type=time_of_day, metavar="HH:MM",
+                         help="only rounds opened at or after this time of day (UTC), any day")
+    listing.add_argument("--time-to", type=time_of_day, metavar="HH:MM",
+                         help="only rounds opened before this time of day (UTC; before --time-from: past midnight)")
+    listing.add_argument("--sort", choices=SORTS, default="time",
+                         help="time (default), table, stake or net (the player's: with --player); "
+                              "a leading - for descending, e.g. --sort=-net")
     listing.add_argument("--limit", type=int_range(1, LIST_LIMIT_MAX), metavar="N",
                          help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
     add_db_argument(listing)
-    listing.add_argument("--json", action="store_true",
-                         help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
+    shape = listing.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true",
+                       help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
+    shape.add_argument("--csv", action="store_true", help="CSV with a header line (money as plain amounts)")
     listing.set_defaults(func=run_list)
     p.set_defaults(func=help_for(p))
 
@@ -50,20 +66,46 @@ LIST_DESCRIPTION = """\
 Rounds in the order the studio opened them (studio time, then table and
 number), from the `rounds` view (caught up first). Status is where a round
 stands now: open, paused, settled, reversed (a settlement reversed, waiting
-for its void or resettlement) or voided. A void that arrived before its round
-opened has no table or number and is not listed (`ledger refunds` shows it)."""
+for its void or resettlement) or voided; --status reversed lists every
+corrected round (a settlement reversed, whatever came after), each marked
+with its count of reversals. --player and --table match any id that starts
+with what is given, in any case. With --player: a line per round and matching
+player, with that player's stake, result and net. A void that arrived before
+its round opened has no table or number and is not listed (`ledger refunds`
+shows it). The text ends with the count of rounds matched."""
 LIST_EPILOG = """\
 Examples:
   ledger round list --status voided
-  ledger round list --table bacc-1 --since 2026-11-21 --until 2026-11-22
+  ledger round list --status reversed                     # every corrected round
+  ledger round list --player p00 --sort=-net --limit 20   # players p00..., worst losses last
+  ledger round list --table bacc --since 2026-11-21 --until 2026-11-22 --time-from 20:00 --time-to 23:00
   ledger round list --status open --json | jq -r .round
+  ledger round list --player p0008 --csv > p0008.csv
 """
+
+
+def time_of_day(text: str) -> time:
+    """An argparse type: HH:MM or HH:MM:SS."""
+    try:
+        return time.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time of day (HH:MM)") from None
+
+
+time_of_day.__name__ = "time of day"  # argparse names the type in its messages
+
 
 def run_list(args: argparse.Namespace) -> int:
     check_period(args)
+    if args.sort.lstrip("-") in PLAYER_SORTS and not args.player:
+        raise usage(f"--sort {args.sort} needs --player (it is the player's own figure)")
+    q = RoundQuery(player=args.player, table=args.table, status=args.status, dealer=args.dealer, since=args.since,
+                   until=args.until, time_from=args.time_from, time_to=args.time_to, sort=args.sort)
     with open_views(args.db) as views:
-        found = queries.round_list(views.db, status=args.status, table_id=args.table, since=args.since,
-                                   until=args.until, limit=args.limit)
+        found = queries.round_list(views.db, q, limit=args.limit)
+    if args.csv:
+        sys.stdout.writelines(csv_lines(queries.ROUND_CSV, queries.round_csv_rows(found.rounds)))
+        return 0
     listed = [asdict(r) for r in found.rounds]
     if args.json:
         sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
@@ -71,14 +113,33 @@ def run_list(args: argparse.Namespace) -> int:
     if not listed:
         print("no rounds match", file=sys.stderr)
         return 0
-    width = max(len(r["round"]) for r in listed)
-    cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
-    print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
-          "round id")
-    for r in listed:
-        print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
-              f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
+    _print_rounds(listed, bool(args.player))
+    shown = f"{len(listed):,} of {found.count:,}" if len(listed) < found.count else f"{found.count:,}"
+    print(f"{shown} {'round' if found.count == 1 else 'rounds'}" + (" (a line per player and round)" if args.player
+                                                                 else ""))
     return 0
+
+
+def _print_rounds(listed: list[dict[str, Any]], by_player: bool) -> None:
+    """A table for people: money as money, a corrected round marked in its own column."""
+    width = max(len(r["round"]) for r in listed)
+    for r in listed:
+        r["corrected"] = f"{r['reversals']} reversed" if r["reversals"] else "-"
+    head = f"{'round':<{width}}  {'status':<8}  {'corrected':<10}  "
+    if by_player:
+        who = max(len("player"), *(len(r["player_id"]) for r in listed))
+        print(f"{head}{'player':<{who}}  {'studio time (UTC)':<23}  {'stake':>14}  {'net':>14}  result")
+        for r in listed:
+            net = "-" if r["player_net_minor"] is None else format_minor(r["player_net_minor"], r["currency"])
+            print(f"{r['round']:<{width}}  {r['status']:<8}  {r['corrected']:<10}  {r['player_id']:<{who}}  "
+                  f"{r['studio_time'][:23]:<23}  {format_minor(r['player_staked_minor'], r['currency']):>14}  "
+                  f"{net:>14}  {r['player_result']}")
+        return
+    cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
+    print(f"{head}{'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  round id")
+    for r in listed:
+        print(f"{r['round']:<{width}}  {r['status']:<8}  {r['corrected']:<10}  {r['game']:<10}  "
+              f"{r['studio_time'][:23]:<23}  {r['void_cause'] or '-':<{cause}}  {r['round_id']}")
 
 
 def parse_ref(ref: str) -> UUID:

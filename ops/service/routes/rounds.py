@@ -1,10 +1,11 @@
 """Rounds: the list, one round, its replay and its dispute page."""
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import time
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ServiceError, documented
@@ -22,22 +23,44 @@ from ops.service.routes.deps import (
     views,
 )
 from projections import queries
+from projections.csvtext import csv_lines
+from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 
 router = APIRouter(prefix="/v1/rounds", tags=READ_TAGS, dependencies=READ)
+Sort = Literal["time", "-time", "table", "-table", "stake", "-stake", "net", "-net"]  # round_search.SORTS
+Clock = Annotated[time | None, Query(description="time of day, UTC (HH:MM)")]
 
 
-@router.get("", summary="rounds by status, table and studio time, in the order the studio opened them",
-            response_model=queries.RoundList, responses=documented(*KEYED, ErrorCode.REQUEST_INVALID))
+@router.get("", summary="rounds by status, player, table and studio time; a page at a time with cursor",
+            description="Player and table match any id starting with what is given, in any case. With `player`: "
+                        "a row per round and matching player, with that player's stake, return, refund, net and "
+                        "result. `status=reversed`: every round with a settlement reversed (`reversals` > 0). "
+                        "`since`/`until`: the studio time of the round's opening. "
+                        "`count` is every row matched; `next_cursor`, when there are more, is the `cursor` of the "
+                        "next page (same other parameters). `Accept: text/csv` answers the same rows as CSV.",
+            response_model=queries.RoundList, responses={
+                200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
+                **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
 def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus | None = None,
-                table: Annotated[str | None, Query(max_length=128)] = None,
+                player: Annotated[str | None, Query(max_length=128, description="a player id or its start")] = None,
+                table: Annotated[str | None, Query(max_length=128, description="a table id or its start")] = None,
+                dealer: Annotated[str | None, Query(max_length=128)] = None,
+                time_from: Clock = None, time_to: Clock = None, sort: Sort = "time",
                 limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX, description="at most this many (all: "
                                                    "none given)")] = None,
-                cursor: CURSOR = None) -> queries.RoundList:
+                cursor: CURSOR = None) -> queries.RoundList | Response:
+    if sort.lstrip("-") in PLAYER_SORTS and not player:
+        raise ServiceError(ErrorCode.REQUEST_INVALID, f"sort: {sort} needs player (it is the player's own figure)")
     since, until = period  # the studio's time of the round's opening
+    q = RoundQuery(player=player or None, table=table or None, status=status, dealer=dealer, since=since,
+                   until=until, time_from=time_from, time_to=time_to, sort=sort)
     with views(request) as db, cursor_checked():
-        return queries.round_list(db, status=status, table_id=table, since=since, until=until, limit=limit,
-                                  cursor=cursor)
+        found = queries.round_list(db, q, limit=limit, cursor=cursor)
+    if "text/csv" in request.headers.get("accept", ""):
+        return Response("".join(csv_lines(queries.ROUND_CSV, queries.round_csv_rows(found.rounds))),
+                        media_type="text/csv; charset=utf-8", headers={"X-Count": str(found.count)})
+    return found
 
 
 @router.get("/{round_ref}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",

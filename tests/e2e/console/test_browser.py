@@ -115,7 +115,10 @@ def test_a_dispute_handler_works_through_the_console(visit: Any, console_store: 
     assert {"dispute-void#1", "dispute-tp#1"} <= found
     voided = page.locator("tr[data-round='dispute-void#1']")
     assert text(voided, "[data-field=status]").startswith("voided")
-    assert text(voided, "[data-field=staked]") == "13.50 EUR" and text(voided, "[data-field=players]") == "2"
+    # by player: alice's own stake, result and net (issue 28), not the round's totals
+    assert text(voided, "[data-field=player-stake]") == "10.00 EUR"
+    assert text(voided, "[data-field=player-result]").startswith("refunded")
+    assert text(voided, "[data-field=player-net]") == "0.00 EUR"
 
     # the voided round: what is in force is the void and its refunds
     doc = replay(console_store.url, "dispute-void#1", capsys)
@@ -269,3 +272,46 @@ def _tab_through(page: Any, presses: int) -> list[str]:
         reached.append(page.evaluate(
             "() => { const e = document.activeElement; return (e.innerText || e.value || e.id || e.tagName).trim(); }"))
     return reached
+
+
+def test_a_complaint_from_a_player_id_alone_in_three_page_loads(visit: Any, console_store: ConsoleStore) -> None:
+    """Issue 28: from the rounds page, a lower-case start of the player's id (as said on the
+    phone) and the time of the play find the disputed round; its link opens it: three page loads
+    of the browser, at phone width, without script."""
+    from datetime import UTC, datetime, timedelta
+
+    from ledger.eventlog import EventLog
+    from ledger.records import Opened, Settled
+
+    log = EventLog.open(console_store.url)
+    try:
+        records = list(log.records())
+    finally:
+        log.close()
+    opened = {r.originator_id: r for r in records if isinstance(r, Opened)}
+    settled = next(r for r in records if isinstance(r, Settled) and r.originator_id in opened
+                   and r.results[0].player_id.startswith("p"))
+    round_ = opened[settled.originator_id]
+    ref, player = f"{round_.table_id}#{round_.round_no}", settled.results[0].player_id
+    at = datetime.fromisoformat(round_.studio_time).astimezone(UTC).replace(second=0, microsecond=0)
+    v = visit(java_script_enabled=False, viewport=PHONE)
+    page = sign_in(v, console_store.keys["backoffice"])
+    loads: list[str] = []
+    page.on("load", lambda p: loads.append(p.url))
+    page.goto(v.server + "/ui/rounds")
+    page.fill("#f-player", player[:-1].lower())
+    page.fill("#f-since", at.date().isoformat())
+    page.fill("#f-until", (at.date() + timedelta(days=1)).isoformat())
+    page.fill("#f-time-from", f"{at:%H:%M}")
+    page.fill("#f-time-to", f"{at + timedelta(minutes=1):%H:%M}")
+    page.click("button:has-text('Search')")
+    page.wait_for_load_state()
+    assert "of players whose id starts with" in text(page, "[data-testid=count]")
+    row = page.locator(f"tr[data-round='{ref}'][data-player='{player}']")
+    own = [x for x in settled.results if x.player_id == player]
+    assert text(row, "[data-field=player-stake]") == format_minor(sum(x.staked_minor for x in own), "EUR")
+    row.locator("a").first.click()
+    page.wait_for_load_state()
+    assert f"Round {ref}" in text(page, "[data-testid=title]")
+    assert len(loads) <= 3, loads
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

@@ -124,7 +124,7 @@ ERRORS: list[tuple[str, str, str | None, dict[str, Any], int, str]] = [
     ("GET", "/v1/audit/export", "backoffice", {}, 403, "forbidden"),
     ("GET", "/v1/recall/p1?last=3", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/balances?kind=moon", "admin", {}, 422, "request_invalid"),
-    ("GET", "/v1/rounds?player=p0008", "admin", {}, 422, "unknown_parameter"),
+    ("GET", "/v1/rounds?plyer=p0008", "admin", {}, 422, "unknown_parameter"),
     ("GET", "/v1/ggr?since=2026-11-21&from=2026-11-21", "admin", {}, 422, "unknown_parameter"),
     ("GET", "/v1/rounds?cursor=x", "admin", {}, 422, "request_invalid"),
     ("GET", "/v1/refunds?from=2026-13-01", "admin", {}, 422, "request_invalid"),

@@ -2,7 +2,9 @@
 data `ledger X --json` prints (tests/store/ops/test_read_service.py): one source for both."""
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import re
 from datetime import date, timedelta
@@ -11,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
 from projections import queries
+from projections.round_search import RoundQuery
 from projections.runner import Projector
 from projections.state import Zones
 from tests.e2e.service.conftest import auth, feed
@@ -47,7 +50,7 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
         db, round_uuid = projector.db, queries.round_ref(ref)
         expected = {
             "/v1/rounds": queries.round_list(db),
-            "/v1/rounds?status=settled&limit=2": queries.round_list(db, status="settled", limit=2),
+            "/v1/rounds?status=settled&limit=2": queries.round_list(db, RoundQuery(status="settled"), limit=2),
             f"/v1/rounds/{ref.replace('#', '%23')}": queries.round_detail(log, round_uuid, ref),
             f"/v1/rounds/{ref.replace('#', '%23')}/replay": queries.round_replay(log, round_uuid, ref=ref),
             "/v1/balances?kind=player": queries.balances(db, kind="player"),
@@ -115,15 +118,15 @@ def test_every_read_route_refuses_an_unknown_parameter_by_name(client, keys) -> 
     paths = read_routes(client.app)
     assert len(paths) >= 10 and "/v1/rounds" in paths and "/v1/audit/export" in paths
     for path in paths:
-        r = client.get(f"{path}?player=p0008&Since=2026-11-21", headers=headers)
+        r = client.get(f"{path}?plyer=p0008&Since=2026-11-21", headers=headers)  # misspelt: no route takes them
         assert r.status_code == 422, (path, r.text)
         body = r.json()
         assert body["code"] == "unknown_parameter", (path, body)
-        assert [e["location"] for e in body["errors"]] == ["query.Since", "query.player"], (path, body)
-        assert "player" in body["detail"]
+        assert [e["location"] for e in body["errors"]] == ["query.Since", "query.plyer"], (path, body)
+        assert "plyer" in body["detail"]
     # a parameter of a dependency (the time zone) is the route's own; no key: 401 before the parameters
     assert client.get("/v1/ggr?timezone=UTC&since=2026-11-21", headers=headers).status_code == 200
-    assert client.get("/v1/ggr?player=p1").status_code == 401
+    assert client.get("/v1/ggr?plyer=p1").status_code == 401
 
 
 DAY_ROUTES = ("/v1/ggr", "/v1/refunds")  # whole gaming days
@@ -264,3 +267,46 @@ def test_a_rejection_names_its_round_and_studio_time(client, keys) -> None:
     assert named and all(r["round"] == f"{r['table_id']}#{r['round_no']}" for r in named)
     timed = [r for r in found if '"studio_time"' in r["payload"]]
     assert timed and all(RFC3339_Z.match(r["studio_time"]) and RFC3339_Z.match(r["received_at"]) for r in timed)
+
+
+def test_rounds_search_by_player_pages_by_cursor_and_gives_csv(client, keys) -> None:
+    """Issue 28: GET /v1/rounds ignored `player` (every round came back); now a player's id
+    started in any case lists that player's rounds with their own figures, a page at a time."""
+    lines = feed(tables=4, rounds=6)
+    r = client.post("/v1/commands", content=b"\n".join(lines),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    headers = auth(keys["backoffice"])
+    player = next(json.loads(x)["player_id"] for x in lines if b'"place_bet"' in x)
+    start = player[:-1].upper()
+    every = client.get("/v1/rounds", params={"player": start, "sort": "-stake"}, headers=headers).json()
+    assert every["count"] == len(every["rounds"]) > 4 and every["next_cursor"] is None
+    assert {x["player_id"] for x in every["rounds"]} > {player}  # several players start so, any case
+    assert all(x["player_id"].lower().startswith(start.lower()) for x in every["rounds"])
+    stakes = [x["player_staked_minor"] for x in every["rounds"]]
+    assert stakes == sorted(stakes, reverse=True)
+    total = client.get("/v1/rounds", headers=headers).json()
+    assert total["count"] == len(total["rounds"]) > 0 and all(
+        x["player_id"] is None for x in total["rounds"])
+    paged, cursor = [], None
+    while True:
+        page = client.get("/v1/rounds", params={"player": start, "sort": "-stake", "limit": 3,
+                                                **({"cursor": cursor} if cursor else {})}, headers=headers).json()
+        assert page["count"] == every["count"]
+        paged += page["rounds"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert paged == every["rounds"]
+    mine = [x for x in every["rounds"] if x["status"] == "settled"]
+    assert mine and all(x["player_net_minor"] == x["player_returned_minor"] + x["player_refunded_minor"]
+                        - x["player_staked_minor"] for x in mine)
+    text = client.get("/v1/rounds", params={"player": start}, headers={**headers, "Accept": "text/csv"})
+    assert text.headers["content-type"].startswith("text/csv") and text.headers["x-count"] == str(every["count"])
+    assert len(list(csv.DictReader(io.StringIO(text.text)))) == every["count"]
+    corrected = client.get("/v1/rounds", params={"status": "reversed"}, headers=headers).json()["rounds"]
+    assert corrected and all(x["reversals"] > 0 for x in corrected)
+    assert {x["round"] for x in corrected} == {x["round"] for x in total["rounds"] if x["reversals"]}
+    for params in ({"sort": "net"}, {"cursor": "not-a-cursor"}, {"time_from": "25:00"}):
+        refused = client.get("/v1/rounds", params=params, headers=headers)
+        assert refused.status_code == 422 and refused.json()["code"] == "request_invalid", params
