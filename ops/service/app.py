@@ -32,8 +32,8 @@ from starlette.requests import ClientDisconnect
 
 from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
+from domain.text import storable
 from ledger import logging as ledger_logging
-from ledger.app import storable
 from ledger.batching import Result
 from ledger.eventlog import EventLog
 from ledger.keys import ROLE_WRITE, ApiKey, key_store
