@@ -37,7 +37,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
-from projections.runner import TRACKING
+from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
 from projections.state import Zones, fraction_text, parse_fraction
 
@@ -541,3 +541,26 @@ def projection_lag(log: EventLog) -> int:
         db.close()
     low = rows[0][0] if rows and rows[0][0] is not None else 0
     return max(0, head - int(low))
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """A view's position and, when it stopped at an event it could not fold or store, the stop
+    (the view stays at the position before that event until a rebuild)."""
+
+    view: str
+    position: int
+    stop: Stop | None
+
+
+def view_states(log: EventLog) -> list[ViewState]:
+    """Every view's state, by name (none before the first catch-up made the views)."""
+    db = Db.for_store(log.backend)
+    try:
+        if not db.table_exists(TRACKING.name):
+            return []
+        stops = read_stops(db) if db.table_exists(STOPS.name) else {}
+        positions = db.query(f"SELECT view, position FROM {TRACKING.name} ORDER BY view")
+    finally:
+        db.close()
+    return [ViewState(name, int(position), stops.get(name)) for name, position in positions]

@@ -1,17 +1,20 @@
 """The public routes (no key): liveness, readiness and metrics."""
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from domain.errorcodes import ErrorCode
 from ops.service import metrics
-from ops.service.health import RETRY_AFTER_S
+from ops.service.health import PROBE_TIMEOUT_S, RETRY_AFTER_S
 from ops.service.problems import documented, problem_response
 from projections import queries
+from projections.runner import Stop
 
 router = APIRouter(tags=["public"])
 
@@ -23,6 +26,9 @@ class Alive(BaseModel):
 class Ready(BaseModel):
     status: Literal["ready"]
     position: int | None
+    # Views stopped at an event they could not fold or store: the service is still ready (the
+    # stop is the store's, the same behind every instance; docs/service.md), but degraded.
+    views_stopped: list[Stop] = []
 
 
 @router.get("/healthz", summary="the process is alive", response_model=Alive)
@@ -30,7 +36,8 @@ def healthz() -> Alive:
     return Alive(status="ok")
 
 
-@router.get("/readyz", summary="the store answers (503 store_unavailable otherwise)", response_model=Ready,
+@router.get("/readyz", summary="the store answers (503 store_unavailable otherwise); views_stopped lists views stopped "
+            "at an event", response_model=Ready,
             responses=documented(ErrorCode.STORE_UNAVAILABLE))
 async def readyz(request: Request) -> Ready | Response:
     # The health task's last probe (ops/service/health.py), or one now before the first: never a wait on the pool.
@@ -39,7 +46,18 @@ async def readyz(request: Request) -> Ready | Response:
     if not status.ready:
         return problem_response(503, ErrorCode.STORE_UNAVAILABLE, f"the store is unreachable: {status.error}",
                                 request=request, headers={"Retry-After": str(RETRY_AFTER_S)})
-    return Ready(status="ready", position=status.position)
+    return Ready(status="ready", position=status.position, views_stopped=await stopped_views(request))
+
+
+async def stopped_views(request: Request) -> list[Stop]:
+    """The stopped views kept in the store, read in a thread and bounded as a probe is (none
+    known when the read fails or is late: readiness is the probe's to say)."""
+    try:
+        states = await asyncio.wait_for(run_in_threadpool(queries.view_states, request.app.state.reader),
+                                        PROBE_TIMEOUT_S)
+    except Exception:
+        return []
+    return [state.stop for state in states if state.stop is not None]
 
 
 @router.get("/metrics", summary="Prometheus metrics (all worker processes)", response_class=Response,
@@ -47,6 +65,7 @@ async def readyz(request: Request) -> Ready | Response:
 def metrics_route(request: Request) -> Response:
     try:
         metrics.PROJECTION_LAG.set(queries.projection_lag(request.app.state.reader))
+        metrics.set_views(queries.view_states(request.app.state.reader))
     except Exception:  # the store is down: /readyz says so; metrics still answer
         pass
     return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
