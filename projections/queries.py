@@ -564,3 +564,8 @@ def view_states(log: EventLog) -> list[ViewState]:
     finally:
         db.close()
     return [ViewState(name, int(position), stops.get(name)) for name, position in positions]
+
+
+def stopped_views(log: EventLog) -> list[Stop]:
+    """The views stopped at an event, kept in the store (none before the first catch-up)."""
+    return [state.stop for state in view_states(log) if state.stop is not None]
