@@ -242,7 +242,7 @@ def storable_rows(table: Table, rows: Sequence[Sequence[Any]]) -> Sequence[Seque
     comes from the events, and events recorded before the feed refused such text must not stop
     a view. JSON columns need nothing (their text is ASCII, escapes included). The rows as given
     when nothing needs escaping, checked in one pass over each column's text (a check per value
-    cost a catch-up about 3%)."""
+    cost three times as much: docs/benchmarks.md)."""
     at = tuple(i for i, (_, kind) in enumerate(table.columns) if kind == "text")
     if not at or all(_storable_column(rows, i) for i in at):
         return rows
