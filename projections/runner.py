@@ -120,7 +120,7 @@ class CatchUp:
     rows_written: int = 0
     position: int = 0
     conflicts: int = 0
-    finding: str | None = None  # why catch-up stopped early: events that cannot be folded (views stay consistent)
+    finding: str | None = None  # why catch-up stopped early: events that cannot be read (views stay consistent)
     stopped: list[Stop] = field(default_factory=list)  # views stopped at an event (this run or before), the others caught up
 
 
@@ -242,8 +242,9 @@ class Projector:
     def catch_up(self, progress: ProgressFn | None = None, *, max_pages: int | None = None,
                  after_commit: Callable[[int], None] | None = None) -> CatchUp:
         """Fold every recorded event the views have not seen yet. Runners take turns (a second
-        one waits, then finds little left); events that cannot be folded stop it cleanly with
-        `finding` set, the views left at the last page that folded."""
+        one waits, then finds little left); events that cannot be read stop it cleanly with
+        `finding` set, the views left at the last page that folded. A view that cannot fold or
+        store an event stops there (`stopped`, kept in the store), the others go on."""
         # A caller that froze objects itself (e.g. a server before it forks) is left alone.
         self._freezing = gc.get_freeze_count() == 0
         with self.db.exclusive("projector"):
