@@ -87,3 +87,21 @@ class ErrorCode(StrEnum):
     HEADERS_TOO_MANY = ("headers_too_many", "more headers than the service accepts", 431, False)
     STORE_UNAVAILABLE = ("store_unavailable", "the store did not answer in time or failed: nothing of the request "
                                               "is known to be done; send it again after Retry-After", 503, False)
+
+
+class EmptyPeriod(StrEnum):
+    """Why a period asked for (`--since/--until`, a console form) holds nothing: said beside the
+    empty answer, so that an empty check is never read as a clean one."""
+
+    meaning: str
+
+    def __new__(cls, code: str, meaning: str) -> EmptyPeriod:
+        member = str.__new__(cls, code)
+        member._value_ = code
+        member.meaning = meaning
+        return member
+
+    NO_PLAY = ("no_play", "the store has events recorded during or after the period, but none played on its "
+                          "gaming days")
+    NOTHING_RECORDED = ("nothing_recorded", "the store's last event was recorded before the period began (or "
+                                            "the store holds none): nothing of it can be there yet")

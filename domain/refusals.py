@@ -253,6 +253,12 @@ class RefusalCode(StrEnum):
         "a line that is not valid JSON or does not match the command schema",
         "{field}: {error}",
     )
+    TEXT_INVALID = (
+        "text_invalid",
+        "a string holding a control character (free text: other than tab and line feed), a bidirectional "
+        "formatting character, a line or paragraph separator, or a lone surrogate (domain/text.py)",
+        "{field}: {char} at character {position} is not allowed (control and bidirectional characters are refused)",
+    )
     COMMAND_ID_CONFLICT = (
         "command_id_conflict",
         "a command id already used in the store for a different payload",
@@ -540,6 +546,9 @@ aggregate (except the human-error consequence below) and is appended to
 `ledger_rejections`. Game codes from domain/ pass through unchanged.""", (
     Use(C.BAD_COMMAND, "the line is not valid JSON or does not match the command schema; the message names the field",
         "place_bet.stake_minor: Input should be a valid integer"),
+    Use(C.TEXT_INVALID, "any string of a command (an id, a note, a reason, a key of `limits`) holding a character "
+        "no store or screen takes as it is; the message names the field and the character, escaped",
+        "void.note: U+0000 (NUL) at character 2 is not allowed (control and bidirectional characters are refused)"),
     Use(C.COMMAND_ID_CONFLICT, "a command id already used anywhere in the store for a different payload",
         "command id T1/1/4 was already used for a different command (accepted); a retry must repeat the same payload"),
     Use(C.ROUND_NOT_OPEN, example="round T1#9 has not been opened; send open_round first"),

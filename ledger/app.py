@@ -35,7 +35,7 @@ from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
 from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
-from domain.text import storable
+from domain.text import char_name, escaped, hostile_at, storable
 from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
@@ -52,6 +52,7 @@ from ledger.commands import (
     ReverseSettlement,
     RoundCommand,
     Void,
+    hostile_text,
     is_command,
     parse_command,
 )
@@ -99,6 +100,29 @@ def _now() -> str:
 
 PAYLOAD_STORED_MAX = 65_536  # characters of a refused line kept in the rejections log
 INT64_MAX = 2**63 - 1
+
+
+def _hostile_refusal(raw: Raw) -> Refusal | None:
+    """A refused line that holds hostile text anywhere (an id, a note, a key, the type; lone
+    surrogates, which the schema's JSON parser refuses as JSON) is refused as `text_invalid`
+    naming the field, whatever else is wrong with it: the standard library's parser, which
+    takes lone surrogates, reads it again (refusals are rare; the accepted path never comes here)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (bytes, str)) else None
+    except (ValueError, RecursionError):
+        return None
+    found = hostile_text(value, _type_of(value))
+    if found is None:
+        return None
+    field, text, at = found
+    return Refusal(RefusalCode.TEXT_INVALID, RefusalCode.TEXT_INVALID.template.format(
+        field=escaped(field), char=char_name(text[at]), position=at + 1))
+
+
+def _type_of(value: object) -> tuple[str, ...]:
+    """A field is named as the schema names it, `void.note`, when the command's type is readable."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return (kind,) if isinstance(kind, str) and hostile_at(kind) is None else ()
 
 
 def _raw_text(raw: Raw) -> str:
@@ -329,11 +353,14 @@ class LedgerApp(Application[UUID]):
         try:
             return parse_command(raw if isinstance(raw, (bytes, str)) else raw.model_dump_json())
         except ValidationError as err:
+            hostile = _hostile_refusal(raw)
+            if hostile is not None:
+                return hostile
             if err.errors() and err.errors()[0]["type"] == "json_invalid":
                 return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-            return Refusal(RefusalCode.BAD_COMMAND, storable(describe_validation_error(err)))
+            return Refusal(RefusalCode.BAD_COMMAND, escaped(describe_validation_error(err)))
         except (ValueError, RecursionError, UnicodeError) as err:  # a str the parser cannot take (e.g. surrogates)
-            return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {type(err).__name__}")
+            return _hostile_refusal(raw) or Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {type(err).__name__}")
 
     def _unstorable(self, raw: Raw, err: BaseException) -> Result:
         """Last resort for a command that passed every check but that the store refused

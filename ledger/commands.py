@@ -9,13 +9,29 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeGuard, final
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticCustomError
 
 from domain.errorpolicy import CAUSES
 from domain.model import DECISION_SOURCES
+from domain.refusals import RefusalCode
+from domain.text import FREE_TEXT_ALLOWED, char_name, hostile_at
 
+
+def clean_free_text(text: str) -> str:
+    """Free text keeps tabs and line feeds, nothing else a store or a screen cannot take as
+    it is (domain/text.py): refused as `text_invalid`, never stored and escaped later."""
+    at = hostile_at(text, FREE_TEXT_ALLOWED)
+    if at is not None:
+        raise PydanticCustomError(str(RefusalCode.TEXT_INVALID), "{char} at character {position} is not allowed",
+                                  {"char": char_name(text[at]), "position": at + 1})
+    return text
+
+
+# An id's pattern already refuses every hostile character; the ledger names such a refusal
+# `text_invalid` (ledger/app.py), so an id and a note holding a NUL are refused alike.
 Id = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-/#@]+$")]
-Note = Annotated[str, Field(max_length=2000)]
+Note = Annotated[str, Field(max_length=2000), AfterValidator(clean_free_text)]
 Cause = Literal[CAUSES]  # type: ignore[valid-type]
 Source = Literal[DECISION_SOURCES]  # type: ignore[valid-type]
 MinorAmount = Annotated[int, Field(gt=0, le=10**15)]
@@ -185,3 +201,26 @@ def parse_command(raw: bytes | str) -> Command:
 
 def command_json_schema() -> dict[str, Any]:
     return COMMAND_ADAPTER.json_schema()
+
+
+def hostile_text(value: object, path: tuple[str, ...] = ()) -> tuple[str, str, int] | None:
+    """The first string of a parsed command (a key or a value, at any depth) that holds a
+    character refused where text enters (domain/text.py): (its field, the string, the index
+    of that character). Free text (`note`, `reason`) may hold tabs and line feeds."""
+    if isinstance(value, str):
+        allowed = FREE_TEXT_ALLOWED if path and path[-1] in FREE_TEXT_FIELDS else ""
+        at = hostile_at(value, allowed)
+        return None if at is None else (".".join(path) or "command", value, at)
+    children: list[tuple[object, object]] = (list(value.items()) if isinstance(value, dict)
+                                             else list(enumerate(value)) if isinstance(value, list) else [])
+    for key, child in children:
+        name = str(key)
+        if isinstance(key, str) and (at := hostile_at(key)) is not None:
+            return ".".join((*path, "(a key)")), key, at
+        found = hostile_text(child, (*path, name))
+        if found is not None:
+            return found
+    return None
+
+
+FREE_TEXT_FIELDS = frozenset({"note", "reason"})  # the fields typed `Note` above

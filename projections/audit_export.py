@@ -13,13 +13,14 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from domain.errors import InvariantBroken, Refusal, require
 from domain.registry import get_rule_set
-from ledger.records import Opened, Record
+from ledger.records import Opened, Record, TableConfigured
 from projections.audit import (
     FORMAT,
     GENESIS_HEX,
@@ -34,6 +35,7 @@ from projections.audit import (
     parse_line,
     verify_links,
 )
+from projections.state import gaming_day, studio_utc_text
 
 EVENTS_JSONL = "events.jsonl"
 EVENTS_CSV = "events.csv"
@@ -56,14 +58,24 @@ def file_sha256(path: Path) -> str:
 @dataclass(frozen=True)
 class Window:
     """Which events an export holds: a position range and/or a recorded-time range
-    [since, until) (UTC). Events are recorded in position order, so a time range is a
-    position range too: the export starts at the first event recorded at or after
-    `since` and ends before the first recorded at or after `until`."""
+    [since, until) (UTC), or the gaming days of play `played_from`..`played_to` (both
+    included). Events are recorded in position order, so a time range is a position range
+    too: the export starts at the first event recorded at or after `since` and ends before
+    the first recorded at or after `until`. An export is one stretch of the chain, so the
+    days of play give the stretch from the first event played on them to the last (a store
+    ingested later, or tables interleaved, may hold events of other days in between)."""
 
     from_position: int | None = None
     to_position: int | None = None
     since: datetime | None = None
     until: datetime | None = None
+    played_from: str | None = None
+    played_to: str | None = None
+    zone: tzinfo = UTC  # the gaming days' zone where a table has none of its own
+
+    @property
+    def by_play(self) -> bool:
+        return self.played_from is not None or self.played_to is not None
 
     def before(self, event: Record, position: int) -> bool:
         return (self.from_position is not None and position < self.from_position) or (
@@ -72,6 +84,39 @@ class Window:
     def after(self, event: Record, position: int) -> bool:
         return (self.to_position is not None and position > self.to_position) or (
             self.until is not None and event.timestamp >= self.until)
+
+    def requested(self) -> dict[str, Any]:
+        """The manifest's `requested_range`."""
+        played = {"played_from": self.played_from, "played_to": self.played_to, "timezone": str(self.zone)}
+        return {"from": self.from_position, "to": self.to_position,
+                **({"since": self.since.isoformat()} if self.since else {}),
+                **({"until": self.until.isoformat()} if self.until else {}),
+                **(played if self.by_play else {})}
+
+
+class PlayDays:
+    """The gaming day each event was played on (its studio time), as `ggr` counts it: a round
+    in the zone of its table's configuration when it opened, any other event (or a round at
+    an unconfigured table) in the window's zone. Follows the configurations in the stream
+    (they are recorded before the rounds that apply them); keeps a zone only for rounds at
+    tables that have one."""
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+        self.table_zones: dict[str, str] = {}
+        self.round_zones: dict[str, str] = {}
+
+    def takes(self, event: Record) -> bool:
+        """Whether `event` was played on one of the window's days."""
+        if isinstance(event, TableConfigured):
+            self.table_zones[event.table_id] = event.timezone
+        elif isinstance(event, Opened) and self.table_zones.get(event.table_id):
+            self.round_zones[event.originator_id] = self.table_zones[event.table_id]
+        name = self.round_zones.get(event.originator_id)
+        day = gaming_day(studio_utc_text(event.studio_time, event.timestamp),
+                         ZoneInfo(name) if name else self.window.zone)
+        w = self.window
+        return (w.played_from is None or day >= w.played_from) and (w.played_to is None or day <= w.played_to)
 
 
 def export(directory: str | Path, events: Iterable[Stored], *, from_position: int | None = None,
@@ -86,22 +131,30 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
     chain_start, rule_sets, studio = GENESIS_HEX, RuleSetsSeen(), StudioTimes()
     links: list[Link] = []
     tree, start_peaks = TreeBuilder(), []  # the Merkle tree over every link up to the export's last
+    play = PlayDays(window) if window.by_play else None
+    pending: list[tuple[Record, Link]] = []  # by play: events after the last one played on the days
     for event, link in zip_chain(events):
         if progress is not None:
             progress(1)
         if window.after(event, link.position):
             break
-        if not links and window.before(event, link.position):
+        inside = play.takes(event) if play is not None else not window.before(event, link.position)
+        if not links and not pending and not inside:
             chain_start = link.hash
             tree.add(link.hash)
             continue
-        if not links:
+        if not links and not pending:
             start_peaks = tree.peak_hexes()
-        tree.add(link.hash)
-        links.append(link)
-        studio.note(event.studio_time)
-        if isinstance(event, Opened):
-            rule_sets.note(event)
+        pending.append((event, link))
+        if not inside:
+            continue
+        for kept, kept_link in pending:
+            tree.add(kept_link.hash)
+            links.append(kept_link)
+            studio.note(kept.studio_time)
+            if isinstance(kept, Opened):
+                rule_sets.note(kept)
+        pending.clear()
     with open(out / EVENTS_JSONL, "w", encoding="utf-8", newline="\n") as f:
         for link in links:
             f.write(link.line() + "\n")
@@ -205,9 +258,7 @@ def _manifest(links: list[Link], chain_start: str, window: Window, previous: Pat
         "last_seq": links[-1].seq if links else None,
         "chain_start_hash": chain_start,
         "head_hash": links[-1].hash if links else chain_start,
-        "requested_range": {"from": window.from_position, "to": window.to_position,
-                            **({"since": window.since.isoformat()} if window.since else {}),
-                            **({"until": window.until.isoformat()} if window.until else {})},
+        "requested_range": window.requested(),
         "previous_manifest": _relative(previous, out) if previous else None,
         "previous_manifest_hash": file_sha256(previous) if previous else None,
         "rule_sets": rule_sets.listed(),

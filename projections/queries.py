@@ -20,6 +20,8 @@ Queries (result types in parentheses):
 - `verify_export(directory, log)` (ExportCheck) (POST /v1/audit/verify)
 - `audit_export_lines(log, start, stop)` (Iterator[str]): events.jsonl (GET /v1/audit/export)
 - `projection_lag(log)` (int): events not yet folded into every view (/metrics)
+- `empty_period(log, day_from, day_to, zone)` (PeriodNote): why a period asked for holds nothing
+  (`ledger monitor`, `ledger ggr`, `ledger audit export`, the console's monitor and audit export)
 - `round_ref(ref)` (UUID): a round UUID or TABLE#ROUND_NO (`Refusal` bad_round_ref otherwise)
 """
 from __future__ import annotations
@@ -35,11 +37,12 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
+from domain.errorcodes import EmptyPeriod
 from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
 from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
-from projections.state import Zones, fraction_text, parse_fraction
+from projections.state import Zones, as_zones, day_bounds, fraction_text, parse_fraction, utc_text
 
 JsonObject = dict[str, Any]
 
@@ -282,6 +285,16 @@ def balances(db: Db, accounts: Sequence[str] = (), kind: str | None = None, nonz
 
 
 @dataclass(frozen=True)
+class PeriodNote:
+    """Why a period holds nothing: `reason` (domain/errorcodes.py `EmptyPeriod`), a sentence
+    saying so, and when the store's last event was recorded (UTC; None: the store has none)."""
+
+    reason: EmptyPeriod
+    message: str
+    last_recorded: str | None
+
+
+@dataclass(frozen=True)
 class RefundLine:
     position: int
     line_no: int
@@ -315,15 +328,23 @@ class RefundTotal:
 class Refunds:
     refunds: list[RefundLine]
     totals: list[RefundTotal]
+    empty: PeriodNote | None = None  # why there are none (asked with the store's log; None: there are)
 
 
 def refunds(db: Db, day_from: str | None = None, day_to: str | None = None, zone: tzinfo | Zones = UTC,
-            totals_only: bool = False) -> Refunds:
-    """Refunded bets and totals per gaming day, cause and currency, days [day_from, day_to]."""
+            totals_only: bool = False, log: EventLog | None = None) -> Refunds:
+    """Refunded bets and totals per gaming day, cause and currency, days [day_from, day_to];
+    with `log`, why there are none."""
     from projections.refunds import refund_lines, refund_totals
 
     lines = [] if totals_only else [RefundLine(**r) for r in refund_lines(db, day_from, day_to, zone)]
-    return Refunds(lines, [RefundTotal(**t) for t in refund_totals(db, day_from, day_to, zone)])
+    totals = [RefundTotal(**t) for t in refund_totals(db, day_from, day_to, zone)]
+    return Refunds(lines, totals, _why_empty(log, totals, day_from, day_to, zone))
+
+
+def _why_empty(log: EventLog | None, found: Sequence[Any], day_from: str | None, day_to: str | None,
+               zone: tzinfo | Zones) -> PeriodNote | None:
+    return empty_period(log, day_from, day_to, zone) if log is not None and not found else None
 
 
 @dataclass(frozen=True)
@@ -395,10 +416,13 @@ class GgrTotal:
 class Ggr:
     rows: list[GgrRow]
     totals: dict[str, GgrTotal]
+    empty: PeriodNote | None = None  # why there are no rows (asked with the store's log; None: there are)
 
 
-def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to: str | None = None) -> Ggr:
-    """GGR per gaming day, table, game and currency, days [day_from, day_to], and totals per currency."""
+def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to: str | None = None,
+        log: EventLog | None = None) -> Ggr:
+    """GGR per gaming day, table, game and currency, days [day_from, day_to], and totals per currency;
+    with `log`, why there are no rows."""
     from projections.ggr import ggr_rows
 
     rows = [GgrRow(**r) for r in ggr_rows(db, zone)
@@ -411,7 +435,7 @@ def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to:
         sums[r.currency] = (amounts, kept + parse_fraction(r.rounding_kept))
     return Ggr(rows, {c: GgrTotal(staked_minor=amounts[0], paid_minor=amounts[1], refunded_minor=amounts[2],
                                   ggr_minor=amounts[3], rounding_kept=fraction_text(kept))
-                      for c, (amounts, kept) in sums.items()})
+                      for c, (amounts, kept) in sums.items()}, _why_empty(log, rows, day_from, day_to, zone))
 
 
 # ---------------------------------------------------------------- the store
@@ -541,6 +565,25 @@ def projection_lag(log: EventLog) -> int:
         db.close()
     low = rows[0][0] if rows and rows[0][0] is not None else 0
     return max(0, head - int(low))
+
+
+def empty_period(log: EventLog, day_from: str | None, day_to: str | None, zone: tzinfo | Zones = UTC) -> PeriodNote:
+    """Why the gaming days [day_from, day_to] hold no play: nothing recorded yet (the store's
+    last event was recorded before the first day began, in `zone`'s fallback), or events are
+    recorded but none was played on those days (a store ingested later records play of
+    earlier days: the days are the play's, never the recording's)."""
+    head = log.head()
+    last = next(iter(log.records(head, 1)), None) if head else None
+    if last is None:
+        return PeriodNote(EmptyPeriod.NOTHING_RECORDED, "nothing recorded yet: the store holds no events", None)
+    recorded = utc_text(last.timestamp)
+    start, _ = day_bounds(day_from, None, as_zones(zone).fallback)
+    if start is not None and recorded < start:
+        return PeriodNote(EmptyPeriod.NOTHING_RECORDED, f"nothing recorded yet: the store's last event was "
+                          f"recorded at {recorded}, before {day_from} began", recorded)
+    days = " to ".join(dict.fromkeys((day_from or "the first day", day_to or "the last")))
+    return PeriodNote(EmptyPeriod.NO_PLAY, f"no play on those gaming days ({days}, by studio time; the store's "
+                      f"last event was recorded at {recorded})", recorded)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from domain.money import earlier_wording, format_minor, house_account, player_ac
 from domain.registry import get_rule_set, new_round
 from domain.ruleset import RuleSet
 from domain.tableconfig import TableSettings, effective_rules, settings_hash
+from domain.text import escaped
 from ledger.records import (
     BetPlaced,
     BettingClosed,
@@ -414,22 +415,22 @@ def _follow_decided_text(s: _State, e: FollowDecided) -> tuple[str, str | None]:
 
 def _paused_text(s: _State, e: Paused) -> tuple[str, str | None]:
     flag = f" [refused fact: {e.flag_code}]" if e.flag_code else ""
-    return f"PAUSED: {e.cause} by {e.by}{flag}: {e.note or ''}", e.by
+    return f"PAUSED: {e.cause} by {e.by}{flag}: {escaped(e.note or '')}", e.by
 
 
 def _interrupted_text(s: _State, e: Interrupted) -> tuple[str, str | None]:
     what = {"complete": "the round goes on; the no-action rule plays any of the player's hands waiting for a "
                         "decision", "pause": "the round pauses", "void": "the round is voided"}.get(e.action, e.action)
-    return f"INTERRUPTED: {e.cause} of player {e.player_id}, reported by {e.by} ({what}): {e.note or ''}", e.by
+    return f"INTERRUPTED: {e.cause} of player {e.player_id}, reported by {e.by} ({what}): {escaped(e.note or '')}", e.by
 
 
 def _resumed_text(s: _State, e: Resumed) -> tuple[str, str | None]:
-    return f"resumed by {e.by}: {e.note or ''}", e.by
+    return f"resumed by {e.by}: {escaped(e.note or '')}", e.by
 
 
 def _voided_text(s: _State, e: Voided) -> tuple[str, str | None]:
     total = sum(r.amount_minor for r in e.refunds)
-    return f"VOIDED: {e.cause} by {e.by}: {e.note or ''}; refunds {s.money(total)} " \
+    return f"VOIDED: {e.cause} by {e.by}: {escaped(e.note or '')}; refunds {s.money(total)} " \
            f"on {len(e.refunds)} line(s)", e.by
 
 
@@ -439,7 +440,7 @@ def _settled_text(s: _State, e: Settled) -> tuple[str, str | None]:
 
 
 def _settlement_reversed_text(s: _State, e: SettlementReversed) -> tuple[str, str | None]:
-    return f"SETTLEMENT {e.settlement_no} REVERSED by {e.by}: {e.reason}", e.by
+    return f"SETTLEMENT {e.settlement_no} REVERSED by {e.by}: {escaped(e.reason)}", e.by
 
 
 def _table_applied_text(s: _State, e: TableApplied) -> tuple[str, str | None]:

@@ -23,6 +23,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.money import format_minor, player_account
+from domain.text import escaped
 from ledger.records import (
     BetPlaced,
     BettingClosed,
@@ -244,12 +245,12 @@ def story_lines(story: dict[str, Any], currency: str | None) -> list[str]:
         else:
             r = s["reversal"]
             lines.append(f"settlement {s['settlement_no']} (position {s['position']}): REVERSED at position "
-                         f"{r['position']} by {r['by']} ({r['command_id']}, {r['server_time']}): {r['reason']}; "
+                         f"{r['position']} by {r['by']} ({r['command_id']}, {r['server_time']}): {escaped(r['reason'])}; "
                          f"then {r['then']}")
     if story["void"]:
         v = story["void"]
         lines.append(f"void (position {v['position']}): {v['cause']} by {v['by']} ({v['command_id']}, "
-                     f"{v['server_time']}){': ' + v['note'] if v['note'] else ''}; refunded {money(v['refunded_minor'])}")
+                     f"{v['server_time']}){': ' + escaped(v['note']) if v['note'] else ''}; refunded {money(v['refunded_minor'])}")
     if story["bets"]:
         lines.append("bets, and what is in force for each:")
     for b in story["bets"]:
@@ -273,5 +274,5 @@ def story_lines(story: dict[str, Any], currency: str | None) -> list[str]:
     if t:
         where = f"{t['table_id']}#{t['round_no']}" if t["table_id"] else "table and number not recorded"
         lines.insert(0, f"voided before it opened ({where}): {t['cause']} by {t['by']} at studio time "
-                        f"{t['studio_time']}{': ' + t['note'] if t['note'] else ''}")
+                        f"{t['studio_time']}{': ' + escaped(t['note']) if t['note'] else ''}")
     return lines

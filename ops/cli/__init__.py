@@ -12,9 +12,11 @@ import pkgutil
 import sys
 from typing import NoReturn
 
+from domain.text import escaped
 from ops import version
 from ops.cli import commands as _commands_pkg
 from ops.cli.errors import EXIT_ERROR, CliError, ErrorCode, classify
+from ops.cli.screen import escaping_output
 
 DESCRIPTION = """\
 casino-ledger: event-sourced settlement and audit for live-casino card games
@@ -47,7 +49,7 @@ def usage_error(prog: str, message: str) -> NoReturn:
 
 
 def report(prog: str, error: CliError) -> None:
-    print(f"{prog}: error {error.code}: {error.message}", file=sys.stderr)
+    print(f"{prog}: error {error.code}: {escaped(error.message)}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
-        return int(args.func(args) or 0)
+        with escaping_output():
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # `ledger ... | head` is fine
         return 0
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from ledger.records import TableConfigured, TableSeatingChanged
 from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
-from projections.monitor import deal_rows, monitor_rows, ops_rows
+from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
     UP_CLASSES,
@@ -30,6 +30,7 @@ from projections.monitor_deal import (
 from projections.recall import RECALL
 from projections.rounds import ROUNDS, STATUSES
 from projections.sql import Db
+from projections.state import Zones
 
 PAGE_ROWS = 50
 PLAYER_ROUNDS_PAGE = 50
@@ -222,9 +223,13 @@ class MonitorReport:
     ops_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def monitor_report(db: Db) -> MonitorReport:
-    """Every test of `ledger monitor` over all days, and the tables it could not test."""
-    rtp_rows, ops, deals = monitor_rows(db), ops_rows(db), deal_rows(db)
+def monitor_report(db: Db, zones: Zones | None = None, first: str | None = None,
+                   last: str | None = None) -> MonitorReport:
+    """Every test of `ledger monitor` over the gaming days first..last (None: open; in each
+    table's zone, else `zones`' fallback, UTC by default), and the tables it could not test."""
+    zones = zones or Zones()
+    rtp_rows, ops, deals = (in_days(rows, first, last)
+                            for rows in (monitor_rows(db, zones), ops_rows(db, zones), deal_rows(db, zones)))
     findings = evaluate(rtp_rows, ops, deals=deals)
     return MonitorReport(findings, untested_tables(rtp_rows, deals, ops, findings), rtp_rows, deals, ops)
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import io
 import json
-import secrets
 import tempfile
 import zipfile
 from collections.abc import Callable, Coroutine
-from dataclasses import asdict, replace
-from datetime import UTC, date, datetime
+from dataclasses import asdict
+from datetime import UTC, date, datetime, timedelta
+from hashlib import sha256
 from pathlib import Path
-from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
@@ -24,16 +24,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
+from ledger.startup import tables_created_alone
 from ops.console import data, round_view
-from ops.console.charts import band_chart, bar_chart, percent
+from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent
 from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from ops.service.health import RETRY_AFTER_S
+from ops.service.routes.deps import gaming_zones
 from projections import queries
 
 COOKIE = "ledger_ui"
-PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token (double submit): no session yet
+PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token, signed by the store: no session yet
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
 
@@ -49,7 +51,7 @@ class ConsoleRoute(APIRoute):
                 return await handler(request)
             except HTTPException as exc:
                 if exc.status_code < 400:
-                    raise
+                    raise  # "sign in first": the app answers it as a redirect, no body (problems.http_error)
                 return _error_page(request, exc.status_code, str(exc.detail))
             except RequestValidationError as exc:
                 return _error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"
@@ -74,8 +76,15 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRou
 
 # ------------------------------------------------------------------ sessions
 def sessions(request: Request) -> SessionStore:
-    """The process's session store, made on first use (its table beside the API keys)."""
-    return made_once(request, "ui_sessions", lambda state: SessionStore(state.keys.store))
+    """The process's session store, made on first use (its tables beside the API keys)."""
+    return made_once(request, "ui_sessions", _session_store)
+
+
+def _session_store(state: Any) -> SessionStore:
+    # Workers opening their first page together: one at a time creates the tables (PostgreSQL's
+    # CREATE TABLE IF NOT EXISTS races in its catalog), as the ledger's own are.
+    with tables_created_alone(state.reader.app.env):
+        return SessionStore(state.keys.store)
 
 
 def signed_in(request: Request) -> Session:
@@ -90,12 +99,28 @@ def signed_in(request: Request) -> Session:
 UI = Annotated[Session, Depends(signed_in)]
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def _same_origin(request: Request) -> bool:
-    """A browser names the page a form was sent from; it must be this site (None: not a browser's form)."""
+    """A browser names the page a form was sent from; it must be this site: the same scheme,
+    host and port (None: not a browser's form). The scheme is the one the browser used: behind
+    a TLS-terminating proxy uvicorn takes it from X-Forwarded-Proto (a proxy of
+    FORWARDED_ALLOW_IPS), so an http Origin is not an https console's."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return origin.split("://", 1)[-1] == request.headers.get("host", "")
+    if origin is None:
+        return True
+    try:
+        sent, here = urlsplit(origin), request.url
+        return _origin(sent.scheme, sent.hostname, sent.port) == _origin(here.scheme, here.hostname, here.port)
+    except ValueError:  # a port that is not one (in the Origin or the Host header)
+        return False
+
+
+def _origin(scheme: str, host: str | None, port: int | None) -> tuple[str, str, int | None]:
+    """(scheme, host, port) as a browser compares them: a default port is the port omitted."""
+    scheme = scheme.lower()
+    return scheme, (host or "").lower(), port or _DEFAULT_PORTS.get(scheme)
 
 
 def checked_form(request: Request, session: Session, csrf: str | None) -> None:
@@ -129,11 +154,20 @@ def signin_page(request: Request, next: str | None = None) -> Response:
 
 
 def _signin_form(request: Request, next: str | None, error: str | None, status: int) -> Response:
-    token = secrets.token_urlsafe(24)
+    store = sessions(request)
+    token = store.signin_token()
     response = _page(request, "signin.html", None, status=status, next=_safe_next(next), error=error, csrf=token)
-    response.set_cookie(PRE_COOKIE, token, max_age=600, path="/ui", httponly=True, samesite="strict",
+    response.set_cookie(PRE_COOKIE, token, max_age=store.signin_s, path="/ui", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
     return response
+
+
+def _signin_form_checked(request: Request, csrf: str) -> bool:
+    """The sign-in form came from this site, and its token is one the store signed and gave this
+    browser (its cookie): a pair the client made up, or another browser's token, is refused."""
+    pre = request.cookies.get(PRE_COOKIE)
+    return (_same_origin(request) and pre is not None and same_secret(csrf, pre)
+            and sessions(request).signin_token_valid(csrf))
 
 
 def _safe_next(next: str | None) -> str:
@@ -146,8 +180,7 @@ def _safe_next(next: str | None) -> str:
 @router.post("/")
 def signin(request: Request, key: Annotated[str, Form(max_length=500)], csrf: Annotated[str, Form(max_length=200)] = "",
            next: Annotated[str | None, Form(max_length=2000)] = None) -> Response:
-    pre = request.cookies.get(PRE_COOKIE)
-    if not _same_origin(request) or pre is None or not same_secret(csrf, pre):
+    if not _signin_form_checked(request, csrf):
         return _signin_form(request, next, "The form expired or came from another site; sign in again.", 403)
     found = request.app.state.keys.store.check(key.strip())
     if found is None:
@@ -300,8 +333,9 @@ def table_page(request: Request, table: str, session: UI) -> Response:
     facts = data.table_facts(request.app.state.reader, table)
     reads = page_reads(request)
     with reads.views(request) as db:
-        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db).rows) if r.table_id == table]
-        report = reads.figures("monitor", lambda: data.monitor_report(db))
+        zones = gaming_zones(None)
+        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
+        report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones))
         recent, _ = data.round_page(db, data.RoundFilter(table=table), 1, 20)
     monitor = [r for r in report.rtp_rows if r["table_id"] == table]
     deals = [r for r in report.deal_rows if r["table_id"] == table]
@@ -316,61 +350,76 @@ def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
     from domain.money import format_minor
 
     rows = sorted(rows, key=lambda r: (r.currency, r.day))
-    several = len({r.currency for r in rows}) > 1
+    currencies = sorted({r.currency for r in rows})
+    several = len(currencies) > 1
     return bar_chart(f"GGR per gaming day at {table}",
                      "Gross gaming revenue (staked minus paid minus refunded) per gaming day; a bar below "
                      "the line is a day the house lost.",
                      [r.day + (f" {r.currency}" if several else "") for r in rows],
                      [r.ggr_minor for r in rows], [format_minor(r.ggr_minor, r.currency) for r in rows],
-                     ("Gaming day", "GGR"))
+                     ("Gaming day", "GGR"), money_tick(None if several else currencies[0] if rows else None),
+                     ("GGR: the house won", "GGR: the house lost"),
+                     ("GGR" + (" (each day in its currency)" if several else ""), "Gaming day"))
 
 
 def rtp_chart(title: str, rows: list[dict[str, Any]]) -> Any:
     points = data.rtp_over_days(rows)
     return band_chart(title, "Observed return per unit staked, cumulated day by day, against the game's "
                       "expected return and a band of three standard deviations around it (tested bet types only).",
-                      [p.day for p in points], [p.observed_ppm for p in points], [p.expected_ppm for p in points],
-                      [p.band_ppm for p in points],
+                      Series([p.day for p in points], [p.observed_ppm for p in points],
+                             [p.expected_ppm for p in points], [p.band_ppm for p in points]),
                       [(p.day, percent(p.observed_ppm), percent(p.expected_ppm),
                         f"{percent(p.expected_ppm - p.band_ppm)} .. {percent(p.expected_ppm + p.band_ppm)}",
                         str(p.lines)) for p in points],
-                      ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"))
+                      ("Day (cumulated to)", "Observed", "Expected", "Band (3 sd)", "Lines"),
+                      ("Observed return, cumulated", "Expected return (game math)",
+                       "Expected ± 3 standard deviations"),
+                      ("Return per unit staked", "Day (cumulated to)"))
 
 
 _DEAL_TEXTS = {
     "up_card": ("Up cards at {who}", "Share of rounds dealt each dealer up card against the shoe's composition "
                 "(1/13 a rank, 4/13 ten-value cards), with a band of three standard deviations; the test counts "
-                "aces and ten-value cards together.", "Share of rounds"),
+                "aces and ten-value cards together.", "Share of rounds", "Shoe's composition"),
     "dealer_bust": ("Dealer busts by up card at {who}", "The dealer's bust rate after each up card against its exact "
                     "probability under the table's rules, with a band of three standard deviations (rounds in "
-                    "which the dealer played out).", "Bust rate"),
+                    "which the dealer played out).", "Bust rate", "Exact probability"),
 }
 _RATE_TEXTS = {"void_rate": "Voided rounds", "human_error_rate": "Rounds with a human error"}
 
 
 def deal_chart(level: str, who: str, rows: list[dict[str, Any]]) -> Any:
-    title, desc, what = _DEAL_TEXTS[level]
+    title, desc, what, expected = _DEAL_TEXTS[level]
     return _rate_chart(title.format(who=who), desc, data.deal_points(rows, level),
-                       ("Up card", what, "Expected", "Band (3 sd)", "Rounds"))
+                       ("Up card", what, "Expected", "Band (3 sd)", "Rounds"), (what, expected), "Up card")
 
 
 def ops_chart(level: str, rows: list[dict[str, Any]], dealer: str | None) -> Any:
     """Every dealer's rate, so the tested one (marked) is seen among the others."""
     what = _RATE_TEXTS[level]
-    points = [replace(p, label=f"{p.label} (this test)") if p.label == dealer else p
-              for p in data.rate_points(rows, level)]
-    return _rate_chart(f"{what} per dealer", f"{what} per dealer (each a point) against the rate of the rest of "
+    return _rate_chart(f"{what} per dealer", f"{what} per dealer (each a bar) against the rate of the rest of "
                        "the studio as the test takes it (smoothed), with a band of three standard deviations for "
-                       "that dealer's number of rounds.", points,
-                       ("Dealer", "Rate", "Rest of the studio (smoothed)", "Band (3 sd)", "Rounds"))
+                       "that dealer's number of rounds.", data.rate_points(rows, level),
+                       ("Dealer", "Rate", "Rest of the studio (smoothed)", "Band (3 sd)", "Rounds"),
+                       (f"{what}, share of the dealer's rounds", "Rest of the studio (smoothed)"), "Dealer", dealer)
 
 
-def _rate_chart(title: str, desc: str, points: list[data.RatePoint], headers: tuple[str, ...]) -> Any:
-    return band_chart(title, desc, [p.label for p in points], [p.observed_ppm for p in points],
-                      [p.expected_ppm for p in points], [p.band_ppm for p in points],
-                      [(p.label, percent(p.observed_ppm), percent(p.expected_ppm),
-                        f"{percent(max(p.expected_ppm - p.band_ppm, 0))} .. {percent(p.expected_ppm + p.band_ppm)}",
-                        f"{p.count} of {p.trials}") for p in points], headers, floor=0)
+def _rate_chart(title: str, desc: str, points: list[data.RatePoint], headers: tuple[str, ...],
+                names: tuple[str, str], x_title: str, marked: str | None = None) -> Any:
+    """Rates per category as bars against their expected rate and band; the `marked` one
+    (the dealer tested) named "(this test)" in the figures."""
+    def label(p: data.RatePoint) -> str:
+        return f"{p.label} (this test)" if p.label == marked else p.label
+
+    return band_chart(title, desc, Series([p.label for p in points], [p.observed_ppm for p in points],
+                                          [p.expected_ppm for p in points], [p.band_ppm for p in points],
+                                          floor=0, ceiling=1_000_000),
+                      [(label(p), percent(p.observed_ppm), percent(p.expected_ppm),
+                        f"{percent(max(p.expected_ppm - p.band_ppm, 0))} .. "
+                        f"{percent(min(p.expected_ppm + p.band_ppm, 1_000_000))}",
+                        f"{p.count} of {p.trials}") for p in points], headers,
+                      (names[0], names[1], "Expected ± 3 standard deviations"), (names[0], x_title),
+                      categories=True, marked=marked)
 
 
 def finding_chart(report: data.MonitorReport, f: Any) -> Any:
@@ -384,17 +433,57 @@ def finding_chart(report: data.MonitorReport, f: Any) -> Any:
 
 
 # ------------------------------------------------------------------ monitor, rejections
+MONITOR_KINDS = {"table": "Return of a table", "dealer": "Return of a dealer",
+                 "table_bet_type": "Return of a bet type at a table", "bet_type": "Return of a bet type, studio-wide",
+                 "up_card": "Up cards", "dealer_bust": "Dealer busts", "void_rate": "Voided rounds",
+                 "human_error_rate": "Human errors"}
+
+
 @router.get("/monitor")
-def monitor_page(request: Request, session: UI, all: bool = False) -> Response:
+def monitor_page(request: Request, session: UI, all: str = "", table: str | None = None, kind: str | None = None,
+                 since: str | None = None, until: str | None = None) -> Response:
+    """The monitor's tests over the gaming days of play [since, until) (as `ledger monitor`,
+    every day by default): the flagged ones, or every one (`all=1`; the filter's form sends
+    `all=` for the flagged only), of one kind, at one table; an index links to each."""
+    every, table, kind = all.strip().lower() in ("1", "true", "on", "yes"), _opt(table), _opt(kind)
+    if kind is not None and kind not in MONITOR_KINDS:
+        raise HTTPException(422, f"kind must be one of {', '.join(MONITOR_KINDS)}")
+    first, last = _gaming_days(since, until)
+    zones = gaming_zones(None)
     reads = page_reads(request)
+    period = f"{first}..{last}"
     with reads.views(request) as db:
-        report = reads.figures("monitor", lambda: data.monitor_report(db))
-    shown = [f for f in report.findings if all or f.flagged]
-    charts = reads.figures(f"monitor-charts-{all}", lambda: {_finding_key(f): finding_chart(report, f)
-                                                            for f in shown})
-    return _page(request, "monitor.html", session, findings=[(f, charts.get(_finding_key(f))) for f in shown],
+        report = reads.figures(f"monitor-{period}", lambda: data.monitor_report(db, zones, first, last))
+    listed = [f for f in report.findings if every or f.flagged]
+    charts = reads.figures(f"monitor-charts-{every}-{period}", lambda: {_finding_key(f): finding_chart(report, f)
+                                                                       for f in listed})
+    shown = [f for f in listed if (table is None or f.table_id == table) and (kind is None or f.level == kind)]
+    empty = None if report.rtp_rows or report.ops_rows or report.deal_rows else queries.empty_period(
+        request.app.state.reader, first, last, zones)
+    return _page(request, "monitor.html", session,
+                 findings=[(f, charts.get(_finding_key(f)), _finding_anchor(f)) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
-                 untested=report.untested, show_all=all)
+                 untested=[u for u in report.untested if table is None or u.table_id == table], show_all=every,
+                 tables=sorted({f.table_id for f in report.findings if f.table_id} |
+                               {u.table_id for u in report.untested}),
+                 kinds=MONITOR_KINDS, table=table or "", kind=kind or "", filtered=len(shown) < len(listed),
+                 since=since or "", until=until or "", empty=empty, zone=str(zones.fallback))
+
+
+def _gaming_days(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    """A form's [since, until) as the first and last gaming day included (until exclusive, as
+    `--until` on the command line)."""
+    first, end = _day(since, "since"), _day(until, "until")
+    if first and end and first >= end:
+        raise HTTPException(422, f"since={since} is not before until={until}")
+    return (first.isoformat() if first else None,
+            (end - timedelta(days=1)).isoformat() if end and end > date.min else None)
+
+
+def _finding_anchor(f: Any) -> str:
+    """The id of a test's section: the same for the same test whatever the filter (a link to
+    it can be kept), and a plain id whatever text the table or dealer holds."""
+    return "test-" + sha256(repr(_finding_key(f)).encode()).hexdigest()[:12]
 
 
 def _finding_key(f: Any) -> tuple[str, str | None, str | None, str | None]:
@@ -458,31 +547,41 @@ def _save(upload: UploadFile, path: Path) -> Path:
 def audit_page(request: Request, session: UI) -> Response:
     if not session.may_audit:
         return _forbidden(request, session, "the audit pages (auditor or admin keys only)")
-    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head())
+    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head(),
+                 zone=str(gaming_zones(None).fallback))
 
 
 @router.post("/audit/export")
 def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
-                 until: Annotated[str | None, Form(max_length=10)] = None) -> Response:
+                 until: Annotated[str | None, Form(max_length=10)] = None,
+                 days: Annotated[Literal["played", "recorded"], Form()] = "played") -> Response:
+    """The chain's stretch of the events played on the gaming days [since, until) (`ledger audit
+    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`)."""
     from ops import version
     from projections.audit_export import Window, export
 
     if not session.may_audit:
         return _forbidden(request, session, "the audit export (auditor or admin keys only)")
     checked_form(request, session, csrf)
-    first, last = _day(since, "since"), _day(until, "until")
     log = request.app.state.reader
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    zones = gaming_zones(None)
+    first, last = _gaming_days(since, until)
+    if days == "played":
+        window = Window(played_from=first, played_to=last, zone=zones.fallback)
+    else:
+        window = Window(since=_instant(_day(since, "since")), until=_instant(_day(until, "until")))
     with tempfile.TemporaryDirectory() as tmp:
-        window = Window(None, None, _instant(first), _instant(last))
         result = export(tmp, log.stored(1, log.head(), page_size=5000), exported_at=exported_at,
                         window=window, software_version=version())
         if not result.manifest["count"]:
+            why = (queries.empty_period(log, first, last, zones).message if days == "played"
+                   else "no event was recorded on those UTC days")
             return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
-                         error="No events in that period: nothing exported.")
+                         error=f"Nothing exported: {why}.", zone=str(zones.fallback))
         body = _zip_folder(Path(tmp))
-    name = f"audit-export-{since or 'start'}-{until or 'head'}.zip"
+    name = f"audit-export-{days}-{since or 'start'}-{until or 'head'}.zip"
     return Response(body, media_type="application/zip", headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 

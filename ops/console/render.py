@@ -9,6 +9,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from domain.money import format_minor
+from domain.text import escaped
 
 
 def round_url(table_id: str | None, round_no: int | None, round_id: str) -> str:
@@ -26,10 +27,18 @@ def _with_query(path: str, query: dict[str, Any], **changes: Any) -> str:
     return path + ("?" + urlencode(merged) if merged else "")
 
 
+def _shown(value: Any) -> Any:
+    """Every value a page prints passes here (Jinja's `finalize`): a control or bidi character
+    from a feed, an old store or a rejected line is shown as an escape (`\\x1b`, `\\u202e`,
+    domain/text.py), never as itself. Markup the console made (a chart) is a `Markup`, not a
+    `str`, and passes as it is."""
+    return escaped(value) if type(value) is str else value
+
+
 @cache
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("ops.console", "templates"), autoescape=select_autoescape(["html"]),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     env.filters["money"] = _money
     env.filters["q"] = lambda text: quote(str(text), safe="")
     env.globals.update(round_url=round_url, with_query=_with_query, rounds_link=rounds_link, **_texts())

@@ -7,18 +7,28 @@ Every worker process of `ledger serve --workers N` reads the same rows, so a ses
 in one works in all, and signing out ends it in all at once. Each request reads its session
 joined with its key's row: a revoked key ends its sessions at the next request (sooner than
 the key cache's time).
+
+The sign-in form has no session yet: its CSRF token is one this store signed (an HMAC with
+a secret kept in the store, beside the sessions, so that every worker and every host of the
+store checks the forms of the others), carried in both the form and a cookie. A client can
+copy a token the server gave it, never make one up.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from ledger.keys import KeyStore
 
 SESSIONS_TABLE = "ledger_ui_sessions"
+SECRETS_TABLE = "ledger_ui_secrets"
+SIGNIN_SECRET = "signin_csrf"  # the row of the key that signs sign-in forms
+SIGNIN_S_DEFAULT = 600  # a sign-in form's life: its token and its cookie expire together
+CLOCK_SKEW_S = 60  # a form made by a host whose clock is ahead (every host of the store checks it)
 SESSION_S_DEFAULT = 8 * 3600  # a working day: the cookie and the row expire together
 ROLES_CONSOLE = ("backoffice", "auditor", "admin")
 ROLES_AUDIT = ("auditor", "admin")
@@ -53,12 +63,44 @@ def same_secret(given: str | None, expected: str) -> bool:
 class SessionStore:
     """The session table in the key store's database (SQLite or PostgreSQL)."""
 
-    def __init__(self, keys: KeyStore, session_s: int = SESSION_S_DEFAULT) -> None:
-        self.keys, self.session_s = keys, session_s
+    def __init__(self, keys: KeyStore, session_s: int = SESSION_S_DEFAULT, signin_s: int = SIGNIN_S_DEFAULT) -> None:
+        self.keys, self.session_s, self.signin_s = keys, session_s, signin_s
         self.table = keys.qualified(SESSIONS_TABLE)
         with self.keys.cursor() as c:
             c.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (token_hash text PRIMARY KEY, key_id text NOT NULL, "
                       "csrf text NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text)")
+        self._signin_key = self._shared_secret(SIGNIN_SECRET)
+
+    def _shared_secret(self, name: str) -> bytes:
+        """The store's secret `name`: made by the first process that asks, read by all the others
+        (a secret of one process would refuse the forms another worker made)."""
+        secrets_table = self.keys.qualified(SECRETS_TABLE)
+        with self.keys.cursor() as c:
+            c.execute(f"CREATE TABLE IF NOT EXISTS {secrets_table} (name text PRIMARY KEY, secret text NOT NULL, "
+                      "created_at text NOT NULL)")
+            # Two workers starting together: one row wins, both read it.
+            c.execute(self.keys.sql(f"INSERT INTO {secrets_table} (name, secret, created_at) VALUES (?,?,?) "
+                                    "ON CONFLICT (name) DO NOTHING"), (name, secrets.token_hex(32), _now().isoformat()))
+            c.execute(self.keys.sql(f"SELECT secret FROM {secrets_table} WHERE name = ?"), (name,))
+            return bytes.fromhex(c.fetchone()["secret"])
+
+    def signin_token(self, issued_at: int | None = None) -> str:
+        """A sign-in form's CSRF token: when it was made, a nonce, and their HMAC under the store's key."""
+        issued = str(int(time.time()) if issued_at is None else issued_at)
+        nonce = secrets.token_urlsafe(18)
+        return f"{issued}.{nonce}.{self._signature(issued, nonce)}"
+
+    def signin_token_valid(self, token: str) -> bool:
+        """Signed by this store's key (by any worker or host of the store) and not expired."""
+        issued, _, rest = token.partition(".")
+        nonce, _, signature = rest.partition(".")
+        if not (issued.isascii() and issued.isdigit() and nonce and signature):
+            return False
+        age = time.time() - int(issued)
+        return -CLOCK_SKEW_S <= age <= self.signin_s and same_secret(signature, self._signature(issued, nonce))
+
+    def _signature(self, issued: str, nonce: str) -> str:
+        return hmac.new(self._signin_key, f"signin|{issued}|{nonce}".encode(), hashlib.sha256).hexdigest()
 
     def open(self, key_id: str) -> str:
         """A new session for a checked key: the token for the cookie (shown once)."""

@@ -38,6 +38,7 @@ import nats
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamConfig
 from nats.js.errors import NotFoundError
 
+from domain.text import hostile_at
 from ledger import logging as ledger_logging
 from ledger.app import LedgerApp
 from ledger.batching import Result
@@ -132,7 +133,8 @@ def _str(data: dict[str, Any] | None, key: str) -> str | None:
 def payload_digest(data: dict[str, Any]) -> str:
     """The command's JSON with sorted keys and no spacing, hashed: a resend that differs only in key
     order or spacing is the same command (the ledger's payload hash is on the parsed command too)."""
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")  # a lone surrogate is hashed too; the ledger refuses it (text_invalid)
     return hashlib.blake2b(canonical, digest_size=12).hexdigest()
 
 
@@ -169,7 +171,7 @@ async def publish(lines: Iterable[bytes], nats_url: str = NATS_URL_DEFAULT, stre
                 subject = subjects[table] = feed_subject(prefix, table)
             headers = None
             conflict = False
-            if cid and data is not None:
+            if cid and data is not None and hostile_at(cid) is None:  # never a control character into a header
                 digest = payload_digest(data)
                 conflict = digests.setdefault(cid, digest) != digest
                 # The payload in the id: only the same command is deduplicated, never another one.

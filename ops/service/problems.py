@@ -107,9 +107,12 @@ def _title(status: int) -> str:
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
-    """An HTTPException (ours with its code; Starlette's and FastAPI's by their status) as a problem."""
+    """An HTTPException (ours with its code; Starlette's and FastAPI's by their status) as a problem;
+    a 3xx one as the redirect it is, without a body."""
     if not isinstance(exc, StarletteHTTPException):
         return await internal_error(request, exc)
+    if 300 <= exc.status_code < 400:  # a redirect (the console's "sign in first") is no error: no problem body
+        return Response(status_code=exc.status_code, headers=exc.headers)
     code = getattr(exc, "code", None) or _BY_STATUS.get(exc.status_code, ErrorCode.INTERNAL)
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
     if exc.status_code == 404 and code == ErrorCode.NOT_FOUND:

@@ -7,12 +7,22 @@ import json
 import time
 from collections import Counter
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ops.cli.errors import CliError, ErrorCode, usage
-from ops.cli.options import Progress, add_period_arguments, add_quiet_argument, check_period, help_for, int_range
+from ops.cli.options import (
+    Progress,
+    add_period_arguments,
+    add_quiet_argument,
+    add_timezone_argument,
+    check_period,
+    day,
+    gaming_day_zones,
+    help_for,
+    int_range,
+)
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -25,6 +35,8 @@ EPILOG = """\
 Examples:
   ledger audit export exports/2024-05-01 --to 120000
   ledger audit export exports/2024-05-02 --from 120001      # links to the earlier export's manifest
+  ledger audit export exports/play-2026-11-21 --played-since 2026-11-21 --played-until 2026-11-22
+                                    # the play of a gaming day, whenever it was recorded
   ledger audit verify exports/2024-05-01                     # from the files alone
   ledger audit verify exports/2024-05-01 --db sqlite:///casino-ledger.db   # and against the live store
   ledger audit replay --db sqlite:///casino-ledger.db        # recompute every round, compare payouts
@@ -46,7 +58,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = actions.add_parser("export", help="write events.jsonl, events.csv and manifest.json to DIR")
     e.add_argument("directory", metavar="DIR", help="a new or empty folder (an export is never overwritten)")
     _range_args(e)
-    add_period_arguments(e, "events recorded")
+    add_period_arguments(e, "events the ledger recorded (server time, not the time of play: see --played-since)")
+    e.add_argument("--played-since", type=day, metavar="DAY",
+                   help="the events played on or after the gaming day DAY (YYYY-MM-DD; by studio time, in the "
+                   "zone of the round's table configuration, else --timezone, as `ledger ggr`): from the first "
+                   "event played on those days to the last, with whatever the chain holds between them")
+    e.add_argument("--played-until", type=day, metavar="DAY",
+                   help="... played before the gaming day DAY (exclusive: --played-since 2026-11-21 "
+                   "--played-until 2026-11-22 is one day)")
+    add_timezone_argument(e)
     e.add_argument("--previous", metavar="MANIFEST",
                    help="the earlier export's manifest.json to link to (default: the sibling export in DIR's "
                    "parent that ends latest before this one starts)")
@@ -94,8 +114,12 @@ def _check_range(args: argparse.Namespace) -> None:
         raise usage(f"--to {hi} is before --from {lo}")
     check_period(args)
     since, until = getattr(args, "since", None), getattr(args, "until", None)
-    if (since or until) and (lo or hi):
-        raise usage("give a position range (--from/--to) or a period (--since/--until), not both")
+    played = args.played_since or args.played_until if hasattr(args, "played_since") else None
+    if sum(map(bool, ((since or until), (lo or hi), played))) > 1:
+        raise usage("give one of a position range (--from/--to), a recorded period (--since/--until) or "
+                    "gaming days of play (--played-since/--played-until)")
+    if played and args.played_since and args.played_until and args.played_since >= args.played_until:
+        raise usage(f"--played-since {args.played_since} is not before --played-until {args.played_until}")
 
 
 def _check_new_folder(directory: str) -> None:
@@ -110,7 +134,9 @@ def _check_new_folder(directory: str) -> None:
 def _window(args: argparse.Namespace) -> Window:
     from projections.audit_export import Window
 
-    return Window(args.from_position, args.to_position, args.since, args.until)
+    until = args.played_until and (date.fromisoformat(args.played_until) - timedelta(days=1)).isoformat()
+    return Window(args.from_position, args.to_position, args.since, args.until, args.played_since, until,
+                  gaming_day_zones(args.timezone).fallback)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -133,13 +159,24 @@ def run_export(args: argparse.Namespace) -> int:
     if not m["count"]:  # an empty export would only fail verify later: leave the folder as it was
         for name in ("events.jsonl", "events.csv", "manifest.json"):
             (result.directory / name).unlink(missing_ok=True)
-        raise CliError(ErrorCode.INPUT_EMPTY, "no events in the range asked for; nothing exported")
+        raise CliError(ErrorCode.INPUT_EMPTY, f"no events in the range asked for; nothing exported{_why(args, log)}")
     print(f"exported {m['count']} events (positions {m['first_position']}..{m['last_position']}, "
           f"seq {m['first_seq']}..{m['last_seq']}) to {result.directory}")
     print(f"head hash {m['head_hash']}")
     if m["previous_manifest"]:
         print(f"links to previous manifest {m['previous_manifest']} ({m['previous_manifest_hash']})")
     return 0
+
+
+def _why(args: argparse.Namespace, log: EventLog) -> str:
+    """Why gaming days of play hold nothing (no play on them, or nothing recorded yet)."""
+    from projections import queries
+
+    window = _window(args)
+    if not window.by_play:
+        return ""
+    note = queries.empty_period(log, window.played_from, window.played_to, gaming_day_zones(args.timezone))
+    return f": {note.message}"
 
 
 def run_verify(args: argparse.Namespace) -> int:

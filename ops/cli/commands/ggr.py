@@ -30,6 +30,9 @@ Examples:
   ledger ggr --json
   ledger ggr --timezone Europe/Malta
   ledger ggr --since 2026-11-01 --until 2026-12-01     # November
+
+A period without rounds says why: no play on those gaming days, or nothing recorded
+yet (the store's last event was recorded before the period began); --json: "empty".
 """
 
 
@@ -46,7 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     first, last = period_days(args)
     with open_views(args.db) as views:
-        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last))
+        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last, log=views.log))
     rows, totals = found["rows"], found["totals"]
     if args.json:
         print(json.dumps(found, indent=2))
@@ -61,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'total':<10}  {'':<16} {'':<10} {currency}  {'':>6} {format_minor(t['staked_minor']):>14} "
               f"{format_minor(t['paid_minor']):>14} {format_minor(t['refunded_minor']):>12} "
               f"{format_minor(t['ggr_minor']):>14} {_kept(t['rounding_kept']):>14}")
-    if not rows:
-        print("(no settled or voided rounds yet)")
+    if found["empty"]:
+        print(f"(no settled or voided rounds: {found['empty']['message']})")
     return 0
 
 

@@ -7,16 +7,28 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from ops.cli.options import add_db_argument, add_period_arguments, number_range, open_views, period_days
+from ops.cli.options import (
+    add_db_argument,
+    add_period_arguments,
+    add_timezone_argument,
+    gaming_day_zones,
+    number_range,
+    open_views,
+    period_days,
+)
 from ops.gamemath.monitor_stats import ALPHA_DEFAULT, Finding, detail_text, evaluate, untested_tables
-from projections.monitor import deal_rows, monitor_rows, ops_rows
+from projections import queries
+from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 
 EPILOG = """\
 RTP tests: per table, per dealer, per bet type (studio-wide) and per bet type at
-each table, over every day in the view (or --since/--until: UTC days, --until
-excluded). Return = paid + rounding remainders (what the paytable pays exactly)
+each table, over every gaming day in the view (or --since/--until: gaming days,
+--until excluded). A day is the day the round was played (its studio time) in the
+zone of the table's configuration, else --timezone, as `ledger ggr` counts it; never
+the day the ledger recorded it (a day ingested later is checked as the day it was
+played). A period with no play says why: no play on those days, or nothing recorded
+yet (the store's last event is older than the period). Return = paid + rounding remainders (what the paytable pays exactly)
 against the exact mean and variance of each bet type (docs/monitor.md); house side:
 normal approximation, player side: Bennett's bound (exact). Blackjack main and
 insurance bets are shown in the view but not tested (they depend on the
@@ -31,6 +43,7 @@ Examples:
   ledger simulate --tables 5 --rounds 300 --biased-table bacc-1 --out feed.jsonl
   ledger ingest feed.jsonl && ledger monitor          # bacc-1 is flagged, exit 1
   ledger monitor --json --all                         # every test, one JSON object per line
+  ledger monitor --since 2026-11-21 --until 2026-11-22  # the tables as played on 21 November
 """
 
 
@@ -42,20 +55,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--alpha", type=number_range(0, 1, low_open=True, high_open=True), default=ALPHA_DEFAULT,
                    help=f"family-wise false-alarm rate per family of tests (default {ALPHA_DEFAULT})")
     p.add_argument("--all", action="store_true", help="list every test, not only the flagged ones")
-    add_period_arguments(p, "tests over days", days="UTC days")
+    add_timezone_argument(p)
+    add_period_arguments(p, "tests over the play of gaming days", days="gaming days, as `ledger ggr`")
     p.set_defaults(func=run)
-
-
-def _in_days(days: tuple[str | None, str | None], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    first, last = days
-    return [r for r in rows if (first is None or r["day"] >= first) and (last is None or r["day"] <= last)]
 
 
 def run(args: argparse.Namespace) -> int:
     days = period_days(args)
+    zones = gaming_day_zones(args.timezone)
     with open_views(args.db) as views:  # a store that cannot be read: the one-line error (ops/cli/__init__.py)
-        rtp_rows, ops, deals = monitor_rows(views.db), ops_rows(views.db), deal_rows(views.db)
-    rtp_rows, ops, deals = _in_days(days, rtp_rows), _in_days(days, ops), _in_days(days, deals)
+        rtp_rows, ops, deals = monitor_rows(views.db, zones), ops_rows(views.db, zones), deal_rows(views.db, zones)
+        rtp_rows, ops, deals = in_days(rtp_rows, *days), in_days(ops, *days), in_days(deals, *days)
+        empty = None if rtp_rows or ops or deals else queries.empty_period(views.log, *days, zones)
     findings = evaluate(rtp_rows, ops, args.alpha, deals=deals)
     untested = untested_tables(rtp_rows, deals, ops, findings)
     shown = [f for f in findings if args.all or f.flagged]
@@ -64,10 +75,15 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(f.as_dict()))
         for u in untested:
             print(json.dumps(u.as_dict()))
+        if empty is not None:
+            print(json.dumps({"level": "empty_period", "first_day": days[0], "last_day": days[1], "reason": empty.reason,
+                              "message": empty.message, "last_recorded": empty.last_recorded, "flagged": False}))
     else:
         _print(findings, shown, args.alpha)
         for u in untested:
             print(f"  untested: {u.table_id}: {u.reason}")
+        if empty is not None:
+            print(f"  nothing tested: {empty.message}")
     return 1 if any(f.flagged for f in findings) else 0
 
 

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 
 from domain.money import format_minor
+from domain.text import escaped
 from ops.cli.options import (
     add_db_argument,
     add_period_arguments,
@@ -42,7 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     day_from, day_to = period_days(args)
     with open_views(args.db) as views:
-        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals)
+        found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals,
+                                log=views.log)
     if args.json:
         print(json.dumps(asdict(found), indent=2))
         return 0
@@ -50,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     for r in lines:
         print(f"{r['day']} {r['studio_at'][11:19]}Z  {r['table_id']}#{r['round_no']} {r['game']}  {r['cause']:<22} "
               f"by {r['voided_by']:<10} {r['player_id']:<10} bet {r['bet_id']:<24} "
-              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {r['note']}" if r["note"] else ""))
+              f"{format_minor(r['amount_minor'], r['currency']):>14}" + (f"  note: {escaped(r['note'])}" if r["note"] else ""))
     if lines:
         print()
     print("day         cause                   refunds          amount")
     for t in totals:
         print(f"{t['day']}  {t['cause']:<22}  {t['refunds']:>7}  {format_minor(t['amount_minor'], t['currency']):>18}")
-    if not totals:
-        print("(no refunds)")
+    if found.empty:
+        print(f"(no refunds: {found.empty.message})")
     return 0

@@ -13,7 +13,10 @@ from projections import queries
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
-                       description="Every refused command is kept: command id, round, code, message, raw payload.")
+                       description="Every refused command is kept: command id, round, code, message, raw payload, "
+                       "and when the ledger received it (`received_at`, UTC, server time). Rejections are listed by "
+                       "the time they were received, never by gaming day: a refused line may name no table (or not "
+                       "be JSON at all), so it has no gaming day.")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--code", type=refusal_code, help="only this refusal code (docs/refusals.md)")
     p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import Refusal
 from domain.money import format_minor
+from domain.text import escaped
 from ledger.records import Opened, Record, Voided
 from ops.cli.errors import CliError, ErrorCode, usage
 from ops.cli.options import int_range
@@ -220,7 +221,7 @@ def _verdict(void: Voided | None, replay: Any) -> str:
 def _print_void(void: Voided, currency: str | None) -> None:
     total = sum(r.amount_minor for r in void.refunds)
     print(f"\nVOIDED at position {void.position}: {void.cause} by {void.by}"
-          + (f" ({void.note})" if void.note else "") + f"; {len(void.refunds)} refund(s), "
+          + (f" ({escaped(void.note)})" if void.note else "") + f"; {len(void.refunds)} refund(s), "
           f"{format_minor(total, currency)} in all:")
     for r in void.refunds:
         print(f"  refund {r.bet_id:<24} {r.player_id:<12} {format_minor(r.amount_minor, currency)}")

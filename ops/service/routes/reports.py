@@ -27,7 +27,7 @@ def get_refunds(request: Request, zones: GAMING_ZONES,
     for name, day in (("from", day_from), ("to", day_to)):
         _calendar_day(name, day)
     with views(request) as db:
-        return queries.refunds(db, day_from, day_to, zones)
+        return queries.refunds(db, day_from, day_to, zones, log=log_of(request))
 
 
 def _calendar_day(name: str, day: str | None) -> None:
@@ -43,11 +43,14 @@ def _calendar_day(name: str, day: str | None) -> None:
             responses=ERRORS)
 def get_ggr(request: Request, zones: GAMING_ZONES) -> queries.Ggr:
     with views(request) as db:
-        return queries.ggr(db, zones)
+        return queries.ggr(db, zones, log=log_of(request))
 
 
-@router.get("/rejections", summary="refused commands, oldest first", response_model=list[queries.Rejection],
-            responses=ERRORS)
+@router.get("/rejections", summary="refused commands, in the order received", response_model=list[queries.Rejection],
+            responses=ERRORS,
+            description="Every refused command, oldest first. `received_at` is when the ledger received it (UTC, "
+            "the server's time), not a gaming day: a refused line may name no table (or not be JSON), so it has "
+            "no gaming day, and rejections are never filtered by one.")
 def get_rejections(request: Request, code: Annotated[str | None, Query(max_length=64)] = None,
                    after: Annotated[int, Query(ge=0, le=2**62, description="after this rejection id")] = 0,
                    limit: Annotated[int, Query(ge=1, le=1000)] = 1000) -> list[queries.Rejection]:

@@ -192,10 +192,10 @@ def test_a_dispute_handler_works_through_the_console(visit: Any, console_store: 
     # the monitor: every test, charts with data and links to their rounds
     page.goto(v.server + "/ui/monitor?all=1")
     assert page.locator("[data-testid=finding]").count() > 0
-    assert page.locator("[data-testid=monitor-chart] svg").count() > 0
+    assert page.locator("[data-testid=monitor-chart] svg.chart").count() > 0
     for level in ("table", "up_card", "dealer_bust", "void_rate", "human_error_rate"):  # every kind has its chart
         kind = page.locator(f"[data-testid=finding][data-level={level}]")
-        assert kind.count() > 0 and kind.locator("[data-testid=monitor-chart] svg").count() == kind.count(), level
+        assert kind.count() > 0 and kind.locator("[data-testid=monitor-chart] svg.chart").count() == kind.count(), level  # one chart each
     assert page.locator("[data-testid=finding] a:has-text('The rounds behind this test')").count() > 0
 
     # the rejections, filtered by a code

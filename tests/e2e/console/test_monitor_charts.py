@@ -124,3 +124,86 @@ def test_rate_points_are_each_dealers_rate_against_the_rest(report: data.Monitor
         p = points[f.dealer_id or ""]
         assert (p.count, p.trials) == (f.detail["count"], f.detail["rounds"])
         assert p.observed_ppm == round(f.detail["rate"] * 1_000_000)
+
+
+PLAY_DAY = "2026-11-21"  # the simulator's studio day (ops/sim/core.py EPOCH); the store is recorded later
+
+
+def _days(html: str) -> set[str]:
+    return set(re.findall(r"<td>(\d{4}-\d\d-\d\d)</td>", html))
+
+
+def test_the_charts_days_are_the_gaming_days_of_play(client: TestClient) -> None:
+    """Issue 28: the monitor's charts read the day the ledger recorded the rounds, beside a GGR
+    chart of the day they were played; both are the gaming day of play now."""
+    assert _days(client.get("/ui/monitor?all=1").text) == {PLAY_DAY}
+    table = client.get(f"/ui/tables/{BIASED}").text
+    for testid in ("ggr-chart", "rtp-chart"):
+        chart = table[table.index(f'data-testid="{testid}"'):]
+        assert _days(chart[:chart.index("</table>")]) == {PLAY_DAY}, testid
+
+
+def test_the_monitor_page_checks_a_play_day_and_says_why_a_day_is_empty(client: TestClient) -> None:
+    day = client.get(f"/ui/monitor?since={PLAY_DAY}&until=2026-11-22").text
+    assert f">{BIASED}</a>" in day and 'class="flagged"' in day and 'data-testid="empty-period"' not in day
+    empty = client.get("/ui/monitor?since=2026-11-22&until=2026-11-23").text
+    assert 'data-reason="no_play"' in empty and "Nothing tested: no play on those gaming days (2026-11-22" in empty
+    assert "0 tests" in empty and 'class="flagged"' not in empty
+    future = client.get("/ui/monitor?since=2999-01-01").text
+    assert 'data-reason="nothing_recorded"' in future and "nothing recorded yet: the store&#39;s last event" in future
+    assert client.get("/ui/monitor?since=2026-11-22&until=2026-11-22").status_code == 422
+
+
+# ------------------------------------------------------------------ the long page: filter and index
+INDEX = re.compile(r'<nav id="index".*?</nav>', re.S)
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(0)) for m in SECTION.finditer(text)]
+
+
+def test_the_monitor_filters_by_kind_table_and_flagged(client: TestClient, report: data.MonitorReport) -> None:
+    every = _sections(client.get("/ui/monitor?all=1").text)
+    assert len(every) == len(report.findings)
+    kind = _sections(client.get("/ui/monitor?all=1&kind=up_card").text)
+    assert kind and {level for level, _ in kind} == {"up_card"}
+    assert len(kind) == sum(f.level == "up_card" for f in report.findings)
+    at = _sections(client.get(f"/ui/monitor?all=1&table={BIASED}").text)
+    assert len(at) == sum(f.table_id == BIASED for f in report.findings) > 0
+    assert all(f">{BIASED}</a>" in s for _, s in at)
+    both = _sections(client.get(f"/ui/monitor?all=1&table={BIASED}&kind=dealer_bust").text)
+    assert [level for level, _ in both] == ["dealer_bust"]
+    flagged = _sections(client.get(f"/ui/monitor?all=&table={BIASED}").text)
+    assert flagged and all('class="flagged"' in s for _, s in flagged)
+    assert len(flagged) == sum(f.flagged and f.table_id == BIASED for f in report.findings)
+    none = client.get("/ui/monitor?all=1&table=no-such-table")
+    assert _sections(none.text) == [] and "No test matches the filter." in none.text
+
+
+def test_the_filter_is_a_get_form_that_keeps_its_choices(client: TestClient) -> None:
+    page = client.get(f"/ui/monitor?all=1&table={BIASED}&kind=up_card").text
+    form = re.search(r'<form class="filters" method="get" action="/ui/monitor".*?</form>', page, re.S)
+    assert form and "<script" not in page
+    assert re.search(r'<option value="1" selected>Every test</option>', form.group(0))
+    assert re.search(rf'<option value="{BIASED}" selected>', form.group(0))
+    assert re.search(r'<option value="up_card" selected>', form.group(0))
+
+
+def test_an_unknown_kind_is_refused(client: TestClient) -> None:
+    page = client.get("/ui/monitor?kind=nonsense")
+    assert page.status_code == 422 and "kind must be one of" in page.text
+
+
+@pytest.mark.parametrize("query", ["all=1", "", f"all=1&table={BIASED}"])
+def test_every_index_entry_links_to_its_test_on_the_page(client: TestClient, query: str) -> None:
+    page = client.get(f"/ui/monitor?{query}").text
+    index = INDEX.search(page)
+    assert index
+    anchors = re.findall(r'<a href="#([^"]+)">', index.group(0))
+    sections = _sections(page)
+    assert len(anchors) == len(sections) > 0
+    for anchor, (_, section) in zip(anchors, sections):
+        assert page.count(f'id="{anchor}"') == 1 and f'id="{anchor}"' in section
+        assert re.fullmatch(r"test-[0-9a-f]{12}", anchor)
+    every = re.findall(r'<a href="#([^"]+)">', INDEX.search(client.get("/ui/monitor?all=1").text).group(0))  # type: ignore[union-attr]
+    assert set(anchors) <= set(every)  # the same test keeps its anchor whatever the filter

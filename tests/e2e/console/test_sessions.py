@@ -4,9 +4,11 @@ and key revocation ending sessions server-side, sessions shared by worker proces
 from __future__ import annotations
 
 import io
+import json
 import re
 import time
 import zipfile
+from datetime import UTC, datetime
 from http.cookies import SimpleCookie
 
 import pytest
@@ -163,7 +165,28 @@ def test_auditor_exports_a_period_and_verifies_it(client: TestClient, console_st
                       files={"export": ("export.zip", b"PK not a zip", "application/zip")})
     assert bad.status_code == 422
     empty = client.post("/ui/audit/export", data={"csrf": token, "since": "2001-01-01", "until": "2001-01-02"})
-    assert empty.status_code == 422 and "No events in that period" in empty.text
+    assert empty.status_code == 422 and "Nothing exported: no play on those gaming days (2001-01-01" in empty.text
+
+
+def test_auditor_exports_the_play_of_a_day_recorded_later(client: TestClient, console_store: ConsoleStore) -> None:
+    """Issue 28: the export of the day the studio played (simulated 21 November, recorded today)
+    said "No events in that period": it read the days the ledger recorded. The form's days are
+    gaming days of play by default; recorded days are asked for by name and say so."""
+    assert datetime.now(UTC).date().isoformat() != "2026-11-21"
+    sign_in(client, console_store.keys["auditor"])
+    token = csrf_of(client, "/ui/audit")
+    assert "played on (gaming days)" in client.get("/ui/audit").text
+    day = {"csrf": token, "since": "2026-11-21", "until": "2026-11-22"}
+    export = client.post("/ui/audit/export", data=day)
+    assert export.status_code == 200 and export.headers["content-type"] == "application/zip"
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(export.content)).read("manifest.json"))
+    assert manifest["count"] > 0 and manifest["requested_range"]["played_from"] == "2026-11-21"
+    recorded = client.post("/ui/audit/export", data=day | {"days": "recorded"})
+    assert recorded.status_code == 422 and "Nothing exported: no event was recorded on those UTC days" in recorded.text
+    later = client.post("/ui/audit/export", data={"csrf": token, "since": "2999-01-01"})
+    assert later.status_code == 422 and "nothing recorded yet: the store&#39;s last event was recorded" in later.text
+    rejections = client.get("/ui/rejections").text  # no gaming day: said to be the time received
+    assert "Filtered by the day the ledger received each command (UTC, server time)" in rejections
 
 
 def _tampered(zipped: bytes) -> bytes:

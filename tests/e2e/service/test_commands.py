@@ -81,3 +81,20 @@ def test_a_lone_surrogate_in_a_refused_command_is_answered_not_a_500(client, sto
     first = r.json()[0]
     assert (first["status"], first["code"], first["command_id"]) == ("refused", "table_not_allowed", "c\\ud800")
     assert "\\ud800" in first["message"]
+
+
+def test_hostile_text_over_http_is_refused_by_field_and_the_views_answer(client, keys, store_url):
+    """Issue 27: the NUL note of the issue, posted; refused text_invalid naming void.note, and the
+    read routes that catch the views up still answer."""
+    lines = feed(tables=1, rounds=1, fault_rate=0)
+    opened = json.loads(lines[0])
+    void = {k: opened[k] for k in ("table_id", "round_no", "studio_time")} | {
+        "type": "void", "command_id": "nul-note", "cause": "human_error", "by": "sup", "note": "a\u0000b"}
+    r = client.post("/v1/commands", content=b"\n".join([*lines[:3], json.dumps(void).encode()]),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200, r.text
+    last = r.json()[-1]
+    assert (last["status"], last["code"]) == ("refused", "text_invalid")
+    assert last["message"].startswith("void.note: U+0000 (NUL) at character 2")
+    for path in ("/v1/balances", "/v1/rejections", "/v1/refunds"):
+        assert client.get(path, headers=auth(keys["admin"])).status_code == 200, path

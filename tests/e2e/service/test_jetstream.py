@@ -255,3 +255,27 @@ def test_changing_n_starts_where_the_old_layout_had_committed(nats_url, tmp_path
     assert one == [len(first)]
     assert two == [sum(1 for t in tables if partition_of(t, 2) == i) for i in (0, 1)]
     assert again == [0, 0]
+
+
+def test_hostile_text_through_jetstream_is_refused_as_ingest_refuses_it(store_url, nats_url, tmp_path, request):
+    """Issue 27: text is checked where it enters, JetStream included: a NUL note, a command id
+    with CR LF (never put into a NATS header) and a lone surrogate are refused text_invalid,
+    and the store ends as `ledger ingest` leaves it."""
+    lines = feed(tables=1, rounds=1, fault_rate=0)
+    opened = json.loads(next(x for x in lines if b'"open_round"' in x))
+    base = {k: opened[k] for k in ("table_id", "round_no", "studio_time")}
+    hostile = [
+        {**base, "type": "void", "command_id": "h-1", "cause": "human_error", "by": "sup", "note": "a\u0000b"},
+        {**base, "type": "void", "command_id": "h-2\r\nNats-Msg-Id: x", "cause": "human_error", "by": "sup"},
+        {**base, "type": "void", "command_id": "h-3", "cause": "human_error", "by": "sup", "note": "a\ud800"},
+    ]
+    lines = [*lines, *(json.dumps(h).encode() for h in hostile)]
+    path = tmp_path / "feed.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    out = subprocess.run([sys.executable, "-m", "ops.cli", "publish", str(path), "--nats", nats_url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    finished(consume(store_url, nats_url, "--idle-exit"))
+    rejected = state(store_url, lines)[2]
+    assert [code for _, code in rejected] == ["text_invalid"] * 3
+    assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)

@@ -49,15 +49,15 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
             f"/v1/rounds/{ref.replace('#', '%23')}": queries.round_detail(log, round_uuid, ref),
             f"/v1/rounds/{ref.replace('#', '%23')}/replay": queries.round_replay(log, round_uuid, ref=ref),
             "/v1/balances?kind=player": queries.balances(db, kind="player"),
-            "/v1/refunds": queries.refunds(db),
-            "/v1/ggr": queries.ggr(db),
+            "/v1/refunds": queries.refunds(db, log=log),
+            "/v1/ggr": queries.ggr(db, log=log),
             f"/v1/recall/{player}": queries.recall(db, player, 10),
             "/v1/rejections": queries.rejections(log),
         }
         for zone in ZONES:
             zones = Zones(ZoneInfo(zone))
-            expected[f"/v1/refunds?timezone={zone}"] = queries.refunds(db, zone=zones)
-            expected[f"/v1/ggr?timezone={zone}"] = queries.ggr(db, zones)
+            expected[f"/v1/refunds?timezone={zone}"] = queries.refunds(db, zone=zones, log=log)
+            expected[f"/v1/ggr?timezone={zone}"] = queries.ggr(db, zones, log=log)
             expected[f"/v1/recall/{player}?timezone={zone}"] = queries.recall(db, player, 10, zones)
     finally:
         projector.close()
@@ -67,3 +67,22 @@ def test_each_read_route_is_its_query(client, keys, store_url) -> None:
     assert answers["/v1/rounds"].json()["rounds"] and answers["/v1/balances?kind=player"].json()["accounts"]
     # Not vacuous: at any hour one of the two zones puts the rounds on another day than UTC.
     assert any(answers[f"/v1/ggr?timezone={zone}"].json() != answers["/v1/ggr"].json() for zone in ZONES)
+
+
+def test_an_empty_period_says_why(client, keys) -> None:
+    """Issue 28: an empty answer says whether nothing was played on those gaming days or
+    nothing is recorded yet, so that it is not read as a clean day."""
+    headers = auth(keys["backoffice"])
+    nothing = client.get("/v1/ggr", headers=headers).json()
+    assert nothing["rows"] == [] and nothing["empty"] == {
+        "reason": "nothing_recorded", "message": "nothing recorded yet: the store holds no events",
+        "last_recorded": None}
+    r = client.post("/v1/commands", content=b"\n".join(feed(tables=1, rounds=2)),
+                    headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200
+    assert client.get("/v1/ggr", headers=headers).json()["empty"] is None
+    day = client.get("/v1/refunds?from=2001-01-01&to=2001-01-02", headers=headers).json()
+    assert day["totals"] == [] and day["empty"]["reason"] == "no_play"
+    assert day["empty"]["message"].startswith("no play on those gaming days (2001-01-01 to 2001-01-02, by studio time")
+    later = client.get("/v1/refunds?from=2999-01-01", headers=headers).json()
+    assert later["empty"]["reason"] == "nothing_recorded" and "before 2999-01-01 began" in later["empty"]["message"]

@@ -1,10 +1,13 @@
 """The session table on both stores (SQLite and PostgreSQL): a session lives until it is
-ended, expires or its key is revoked or is not a console role; tokens are stored hashed."""
+ended, expires or its key is revoked or is not a console role; tokens are stored hashed.
+The sign-in form's tokens are signed with a secret kept in the store, one for every worker."""
 from __future__ import annotations
+
+import time
 
 from ledger.keys import key_store
 from ledger.store import open_app
-from ops.console.sessions import SESSIONS_TABLE, SessionStore
+from ops.console.sessions import SECRETS_TABLE, SESSIONS_TABLE, SessionStore
 
 
 def test_sessions_on_each_store(store_url: str) -> None:
@@ -32,5 +35,25 @@ def test_sessions_on_each_store(store_url: str) -> None:
         _, auditor = keys.add("auditor")
         assert expired.get(expired.open(auditor.key_id)) is None
         assert SESSIONS_TABLE in store.table
+    finally:
+        app.close()
+
+
+def test_sign_in_tokens_are_signed_by_the_store_for_every_worker(store_url: str) -> None:
+    app = open_app(store_url)
+    try:
+        keys = key_store(app)
+        one, two = SessionStore(keys), SessionStore(keys)  # two workers (or hosts) of one store
+        token = one.signin_token()
+        assert two.signin_token_valid(token) and one.signin_token_valid(two.signin_token())
+        issued, nonce, signature = token.split(".")
+        for forged in (f"{issued}.{nonce}x.{signature}", f"{int(issued) + 1}.{nonce}.{signature}",
+                       f"{issued}.{nonce}.{'0' * len(signature)}", f"{issued}.{nonce}", "", "x.y.z"):
+            assert not two.signin_token_valid(forged), forged
+        assert not one.signin_token_valid(one.signin_token(issued_at=int(time.time()) - one.signin_s - 1))
+        assert not one.signin_token_valid(one.signin_token(issued_at=int(time.time()) + 3600))  # not from the future
+        with keys.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT secret FROM {keys.qualified(SECRETS_TABLE)}")
+            assert len(c.fetchall()) == 1  # one secret, made by the first, read by the second
     finally:
         app.close()

@@ -55,9 +55,9 @@ def test_every_read_command_prints_its_query(store: str, capsys: pytest.CaptureF
         expected = {
             ("balances",): queries.balances(db),
             ("balances", "--kind", "house"): queries.balances(db, kind="house"),
-            ("refunds",): queries.refunds(db),
+            ("refunds",): queries.refunds(db, log=log),
             ("recall", player): queries.recall(db, player, 10),
-            ("ggr",): queries.ggr(db),
+            ("ggr",): queries.ggr(db, log=log),
             ("round", "show", round_id): queries.round_detail(log, queries.round_ref(round_id), round_id),
         }
         listed = [plain(r) for r in queries.round_list(db).rounds]

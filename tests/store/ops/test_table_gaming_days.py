@@ -131,3 +131,20 @@ def test_refunds_over_every_representable_day_are_all_refunds(store: str, zone: 
     assert (widest["refunds"], widest["totals"]) == (every["refunds"], every["totals"])
     assert _json(capsys, "refunds", "--db", store, "--json", "--timezone", zone,
                  "--from", "0001-01-01", "--to", "0999-12-31")["refunds"] == []
+
+
+def test_monitor_days_by_the_table_zone(store: str) -> None:
+    """The monitor's rows (settlements, openings and voids) are in the gaming days of play,
+    in the zone of the table's configuration (moved there when the round applies it), else
+    the fallback zone, as `ggr`'s (issue 28: they were the days the ledger recorded them)."""
+    from ops.cli.options import open_views
+    from projections.monitor import monitor_rows, ops_rows
+    from projections.state import Zones
+
+    with open_views(store) as views:
+        settled = {(r["table_id"], r["day"]) for r in monitor_rows(views.db)}
+        opened = {(r["table_id"], r["day"], r["rounds"], r["voided"]) for r in ops_rows(views.db)}
+        tokyo = {(r["table_id"], r["day"]) for r in monitor_rows(views.db, Zones.named("Asia/Tokyo"))}
+    assert settled == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-01")}
+    assert opened == {("TP-IN", "2024-05-02", 2, 1), ("TP-UTC", "2024-05-01", 2, 1)}
+    assert tokyo == {("TP-IN", "2024-05-02"), ("TP-UTC", "2024-05-02")}

@@ -4,6 +4,7 @@ without a store, are in tests/unit/projections/test_monitor.py and test_monitor_
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -41,6 +42,40 @@ def test_ledger_monitor_flags_the_biased_table_end_to_end(store_url: str, tmp_pa
     assert code == 1 and {"table_id", "dealer_id", "bet_type", "p_value", "flagged"} <= set(every[0])
     assert any(f["table_id"] == "tp-1" and not f["flagged"] for f in every)
     _check_view_against_ggr(store_url)
+
+
+PLAY_DAY, NEXT_DAY = "2026-11-21", "2026-11-22"  # the simulator's studio day (ops/sim/core.py EPOCH)
+
+
+def test_a_play_day_checked_after_a_later_ingest_flags_the_rigged_table(
+        store_url: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: a compliance officer checks the day a rigged table was played, on a store
+    ingested days later. The days are gaming days of play, as `ledger ggr` has them (it
+    found "0 tests ... 0 flagged", exit 0, counting the day of ingest); a day without play
+    says so, and so does a day nothing was recorded for yet."""
+    recorded_day = datetime.now(UTC).date()
+    assert recorded_day.isoformat() != PLAY_DAY  # ingested later: the recorded day is another
+    feed = tmp_path / "feed.jsonl"
+    _feed(feed, 200, biased=frozenset({BIASED}), fault_rate=60)
+    assert main(["ingest", str(feed), "--db", store_url]) in (0, 1)
+    code, flagged = _monitor(store_url, "--since", PLAY_DAY, "--until", NEXT_DAY, capsys=capsys)
+    assert code == 1
+    assert {f["table_id"] for f in flagged if f["level"] == "table"} == {BIASED}
+    capsys.readouterr()
+    assert main(["ggr", "--db", store_url, "--json"]) == 0
+    assert {r["day"] for r in json.loads(capsys.readouterr().out)["rows"]} == {PLAY_DAY}
+
+    code, lines = _monitor(store_url, "--since", NEXT_DAY, "--until", "2026-11-23", capsys=capsys)
+    assert code == 0 and [(x["level"], x["reason"]) for x in lines] == [("empty_period", "no_play")]
+    assert "no play on those gaming days (2026-11-22" in lines[0]["message"]
+    later = (recorded_day + timedelta(days=2)).isoformat()
+    code, lines = _monitor(store_url, "--since", later, capsys=capsys)
+    assert code == 0 and [(x["level"], x["reason"]) for x in lines] == [("empty_period", "nothing_recorded")]
+    capsys.readouterr()
+    assert main(["monitor", "--db", store_url, "--since", later]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("0 tests") and "nothing tested: nothing recorded yet: the store's last event was " \
+        f"recorded at {recorded_day.isoformat()}" in text
 
 
 def _check_view_against_ggr(store_url: str) -> None:
