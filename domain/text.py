@@ -65,3 +65,17 @@ def escaped(text: str, keep: str = "") -> str:
     if pattern.search(text) is None:  # the common case: one scan, no copy
         return text
     return pattern.sub(_escape, text)
+
+
+def storable(text: str) -> str:
+    """`text` as every store can hold it: a NUL (PostgreSQL text refuses it) and lone
+    surrogates (not encodable as UTF-8) are written as backslash escapes. Text recorded
+    before the feed refused them (or a refused line kept as evidence) still reaches stores:
+    the rejections log and the views' rows are written through this."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    return text

@@ -35,7 +35,7 @@ from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
 from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
-from domain.text import char_name, escaped, hostile_at
+from domain.text import char_name, escaped, hostile_at, storable
 from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import (
@@ -100,18 +100,6 @@ def _now() -> str:
 
 PAYLOAD_STORED_MAX = 65_536  # characters of a refused line kept in the rejections log
 INT64_MAX = 2**63 - 1
-
-
-def storable(text: str) -> str:
-    """`text` as every store can hold it: a NUL (PostgreSQL text refuses it) and lone
-    surrogates (not encodable as UTF-8) are written as backslash escapes."""
-    if "\x00" in text:
-        text = text.replace("\x00", "\\x00")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", errors="backslashreplace").decode("utf-8")
-    return text
 
 
 def _hostile_refusal(raw: Raw) -> Refusal | None:

@@ -53,7 +53,7 @@ from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
-from projections.runner import TRACKING
+from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
 from projections.state import Zones, as_zones, day_bounds, parse_fraction, utc_text
 
@@ -822,3 +822,31 @@ def empty_period(log: EventLog, day_from: str | None, day_to: str | None, zone: 
     days = " to ".join(dict.fromkeys((day_from or "the first day", day_to or "the last")))
     return PeriodNote(EmptyPeriod.NO_PLAY, f"no play on those gaming days ({days}, by studio time; the store's "
                       f"last event was recorded at {recorded})", recorded)
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """A view's position and, when it stopped at an event it could not fold or store, the stop
+    (the view stays at the position before that event until a rebuild)."""
+
+    view: str
+    position: int
+    stop: Stop | None
+
+
+def view_states(log: EventLog) -> list[ViewState]:
+    """Every view's state, by name (none before the first catch-up made the views)."""
+    db = Db.for_store(log.backend)
+    try:
+        if not db.table_exists(TRACKING.name):
+            return []
+        stops = read_stops(db) if db.table_exists(STOPS.name) else {}
+        positions = db.query(f"SELECT view, position FROM {TRACKING.name} ORDER BY view")
+    finally:
+        db.close()
+    return [ViewState(name, int(position), stops.get(name)) for name, position in positions]
+
+
+def stopped_views(log: EventLog) -> list[Stop]:
+    """The views stopped at an event, kept in the store (none before the first catch-up)."""
+    return [state.stop for state in view_states(log) if state.stop is not None]

@@ -15,15 +15,19 @@ on PostgreSQL the view tables sit in the ledger's own database and schema.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+import psycopg
+
 from domain.errors import InvariantBroken, require
+from domain.text import storable
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog, no_cyclic_gc
 from ledger.records import Record, RecordType
 from projections import balances, ggr, monitor, recall, refunds, rounds, tables
@@ -41,6 +45,17 @@ TRACKING = Table(
     key=("view",),
     columns=(("view", "text"), ("position", "int"), ("fingerprint", "text"), ("updated_at", "text")),
 )
+# Views stopped at an event they could not fold or store (one row per stopped view): kept in the
+# store, so every process sees the stop; emptied by a rebuild (a new view version rebuilds too).
+STOPS = Table(
+    "proj_stops",
+    key=("view",),
+    columns=(("view", "text"), ("event_position", "int"), ("aggregate_id", "text"), ("event_type", "text"),
+             ("error", "text"), ("stopped_at", "text")),
+)
+# The store not answering is no fault of an event: it ends the catch-up, as it always did.
+UNREACHABLE: tuple[type[BaseException], ...] = (sqlite3.OperationalError, psycopg.OperationalError,
+                                                psycopg.InterfaceError, OSError)
 
 
 class ConcurrentRunner(Exception):
@@ -48,7 +63,54 @@ class ConcurrentRunner(Exception):
 
 
 class Unfoldable(Exception):
-    """A page of events the views cannot fold (a store altered behind the ledger's back)."""
+    """A page of events the views cannot decode (a store altered behind the ledger's back)."""
+
+
+class PageNotStored(Exception):
+    """A page's write failed on what its rows hold (not on the store answering); `last`: its last position."""
+
+    def __init__(self, last: int, error: Exception) -> None:
+        super().__init__(f"page up to position {last}: {type(error).__name__}: {error}")
+        self.last, self.error = last, error
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A view that stopped at an event it could not fold or store: it stays at the position
+    before the event (so do the views that read it), the other views go on."""
+
+    view: str
+    position: int  # the event's
+    aggregate_id: str
+    event_type: str
+    error: str
+    stopped_at: str = ""
+
+    def describe(self) -> str:
+        return (f"view {self.view} stopped at event {self.position} ({self.event_type} of {self.aggregate_id}): "
+                f"{self.error}")
+
+
+READS_STOPPED = "it reads view"  # the error of a view stopped because a view it reads stopped
+
+
+def stops_line(stops: Sequence[Stop]) -> str:
+    """The stopped views in one line: each that failed, the event and why; those stopped with it."""
+    causes = "; ".join(s.describe() for s in stops if not s.error.startswith(READS_STOPPED))
+    readers = ", ".join(s.view for s in stops if s.error.startswith(READS_STOPPED))
+    return (causes + (f"; stopped with it, as they read it: {readers}" if readers else "")
+            + "; the other views go on; once fixed, `ledger project --rebuild` folds it again")
+
+
+def read_stops(db: Db) -> dict[str, Stop]:
+    """The stopped views kept in the store, by name."""
+    return {row[0]: Stop(*row) for row in db.query(f"SELECT {', '.join(STOPS.column_names)} FROM {STOPS.name}")}
+
+
+def stop_at(view: str, event: Record, err: BaseException) -> Stop:
+    """The stop of `view` at `event`, naming what went wrong (as the store can hold it)."""
+    why = storable(f"{type(err).__name__}: {err}"[:500])
+    return Stop(view, event.position, event.originator_id, type(event).__name__, why, _now())
 
 
 @dataclass
@@ -58,7 +120,8 @@ class CatchUp:
     rows_written: int = 0
     position: int = 0
     conflicts: int = 0
-    finding: str | None = None  # why catch-up stopped early: events that cannot be folded (views stay consistent)
+    finding: str | None = None  # why catch-up stopped early: events that cannot be read (views stay consistent)
+    stopped: list[Stop] = field(default_factory=list)  # views stopped at an event (this run or before), the others caught up
 
 
 ProgressFn = Callable[[int, int], None]  # (position, head)
@@ -93,16 +156,32 @@ class Projector:
         # threads (event loop, writer) are not left without collection for a long backlog.
         self.gc_off_per_run = gc_off_per_run
         self.rows = CachedRows(self.db, [t for v in self.views for t in v.tables])
+        self.positions: dict[str, int] = {}
+        self.stops: dict[str, Stop] = {}  # the stopped views (the store's, and this page's)
+        self._careful_to = 0  # write one event a page up to here: a page's write failed on its rows
+        self._page: list[Record] = []  # the last page read, when it was one event (see `_find_unstorable`)
+        self._arrange()
+        self.setup()
+
+    def _arrange(self) -> None:
+        """The views that fold (those not stopped), by the record types they handle."""
+        self._active = tuple(v for v in self.views if v.name not in self.stops)
         self._dispatch: dict[RecordType, list[View]] = {}  # record type -> views folded event by event
-        for view in self.views:
+        for view in self._active:
             if view.fold_page is None:
                 for kind in view.handles:
                     self._dispatch.setdefault(kind, []).append(view)
-        self._paged = tuple(v for v in self.views if v.fold_page is not None)  # folded after the others
-        self._kinds = frozenset(kind for v in self.views for kind in v.handles)
+        self._paged = tuple(v for v in self._active if v.fold_page is not None)  # folded after the others
+        self._kinds = frozenset(kind for v in self._active for kind in v.handles)
         self._folds = {kind: tuple(v.fold for v in views) for kind, views in self._dispatch.items()}
-        self.positions: dict[str, int] = {}
-        self.setup()
+
+    def _readers_of(self, name: str) -> list[str]:
+        """`name` and every view that reads it, directly or not (they stop with it)."""
+        stopping = [name]
+        for view in self.views:
+            if set(view.reads) & set(stopping) and view.name not in stopping:
+                stopping.append(view.name)
+        return stopping
 
     # ---------------------------------------------------------------- setup
     def setup(self) -> None:
@@ -113,6 +192,7 @@ class Projector:
 
     def _setup(self) -> None:
         self.db.create(TRACKING)
+        self.db.create(STOPS)
         tracked = {r[0]: (r[1], r[2]) for r in self.db.query("SELECT view, position, fingerprint FROM proj_tracking")}
         stale = [v for v in self.views if v.name not in tracked or tracked[v.name][1] != v.fingerprint()]
         changed = [v for v in stale if v.name in tracked]
@@ -137,6 +217,8 @@ class Projector:
         rows = self.db.query("SELECT view, position FROM proj_tracking")
         tracked = {name: pos for name, pos in rows}
         self.positions = {v.name: tracked[v.name] for v in self.views}
+        self.stops = {name: stop for name, stop in read_stops(self.db).items() if name in self.positions}
+        self._arrange()
         # Fresh views have empty tables: nothing to read back, the cache is the truth.
         self.rows.complete = all(p == 0 for p in self.positions.values())
 
@@ -148,6 +230,7 @@ class Projector:
     def _rebuild(self) -> None:
         with self.db.transaction():
             for view in self.views:
+                self.db.execute(f"DELETE FROM {STOPS.name} WHERE view=?", (view.name,))  # tried again from the start
                 for table in view.tables:
                     self.db.execute(f"DELETE FROM {table.name}")
                 self.db.execute("UPDATE proj_tracking SET position=0, fingerprint=?, updated_at=? WHERE view=?",
@@ -159,8 +242,9 @@ class Projector:
     def catch_up(self, progress: ProgressFn | None = None, *, max_pages: int | None = None,
                  after_commit: Callable[[int], None] | None = None) -> CatchUp:
         """Fold every recorded event the views have not seen yet. Runners take turns (a second
-        one waits, then finds little left); events that cannot be folded stop it cleanly with
-        `finding` set, the views left at the last page that folded."""
+        one waits, then finds little left); events that cannot be read stop it cleanly with
+        `finding` set, the views left at the last page that folded. A view that cannot fold or
+        store an event stops there (`stopped`, kept in the store), the others go on."""
         # A caller that froze objects itself (e.g. a server before it forks) is left alone.
         self._freezing = gc.get_freeze_count() == 0
         with self.db.exclusive("projector"):
@@ -173,13 +257,29 @@ class Projector:
                 # every row of the page in flight, several times a page; what survives a page
                 # is frozen after it (`_finish`).
                 with no_cyclic_gc() if self.gc_off_per_run else nullcontext():
-                    self._catch_up(result, head, progress, max_pages, after_commit)
+                    self._catch_up_carefully(result, head, progress, max_pages, after_commit)
             except Unfoldable as damage:
                 result.finding = str(damage)
             finally:
+                self._careful_to = 0
                 if self._freezing:
                     gc.unfreeze()
+            result.stopped = list(self.stops.values())
         return result
+
+    def _catch_up_carefully(self, result: CatchUp, head: int, progress: ProgressFn | None, max_pages: int | None,
+                            after_commit: Callable[[int], None] | None) -> None:
+        """Catch up; a page whose write failed on what its rows hold is read again one event a
+        page, and the view whose rows the store refuses stops at that event (`_find_unstorable`)."""
+        while True:
+            try:
+                self._catch_up(result, head, progress, max_pages, after_commit)
+                return
+            except PageNotStored as failed:
+                if self._careful_to and not self._find_unstorable(failed):
+                    raise failed.error from None  # no one view's rows fail alone: not an event's doing
+                self._careful_to = max(self._careful_to, failed.last)
+                self._load_positions()
 
     def _refresh_positions(self) -> None:
         """Another runner may have moved the views while this one waited: start from there."""
@@ -194,42 +294,42 @@ class Projector:
         write in flight at most). Page N+1 is only written once page N
         committed; any failure drops the cache, so nothing folded on top of
         an unwritten page survives it."""
-        folded = dict(self.positions)  # what the cache holds: committed, or being written
+        folded = self._folded()  # what the cache holds: committed, or being written (views not stopped)
         pending: _Pending | None = None
         writer: ThreadPoolExecutor | None = None
         try:
-            while max_pages is None or result.pages + (pending is not None) < max_pages:
+            while folded and (max_pages is None or result.pages + (pending is not None) < max_pages):
                 start = min(folded.values()) + 1
                 try:
                     # Events no view handles (the shoes') are read but never decoded.
-                    read, last = self._read_and_fold(start, folded)
+                    read, last, stops = self._read_and_fold(start, folded)
                     if not read:
                         break
+                    targets = {name: last for name in folded} | {s.view: s.position - 1 for s in stops}
                     if pending is not None:
                         done, pending = pending, None
                         self._finish(done, result, head, progress, after_commit)
                     with no_cyclic_gc():
                         self.rows.seal()
-                    # Write behind only while the cache holds every row: a fold
-                    # that had to read the database must not race the writer.
-                    if self.write_behind and self.rows.complete:
+                    write = partial(self._write, targets, dict(self.positions), stops)
+                    # Write behind only while the cache holds every row: a fold that had to read the
+                    # database must not race the writer; nor while pages are written one event each.
+                    if self.write_behind and self.rows.complete and start > self._careful_to:
                         writer = writer or ThreadPoolExecutor(1, thread_name_prefix="projector-writer")
-                        pending = _Pending(writer.submit(self._write, last, dict(self.positions)), last, read)
+                        pending = _Pending(writer.submit(write), targets, last, read)
                         # A dropped row read back while this page is written: wait for the write
                         # first (one connection; the row's last write is already committed).
                         self.rows.before_read = partial(wait, [pending.job])
                     else:
-                        self._finish(_Pending(_run(self._write, last, dict(self.positions)), last, read),
-                                     result, head, progress, after_commit)
+                        self._finish(_Pending(_run(write), targets, last, read), result, head, progress, after_commit)
                 except ConcurrentRunner:
                     result.conflicts += 1
                     require(result.conflicts <= CONFLICT_RETRIES_MAX, "too many concurrent-runner conflicts")
                     self.rows.forget()
                     self._load_positions()
-                    folded = dict(self.positions)
+                    folded = self._folded()
                     continue
-                for view in self.views:
-                    folded[view.name] = max(folded[view.name], last)
+                folded = {name: max(position, last) for name, position in folded.items() if name not in self.stops}
             if pending is not None:
                 done, pending = pending, None
                 self._finish(done, result, head, progress, after_commit)
@@ -246,23 +346,34 @@ class Projector:
             if writer is not None:
                 writer.shutdown(wait=True)
 
-    def _read_and_fold(self, start: int, folded: dict[str, int]) -> tuple[int, int]:
-        """Read the page from `start` and fold it into the cache; a page that does not decode or
-        breaks a view's invariant (events swapped, edited or deleted in the store) is Unfoldable.
-        Returns (events read, last position): the page's records are dropped here, so that they
-        are not alive while the next page is read (two pages of records at once would double the reader's memory)."""
+    def _folded(self) -> dict[str, int]:
+        """The committed positions of the views that fold (not stopped)."""
+        return {view.name: self.positions[view.name] for view in self._active}
+
+    def _read_and_fold(self, start: int, folded: dict[str, int]) -> tuple[int, int, list[Stop]]:
+        """Read the page from `start` and fold it into the cache; a page that does not decode
+        (events swapped, edited or deleted in the store) is Unfoldable. A view whose fold raises
+        stops at that event (`_fold_carefully`). Returns (events read, last position, the views
+        stopped): the page's records are dropped here, so that they are not alive while the next
+        page is read (two pages of records at once would double the reader's memory)."""
+        limit = 1 if start <= self._careful_to else self.page_size
         try:
-            page, read, last = self.log.page(start, self.page_size, self._kinds)
-            if read:
-                with no_cyclic_gc():
-                    self._fold(page, start, folded)
+            page, read, last = self.log.page(start, limit, self._kinds)
         except (InvariantBroken, ValueError, KeyError) as err:
             raise Unfoldable(
-                f"events from position {start} cannot be folded ({type(err).__name__}: {err}); the views stop at "
+                f"events from position {start} cannot be read ({type(err).__name__}: {err}); the views stop at "
                 f"position {min(folded.values())}: the store may have been altered, check it with "
                 "`ledger audit verify --db URL`"
             ) from err
-        return read, last
+        self._page = page if limit == 1 else []  # a page of one event: the event a failed write names
+        if not read:
+            return read, last, []
+        try:
+            with no_cyclic_gc():
+                self._fold(page, start, folded)
+        except Exception:
+            return read, last, self._fold_carefully(page, folded)
+        return read, last, []
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
         """Fold `page` (the decoded records from position `first` on) into the page's rows."""
@@ -284,33 +395,118 @@ class Projector:
             if mine and view.fold_page is not None:
                 view.fold_page(rows, mine)
 
-    def _write(self, last: int, expected: dict[str, int]) -> int:
-        """ONE transaction: the sealed rows of every view and each view's
-        position, moved from `expected` (what this runner last committed) to
-        `last`. A guard that matches fewer rows than views means another runner got
-        there first. On PostgreSQL the page's statements go in one pipeline."""
-        starts: dict[int, list[str]] = {}  # views by the position they move from (one group, usually)
-        for view in self.views:
-            if last > expected[view.name]:
-                starts.setdefault(expected[view.name], []).append(view.name)
-        with self.db.pipeline() as sync, self.db.transaction():
-            written = self.rows.flush()
-            now = _now()
-            guards = [(names, self.db.execute_cursor(
-                f"UPDATE proj_tracking SET position=?, updated_at=? WHERE position=? AND view IN ({_marks(names)})",
-                (last, now, start, *names))) for start, names in starts.items()]
-            sync()  # the guards' row counts
-            for names, moved in guards:
-                if moved.rowcount != len(names):
-                    raise ConcurrentRunner(", ".join(names))
+    def _fold_carefully(self, page: list[Record], folded: dict[str, int]) -> list[Stop]:
+        """A fold raised: fold the page again, event by event and view by view, from the page's
+        start (a fold that raised may have changed rows first). The first view that raises stops
+        at that event, with the views that read it; they fold the events before it. Again until
+        the page folds; the stopped views leave the views that fold."""
+        stops: dict[str, Stop] = {}
+        while True:
+            self.rows.rollback()
+            failed = self._first_failure(page, folded, stops)
+            if failed is None:
+                break
+            for name in self._readers_of(failed.view):
+                if name in folded and name not in stops:
+                    why = failed.error if name == failed.view else f"{READS_STOPPED} {failed.view}, which stopped there"
+                    stops[name] = Stop(name, failed.position, failed.aggregate_id, failed.event_type, why,
+                                       failed.stopped_at)
+        self.stops.update(stops)
+        self._arrange()
+        return list(stops.values())
+
+    def _first_failure(self, page: list[Record], folded: dict[str, int], stops: dict[str, Stop]) -> Stop | None:
+        """Fold the page one event and one view at a time (views folded a page at a time last,
+        event by event: the same result); the first fold that raises, as a Stop."""
+        rows = self.rows
+        ordered = [(ev, view) for ev in page for view in self._dispatch.get(type(ev), ())]
+        ordered += [(ev, view) for view in self._paged for ev in page if type(ev) in view.handles]
+        for ev, view in ordered:
+            stop = stops.get(view.name)
+            if folded[view.name] < ev.position and (stop is None or ev.position < stop.position):
+                try:
+                    view.fold(rows, ev)
+                except UNREACHABLE:
+                    raise
+                except Exception as err:
+                    return stop_at(view.name, ev, err)
+        return None
+
+    def _find_unstorable(self, failed: PageNotStored) -> bool:
+        """The one event of a page whose write failed: each view's rows written alone (and rolled
+        back); the first view whose rows fail stops at the event (with the views that read it),
+        kept in the store at once. False when no view's rows fail alone."""
+        if not self._page:
+            return False
+        event = self._page[0]
+        sealed = {table.name: (table, puts) for table, puts in self.rows.sealed}
+        for view in self._active:
+            error = self._trial_write([sealed[t.name] for t in view.tables if t.name in sealed])
+            if error is not None:
+                first = stop_at(view.name, event, error)
+                stops = [first] + [Stop(name, first.position, first.aggregate_id, first.event_type,
+                                        f"{READS_STOPPED} {view.name}, which stopped there", first.stopped_at)
+                                   for name in self._readers_of(view.name)[1:] if name not in self.stops]
+                with self.db.transaction():
+                    self._record_stops(stops)
+                return True
+        return False
+
+    def _trial_write(self, tables: Iterable[tuple[Table, list[tuple[Any, ...]]]]) -> Exception | None:
+        """What writing these rows raises (None: nothing); never committed."""
+        try:
+            with self.db.transaction():
+                for table, puts in tables:
+                    self.db.upsert_many(table, puts)
+                raise _TrialOver
+        except _TrialOver:
+            return None
+        except UNREACHABLE:
+            raise
+        except Exception as err:
+            return err
+
+    def _record_stops(self, stops: Sequence[Stop]) -> None:
+        """Keep the stops in the store (inside the caller's transaction)."""
+        self.db.upsert_many(STOPS, [(s.view, s.position, s.aggregate_id, s.event_type, s.error, s.stopped_at)
+                                    for s in stops])
+
+    def _write(self, targets: dict[str, int], expected: dict[str, int], stops: Sequence[Stop]) -> int:
+        """ONE transaction: the sealed rows of every view, the views stopped on the page, and each
+        view's position, moved from `expected` (what this runner last committed) to its target
+        (the page's last position; for a view stopped on it, the one before its event). A guard
+        that matches fewer rows than views means another runner got there first. On PostgreSQL
+        the page's statements go in one pipeline. Rows the store refuses are PageNotStored."""
+        moves: dict[tuple[int, int], list[str]] = {}  # views by (from, to): one group, usually
+        for name, target in targets.items():
+            if target > expected[name]:
+                moves.setdefault((expected[name], target), []).append(name)
+        try:
+            with self.db.pipeline() as sync, self.db.transaction():
+                written = self.rows.flush()
+                self._record_stops(stops)
+                now = _now()
+                guards = [(names, self.db.execute_cursor(
+                    f"UPDATE proj_tracking SET position=?, updated_at=? WHERE position=? AND view IN ({_marks(names)})",
+                    (target, now, start, *names))) for (start, target), names in moves.items()]
+                sync()  # the guards' row counts
+                for names, moved in guards:
+                    if moved.rowcount != len(names):
+                        raise ConcurrentRunner(", ".join(names))
+        except ConcurrentRunner:
+            raise
+        except UNREACHABLE:
+            raise
+        except Exception as err:
+            raise PageNotStored(max(targets.values(), default=0), err) from err
         return written
 
     def _finish(self, done: _Pending, result: CatchUp, head: int, progress: ProgressFn | None,
                 after_commit: Callable[[int], None] | None) -> None:
         """Wait for a page's write; once committed, count it."""
         result.rows_written += done.job.result()  # raises what the write raised
-        for view in self.views:
-            self.positions[view.name] = max(self.positions[view.name], done.last)
+        for name, target in done.targets.items():
+            self.positions[name] = max(self.positions[name], target)
         result.pages += 1
         result.events += done.read
         result.position = done.last
@@ -328,18 +524,23 @@ class Projector:
 
 @dataclass
 class _Pending:
-    """A sealed page being written: its transaction, last position, events read."""
+    """A sealed page being written: its transaction, each view's position after it, last position, events read."""
 
     job: Future[int]
+    targets: dict[str, int]
     last: int
     read: int
 
 
-def _run(fn: Callable[..., int], *args: Any) -> Future[int]:
+class _TrialOver(Exception):
+    """Ends a trial write: its transaction rolls back."""
+
+
+def _run(fn: Callable[[], int]) -> Future[int]:
     """Run `fn` here and now, as a finished Future (the write without a writer thread)."""
     job: Future[int] = Future()
     try:
-        job.set_result(fn(*args))
+        job.set_result(fn())
     except BaseException as exc:
         job.set_exception(exc)
     return job

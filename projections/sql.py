@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from domain.errors import require
+from domain.text import storable
 from ledger.eventlog import SQLITE, Backend
 from ledger.library.recorders import EncodedArray, Int8Array, TextArray, encode_array
 
@@ -131,6 +133,7 @@ class Db:
         no round trip per row. (COPY into a staging table measured the same.)"""
         if not rows:
             return
+        rows = storable_rows(table, rows)
         if self.dialect == "sqlite":
             self._sqlite_upsert(table, rows)
             return
@@ -253,6 +256,32 @@ class Db:
 
 def _nothing() -> None:
     pass
+
+
+def storable_rows(table: Table, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+    """`rows` with each value of a `text` column as every store holds it (`storable`: a NUL,
+    which PostgreSQL refuses, and a lone surrogate, which no UTF-8 store takes, escaped): text
+    comes from the events, and events recorded before the feed refused such text must not stop
+    a view. JSON columns need nothing (their text is ASCII, escapes included). The rows as given
+    when nothing needs escaping, checked in one pass over each column's text (a check per value
+    cost three times as much: docs/benchmarks.md)."""
+    at = tuple(i for i, (_, kind) in enumerate(table.columns) if kind == "text")
+    if not at or all(_storable_column(rows, i) for i in at):
+        return rows
+    return [tuple(storable(v) if i in at and type(v) is str else v for i, v in enumerate(row)) for row in rows]
+
+
+def _storable_column(rows: Sequence[Sequence[Any]], i: int) -> bool:
+    """Whether every text value of column `i` is stored as it is: the values joined in C (NULLs
+    and empty strings left out) and searched once."""
+    values = map(itemgetter(i), rows)
+    try:
+        joined = "".join(filter(None, values))
+    except TypeError:  # a value that is not text: one by one
+        return all(type(v) is not str or storable(v) == v for v in map(itemgetter(i), rows))
+    if "\x00" in joined:
+        return False
+    return joined.isascii() or storable(joined) == joined
 
 
 def upsert_sql(table: Table, rows: int = 1) -> str:

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from domain.errors import require
+from domain.text import storable
 from ledger.records import Postings, Record, RecordType, SettlementLine
 from projections.sql import Db, Table, select_sql
 
@@ -401,7 +402,8 @@ class CachedRows:
         self.selects += 1
         if self.before_read is not None:
             self.before_read()
-        found = self.db.query(self._select[table], key)
+        # Keys are stored as `storable` writes their text (projections/sql.py), so looked up so.
+        found = self.db.query(self._select[table], tuple(storable(k) if type(k) is str else k for k in key))
         return self._row(table, found[0]) if found else None
 
     def _row(self, table: str, values: tuple[Any, ...]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
-from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
+from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector, stops_line
 from projections.state import Zones
 
 
@@ -288,7 +288,9 @@ def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PA
     projector = Projector(log, page_size=page_size)
     try:
         if catch_up:
-            projector.catch_up()
+            stopped = projector.catch_up().stopped
+            if stopped:  # the answer comes from the views as they are: say which ones stand still
+                print(f"ledger: views stopped: {stops_line(stopped)}", file=sys.stderr)
         yield projector
     finally:
         projector.close()

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -32,8 +33,8 @@ from starlette.requests import ClientDisconnect
 
 from domain.errorcodes import ErrorCode
 from domain.refusals import RefusalCode
+from domain.text import storable
 from ledger import logging as ledger_logging
-from ledger.app import storable
 from ledger.batching import Result
 from ledger.eventlog import EventLog
 from ledger.keys import ROLE_WRITE, ApiKey, key_store
@@ -53,6 +54,7 @@ from ops.service.logs import RequestLog, bind_request_id, log_request
 from ops.service.openapi import DESCRIPTION, complete
 from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
+from projections import queries
 
 # How long the event loop may hold the GIL while the writer waits for it (Python's default
 # is 5 ms). The writer gives the GIL up at every database round trip; each time, a busy
@@ -103,7 +105,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s,
                               read_timeout_s=settings.store_timeout_s)
         api.state.settings = settings
-        api.state.health = StoreHealth(probe_for(settings.db_url, api.state.reader))
+        api.state.health = StoreHealth(probe_for(settings.db_url, api.state.reader),
+                                       views=partial(queries.stopped_views, api.state.reader))
         api.state.health.start()
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,

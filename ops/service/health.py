@@ -24,6 +24,7 @@ from ledger.store import PG_EVENTS_TABLE, env_for
 PROBE_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 1.0
 RETRY_AFTER_S = 2  # what a 503 tells the client: about when the next probes will have looked again
+VIEWS_INTERVAL_S = 2.0  # how often the stopped views are read again (for /readyz; a stop is rare and stays)
 
 
 @dataclass
@@ -43,15 +44,22 @@ class StoreHealth:
     STUCK_MAX = 3
 
     def __init__(self, probe: Callable[[], int], interval_s: float = PROBE_INTERVAL_S,
-                 timeout_s: float = PROBE_TIMEOUT_S) -> None:
+                 timeout_s: float = PROBE_TIMEOUT_S, views: Callable[[], list[Any]] | None = None,
+                 views_interval_s: float = VIEWS_INTERVAL_S) -> None:
         self.probe, self.interval_s, self.timeout_s = probe, interval_s, timeout_s
+        # The views stopped at an event (`projections.queries.stopped_views`), read by the task
+        # too: /readyz lists them without waiting on the store (a stalled store held it a second).
+        self.views, self.views_interval_s = views, views_interval_s
+        self.views_stopped: list[Any] = []
+        self._views_job: asyncio.Future[list[Any]] | None = None
+        self._views_read = -views_interval_s
         # The store answered at startup (the apps were opened on it): ready until a probe says otherwise.
         self.status = Status(True, None, None, time.monotonic())
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._pool = ThreadPoolExecutor(max_workers=self.STUCK_MAX + 1, thread_name_prefix="store-health")
         self._running = 0
-        self._in_flight: set[asyncio.Future[int]] = set()
+        self._in_flight: set[asyncio.Future[Any]] = set()  # probes and reads of the views
 
     @property
     def ready(self) -> bool:
@@ -102,9 +110,30 @@ class StoreHealth:
         if not future.cancelled():
             future.exception()  # retrieved: a late failure of an abandoned probe is no "never retrieved" warning
 
+    async def _read_views(self) -> None:
+        """The stopped views, read in the pool and bounded as a probe is; when the read fails or
+        is late, the last known stay (the probe says whether the store answers)."""
+        if self.views is None or (self._views_job is not None and not self._views_job.done()):
+            return
+        self._views_read = time.monotonic()
+        job = self._views_job = asyncio.get_running_loop().run_in_executor(self._pool, self.views)
+        self._in_flight.add(job)  # waited for at stop, as a probe is
+        job.add_done_callback(self._views_done)
+        try:
+            self.views_stopped = await asyncio.wait_for(asyncio.shield(job), self.timeout_s)
+        except Exception:  # late or failed: the next round reads again
+            pass
+
+    def _views_done(self, future: asyncio.Future[list[Any]]) -> None:
+        self._in_flight.discard(future)
+        if not future.cancelled():
+            future.exception()  # retrieved: a late failure is no "never retrieved" warning
+
     async def _run(self) -> None:
         while not self._stopping:
             await self.check()
+            if self.ready and time.monotonic() - self._views_read >= self.views_interval_s:
+                await self._read_views()
             await asyncio.sleep(self.interval_s)
 
 

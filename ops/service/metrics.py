@@ -31,6 +31,11 @@ BATCH_COMMANDS = Histogram("ledger_batch_commands", "Commands per group-commit b
                            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000))
 PROJECTION_LAG = Gauge("ledger_projection_lag_events", "Events recorded but not yet in the query views",
                        multiprocess_mode="mostrecent")
+VIEW_POSITION = Gauge("ledger_view_position", "The last event position folded into the view", ["view"],
+                      multiprocess_mode="mostrecent")
+VIEW_STOPPED = Gauge("ledger_view_stopped",
+                     "1: the view stopped at an event it could not fold or store (the others go on), until a rebuild",
+                     ["view"], multiprocess_mode="mostrecent")
 REQUESTS = Counter("ledger_http_requests", "HTTP requests by route and status", ["route", "status"])
 REQUEST_SECONDS = Histogram("ledger_http_request_seconds", "HTTP request latency by route", ["route"],
                             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0))
@@ -55,3 +60,10 @@ def count_results(results: list[Any]) -> None:
         tally[key] = tally.get(key, 0) + 1
     for (status, code), n in tally.items():
         COMMANDS.labels(status, code).inc(n)
+
+
+def set_views(states: list[Any]) -> None:
+    """Each view's position and whether it stopped (`projections.queries.ViewState`)."""
+    for state in states:
+        VIEW_POSITION.labels(state.view).set(state.position)
+        VIEW_STOPPED.labels(state.view).set(0 if state.stop is None else 1)

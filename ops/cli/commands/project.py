@@ -8,16 +8,19 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 
 from ledger.eventlog import PAGE_SIZE_MAX
 from ops.cli.options import add_db_argument, add_quiet_argument, catch_up_with_progress, int_range, open_views
-from projections.runner import PAGE_SIZE_DEFAULT
+from projections.runner import PAGE_SIZE_DEFAULT, stops_line
 
 EPILOG = """\
 Views are plain tables in the ledger's own database (proj_rounds, proj_balances,
 proj_recall, proj_recall_rounds, proj_refunds, proj_ggr, ...; see docs/projections.md).
 Each page of events is written with the views' positions (proj_tracking) in one
 transaction, so a crash or a second runner never counts an event twice.
+A view whose fold or write fails on an event stops there (so do the views that
+read it; proj_stops): the others catch up, and the exit status is 1.
 
 Examples:
   ledger project                      # catch up (progress bar on stderr)
@@ -49,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     elapsed_s = time.monotonic() - started
     summary = {"rebuilt": args.rebuild, "events": result.events, "pages": result.pages,
                "rows_written": result.rows_written, "conflicts": result.conflicts, "positions": positions,
-               "elapsed_s": round(elapsed_s, 3), "finding": result.finding}
+               "elapsed_s": round(elapsed_s, 3), "finding": result.finding,
+               "stopped": [asdict(stop) for stop in result.stopped]}
     if args.json:
         print(json.dumps(summary, indent=2))
     elif not args.quiet:
@@ -59,5 +63,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if result.finding:  # a store altered behind the ledger's back: the views stop short of it
         print(f"ledger project: stopped: {result.finding}", file=sys.stderr)
+        return 1
+    if result.stopped:  # the command ran, the other views are caught up; the answer is "not all of them"
+        print(f"ledger project: stopped: {stops_line(result.stopped)}", file=sys.stderr)
         return 1
     return 0
