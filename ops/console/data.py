@@ -116,11 +116,11 @@ def round_players(db: Db, round_id: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ players
-def player_story(db: Db, player: str, since: date | None, until: date | None, page: int = 1,
-                 rows: int = PLAYER_ROUNDS_PAGE) -> queries.PlayerStory:
-    """The player's rounds in the period (studio days, UTC, [since, until)), page 1 the newest,
-    each page in ledger order with the running balance (projections/recall.py `player_story`)."""
-    return queries.player_story(db, player, _day_start(since), _day_start(until), page, rows)
+def player_story(db: Db, player: str, since: date | None, until: date | None, page: int = 1) -> queries.PlayerStory:
+    """The player's rounds in the period (studio days, UTC, [since, until)), PLAYER_ROUNDS_PAGE a
+    page, page 1 the newest, each in ledger order with the running balance (projections/recall.py
+    `player_story`)."""
+    return queries.player_story(db, player, _day_start(since), _day_start(until), page, PLAYER_ROUNDS_PAGE)
 
 
 def _day_start(day: date | None) -> datetime | None:

@@ -6,6 +6,7 @@ each row starts where the one before it ended, across pages, and the totals are 
 of the rows; over the whole history the closing balance is the player's account."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 import pytest
@@ -17,6 +18,7 @@ from projections import queries
 from projections.runner import Projector
 from projections.sql import Db
 from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, ingest_corrections
+from tests.support.story import assert_adds_up
 
 
 def walk(db: Db, player: str, rows: int, since: datetime | None = None,
@@ -34,20 +36,7 @@ def walk(db: Db, player: str, rows: int, since: datetime | None = None,
 
 
 def check_adds_up(rounds: list[queries.StoryRound], totals: dict[str, queries.StoryTotal]) -> None:
-    assert [r.seq for r in rounds] == sorted(r.seq for r in rounds)  # ledger order
-    last: dict[str, int] = {}
-    for r in rounds:
-        assert r.net_minor == r.returned_minor + r.refunded_minor - r.staked_minor, r
-        assert r.balance_after_minor == r.balance_before_minor + r.net_minor, r
-        before = last.get(r.currency, totals[r.currency].opening_minor)
-        assert r.balance_before_minor == before, r  # starts where the row before it ended
-        last[r.currency] = r.balance_after_minor
-    for cur, t in totals.items():
-        mine = [r for r in rounds if r.currency == cur]
-        assert t.rounds == len(mine)
-        for name in ("staked_minor", "returned_minor", "refunded_minor", "net_minor"):
-            assert getattr(t, name) == sum(getattr(r, name) for r in mine), name
-        assert t.closing_minor == t.opening_minor + t.net_minor == last.get(cur, t.opening_minor)
+    assert_adds_up([asdict(r) for r in rounds], {c: asdict(t) for c, t in totals.items()}, every_round=True)
 
 
 @pytest.fixture
