@@ -14,6 +14,8 @@ Queries (result types in parentheses):
 - `balances(db, accounts, kind, nonzero, limit, cursor)` (Balances) (`ledger balances`, GET /v1/balances)
 - `refunds(db, day_from, day_to, zone, totals_only)` (Refunds) (`ledger refunds`, GET /v1/refunds)
 - `recall(db, player_id, last, zone)` (Recall) (`ledger recall`, GET /v1/recall/{player})
+- `player_story(db, player_id, since, until, page, rows, zone)` (PlayerStory): a page of the player's
+  rounds with the running balance and the period's totals (the console's player page)
 - `ggr(db, zone, day_from, day_to)` (Ggr) (`ledger ggr`, GET /v1/ggr)
 - `rejections(log, code, after, limit, since, until)` (list[Rejection]) (`ledger rejections`), and
   `rejection_page(log, code, limit, cursor, since, until)` (Rejections) (GET /v1/rejections)
@@ -48,6 +50,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.errorcodes import EmptyPeriod
+from domain.errors import require
 from ledger.eventlog import EventLog
 from projections import round_search
 from projections.audit_store import parse_round_ref
@@ -499,8 +502,12 @@ def _why_empty(log: EventLog | None, found: Sequence[Any], day_from: str | None,
 
 
 @dataclass(frozen=True)
-class RecallRound:
-    """One round of a player: bets, stake moves, results, refunds and the round's timeline."""
+class StoryRound:
+    """One round of a player's story: bets, stake moves, results in force, refunds, the
+    settlements reversed (`corrections`: each one's number and what it had returned the
+    player; `correction`: the same said as money), and the round's own net (returned +
+    refunded - staked: what it moved on the player's account) with the running balance
+    around it (balance after = balance before + net; the next round's before is this after)."""
 
     player_id: str
     round_id: str
@@ -516,26 +523,80 @@ class RecallRound:
     stake_moves: list[JsonObject]
     results: list[JsonObject]
     refunds: list[JsonObject]
+    corrections: list[JsonObject]
     staked_minor: int
     returned_minor: int
     refunded_minor: int
+    net_minor: int
     balance_before_minor: int
-    balance_after_minor: int | None
-    timeline: list[JsonObject]
+    balance_after_minor: int
+    correction: str | None
     day: str
 
 
 @dataclass(frozen=True)
+class RecallRound(StoryRound):
+    """A round of `ledger recall`: the story's round with the round's timeline."""
+
+    timeline: list[JsonObject]
+
+
+@dataclass(frozen=True)
+class StoryTotal:
+    """A player's period in one currency: its rounds' sums, the opening balance (the nets of
+    the rounds before the period) and the closing one (opening + net)."""
+
+    rounds: int
+    staked_minor: int
+    returned_minor: int
+    refunded_minor: int
+    net_minor: int
+    opening_minor: int
+    closing_minor: int
+
+
+@dataclass(frozen=True)
+class PlayerStory:
+    """A page of a player's rounds in a period, oldest first; `totals` per currency over the
+    whole period; `older`: rounds of the period before this page."""
+
+    player_id: str
+    rounds: list[StoryRound]
+    totals: dict[str, StoryTotal]
+    older: bool
+
+
+@dataclass(frozen=True)
 class Recall:
+    """The player's last rounds, oldest first; `totals` per currency over the player's whole
+    history (its closing balance is the account's); `older`: rounds before these."""
+
     player_id: str
     rounds: list[RecallRound]
+    totals: dict[str, StoryTotal]
+    older: bool
 
 
 def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC) -> Recall:
-    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX)."""
-    from projections.recall import recall_rounds
+    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX), with timelines."""
+    from projections.recall import RECALL_LAST_MAX, RECALL_LAST_MIN, player_story
 
-    return Recall(player_id, [RecallRound(**_times(r)) for r in recall_rounds(db, player_id, last, zone)])
+    require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
+    page = player_story(db, player_id, limit=last, timelines=True, zone=zone)
+    return Recall(player_id, [RecallRound(**_times(r)) for r in page.rounds],
+                  {c: StoryTotal(**t) for c, t in page.totals.items()}, page.older)
+
+
+def player_story(db: Db, player_id: str, since: datetime | None = None, until: datetime | None = None,
+                 page: int = 1, rows: int = 50, zone: tzinfo | Zones = UTC) -> PlayerStory:
+    """Page `page` (1: the newest rounds) of the player's rounds with studio time in [since, until)."""
+    from projections.recall import player_story as story
+
+    found = story(db, player_id, since=utc_text(since) if since else None, until=utc_text(until) if until else None,
+                  offset=(max(1, page) - 1) * rows, limit=rows, zone=zone)
+    return PlayerStory(player_id, [StoryRound(**_times(r)) for r in found.rounds],
+                       {c: StoryTotal(**t) for c, t in found.totals.items()}, found.older)
+
 
 
 @dataclass(frozen=True)

@@ -7,25 +7,27 @@ reversal), one compact fact per event, `[version, event, at, *values]`
 (`expand_timeline` turns them into the entries `ledger recall` shows).
 `proj_recall` (view `recall`) has one row per (player, round): the
 player's bets by type, stake moves, settlement lines (outcome, payout),
-refunds, and the player's account balance before their first bet in the
-round and after the event that closed it (in the round's currency; a
-player playing several tables at once sees those movements too).
+refunds, and the settlements reversed (what each had returned the player).
 `seq` is the position of the player's first event in the round: the
 player's rounds in the order they were played.
 
-It reads `balances` (folded first), so the balance it sees already
-includes the event being folded.
+No balance is kept per row: a balance at a moment mixes in the movements of
+the player's other rounds open at the same time, so the rows would not add up.
+`player_story` makes the running balance when it is read: each round's own
+net (returned + refunded - staked, what the round moved on the player's
+account) added in ledger order.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from operator import attrgetter
 from typing import Any
 
-from domain.errors import require
 from domain.model import StakeMove
+from domain.money import format_minor
 from ledger.records import (
     SHORT_NAMES,
     BetPlaced,
@@ -36,7 +38,6 @@ from ledger.records import (
     Interrupted,
     Opened,
     Paused,
-    Posting,
     Record,
     Refund,
     Resumed,
@@ -44,9 +45,8 @@ from ledger.records import (
     SettlementLine,
     SettlementReversed,
     Voided,
-    postings_of,
 )
-from projections.balances import BALANCES, PLAYER_PREFIX
+from projections.balances import PLAYER_PREFIX
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table
 from projections.state import (
@@ -73,8 +73,8 @@ RECALL = Table(
         ("player_id", "text"), ("round_id", "text"), ("seq", "int"), ("table_id", "text"),
         ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
         ("studio_at", "text"), ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
-        ("refunds", "json"), ("staked_minor", "int"), ("returned_minor", "int"), ("refunded_minor", "int"),
-        ("balance_before_minor", "int"), ("balance_after_minor", "int"), ("timezone", "text"),
+        ("refunds", "json"), ("corrections", "json"), ("staked_minor", "int"), ("returned_minor", "int"),
+        ("refunded_minor", "int"), ("timezone", "text"),
     ),
     # (lower(player_id), seq): the rounds search by a player id's start in any case
     # (projections/round_search.py, Db.prefix_match) reads a range of it.
@@ -87,7 +87,6 @@ RECALL_LAST_MAX = 1000
 _RECALL_ROUNDS = RECALL_ROUNDS.name
 _RECALL = RECALL.name
 _ROUNDS = ROUNDS.name
-_BALANCES = BALANCES.name
 
 _STATUS: dict[type, str] = {Voided: "voided", Settled: "settled", SettlementReversed: "reversed"}
 # Timeline entry per event: which fields to keep.
@@ -165,31 +164,16 @@ def _lines_by_player(ev: Record) -> dict[str, list[PlayerLine]]:
     return out
 
 
-def _new_player_row(rows: Rows, ev: Record, info: dict[str, Any], player_id: str,
-                    postings: tuple[Posting, ...]) -> dict[str, Any]:
-    """The player's first row in the round; `postings` are the event's (its legs on the
-    player's account are taken out of the balance, which already includes them)."""
-    account = PLAYER_PREFIX + player_id
-    currency = info["currency"]
-    # their sum is checked by the balances view
-    balance = _balance(rows, player_id, currency)
-    for leg, amount in postings:  # a loop, not sum() over a generator: this runs per new row
-        if leg == account:
-            balance -= amount
+def _new_player_row(ev: Record, info: dict[str, Any], player_id: str) -> dict[str, Any]:
+    """The player's first row in the round."""
     return {
         "player_id": player_id, "round_id": ev.originator_id, "seq": ev.position,
         "table_id": info["table_id"], "round_no": info["round_no"], "game": info["game"],
-        "currency": currency, "played_at": iso(ev.timestamp),
+        "currency": info["currency"], "played_at": iso(ev.timestamp),
         "studio_at": studio_utc_text(ev.studio_time, ev.timestamp), "status": "open",
-        "bets": [], "stake_moves": [], "results": [], "refunds": [],
-        "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0,
-        "balance_before_minor": balance, "balance_after_minor": None, "timezone": info.get("timezone"),
+        "bets": [], "stake_moves": [], "results": [], "refunds": [], "corrections": [],
+        "staked_minor": 0, "returned_minor": 0, "refunded_minor": 0, "timezone": info.get("timezone"),
     }
-
-
-def _balance(rows: Rows, player_id: str, currency: str) -> int:
-    row = rows.get(_BALANCES, (PLAYER_PREFIX + player_id, currency))
-    return row["balance_minor"] if row else 0
 
 
 def _reversed_players(ev: SettlementReversed) -> list[str]:
@@ -254,12 +238,11 @@ def fold(rows: Rows, ev: Record) -> None:
     for player_id in players:
         row = rows.edit(_RECALL, (round_id, player_id))
         if row is None:
-            row = _new_player_row(rows, ev, info, player_id, postings_of(ev))
+            row = _new_player_row(ev, info, player_id)
             rows.put(_RECALL, row)
-        apply(row, by_player.get(player_id, _NO_LINES))
+        apply(row, by_player.get(player_id, _NO_LINES), ev)
         if status is not None:
             row["status"] = status
-            row["balance_after_minor"] = _balance(rows, player_id, info["currency"])
 
 
 _NO_LINES: list[Any] = []  # never changed
@@ -272,7 +255,7 @@ def _bet_placed(rows: Rows, ev: BetPlaced) -> None:
         return
     row = rows.edit(_RECALL, (ev.originator_id, ev.player_id))
     if row is None:
-        row = _new_player_row(rows, ev, info, ev.player_id, ev.postings)
+        row = _new_player_row(ev, info, ev.player_id)
         rows.put(_RECALL, row)
     row["bets"].append({"bet_id": ev.bet_id, "bet_type": ev.bet_type, "spot": ev.spot, "stake_minor": ev.stake_minor})
     row["staked_minor"] += ev.stake_minor
@@ -280,7 +263,7 @@ def _bet_placed(rows: Rows, ev: BetPlaced) -> None:
 
 # How an event's lines for one player change the page's own copy of the player's row
 # (one per event kind, picked once per event: no match per player). Bets: `_bet_placed`.
-def _moved(row: dict[str, Any], mine: list[Any]) -> None:
+def _moved(row: dict[str, Any], mine: list[Any], ev: Record) -> None:
     staked = 0
     moves = row["stake_moves"]
     for m in mine:
@@ -289,7 +272,7 @@ def _moved(row: dict[str, Any], mine: list[Any]) -> None:
     row["staked_minor"] += staked
 
 
-def _settled(row: dict[str, Any], mine: list[Any]) -> None:
+def _settled(row: dict[str, Any], mine: list[Any], ev: Record) -> None:
     returned = 0
     results = []
     for r in mine:
@@ -301,12 +284,15 @@ def _settled(row: dict[str, Any], mine: list[Any]) -> None:
     row["returned_minor"] = returned
 
 
-def _reversed(row: dict[str, Any], mine: list[Any]) -> None:
+def _reversed(row: dict[str, Any], mine: list[Any], ev: Record) -> None:
+    # What the reversed settlement had returned the player: the row can say what the correction changed.
+    row["corrections"].append({"settlement_no": ev.settlement_no,  # type: ignore[union-attr]
+                               "returned_minor": row["returned_minor"]})
     row["results"] = []
     row["returned_minor"] = 0
 
 
-def _refunded(row: dict[str, Any], mine: list[Any]) -> None:
+def _refunded(row: dict[str, Any], mine: list[Any], ev: Record) -> None:
     refunded = 0
     refunds = row["refunds"]
     for r in mine:
@@ -315,31 +301,119 @@ def _refunded(row: dict[str, Any], mine: list[Any]) -> None:
     row["refunded_minor"] += refunded
 
 
-_APPLY: dict[type, Callable[[dict[str, Any], list[Any]], None]] = {
+_APPLY: dict[type, Callable[[dict[str, Any], list[Any], Record], None]] = {
     DecisionTaken: _moved, FollowDecided: _moved, Settled: _settled, SettlementReversed: _reversed, Voided: _refunded,
 }
 
 
-def recall_rounds(db: Db, player_id: str, last: int = RECALL_LAST_DEFAULT,
-                  zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
-    """The player's `last` rounds, oldest first, each with the round's timeline and its
-    gaming `day` (the studio time's day in the zone of the round's table configuration, else `zone`)."""
+# The money a round moved on the player's account: stakes out, the settlement in force's returns
+# and the void's refunds in (a reversal takes its settlement's returns out again).
+_NET = "returned_minor + refunded_minor - staked_minor"
+
+
+@dataclass(frozen=True)
+class StoryPage:
+    """A page of a player's story: `rounds` oldest first, each with its net and the running
+    balance around it; `totals` per currency over the whole period (every page);
+    `older`: rounds of the period before this page."""
+
+    rounds: list[dict[str, Any]]
+    totals: dict[str, dict[str, int]]
+    older: bool
+
+
+def player_story(db: Db, player_id: str, *, since: str | None = None, until: str | None = None,
+                 offset: int = 0, limit: int = RECALL_LAST_DEFAULT, timelines: bool = False,
+                 zone: tzinfo | Zones = UTC) -> StoryPage:
+    """The player's rounds of the period (studio time [since, until), `utc_text` instants; either
+    open), in ledger order (`seq`): the `limit` rounds after skipping the `offset` newest.
+
+    The running balance is every earlier round's net added in ledger order, from the opening
+    balance (the nets of the rounds played before `since`): each row's balance after is its
+    balance before plus its net, and the next row's before is that after, on every page. Over the
+    player's whole history the last after is the account's balance (the rounds are the only
+    movements on a player's account)."""
     zones = as_zones(zone)
-    require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
-    cols = RECALL.column_names
-    found = db.query(
-        f"SELECT {', '.join('p.' + c for c in cols)}, r.timeline FROM {RECALL.name} p "
-        f"JOIN {RECALL_ROUNDS.name} r ON r.round_id = p.round_id "
-        "WHERE p.player_id = ? ORDER BY p.seq DESC LIMIT ?", (player_id, last))
-    out = []
-    for values in reversed(found):
-        row = dict(zip(cols, values[:-1]))
-        for col in RECALL.json_columns:
-            row[col] = _loads(row[col])
+    within, within_params = _period(since, until)
+    cols = _STORY_COLS + (("r.timeline",) if timelines else ())
+    join = f" JOIN {RECALL_ROUNDS.name} r ON r.round_id = p.round_id" if timelines else ""
+    found = db.query(f"SELECT {', '.join(cols)} FROM {RECALL.name} p{join} WHERE p.player_id = ? AND {within} "
+                     f"ORDER BY p.seq DESC LIMIT {int(limit) + 1} OFFSET {int(offset)}",
+                     [player_id, *within_params])
+    rows = [_story_row(values, timelines, zones) for values in reversed(found[:limit])]
+    totals, before = _totals(db, player_id, since, until, rows[0]["seq"] if rows else 0)
+    for row in rows:
+        row["balance_before_minor"] = before[row["currency"]]
+        row["balance_after_minor"] = before[row["currency"]] = row["balance_before_minor"] + row["net_minor"]
+    return StoryPage(rows, totals, len(found) > limit)
+
+
+_STORY_COLS = tuple(f"p.{c}" for c in RECALL.column_names)
+
+
+def _period(since: str | None, until: str | None, prefix: str = "p.") -> tuple[str, list[Any]]:
+    where, params = ["1 = 1"], []
+    for clause, value in ((f"{prefix}studio_at >= ?", since), (f"{prefix}studio_at < ?", until)):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    return " AND ".join(where), params
+
+
+def _story_row(values: Sequence[Any], timelines: bool, zones: Zones) -> dict[str, Any]:
+    row = dict(zip(RECALL.column_names, values))
+    for col in RECALL.json_columns:
+        row[col] = _loads(row[col])
+    if timelines:
         row["timeline"] = expand_timeline(_loads(values[-1]))
-        row["day"] = gaming_day(row["studio_at"], zones.of(row.pop("timezone")))
-        out.append(row)
-    return out
+    row["day"] = gaming_day(row["studio_at"], zones.of(row.pop("timezone")))
+    row["net_minor"] = row["returned_minor"] + row["refunded_minor"] - row["staked_minor"]
+    row["correction"] = correction_text(row)
+    return row
+
+
+def _totals(db: Db, player_id: str, since: str | None, until: str | None,
+            first_seq: int) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Per currency, one pass over the player's rows up to `until`: the period's totals (its
+    opening balance: the nets of the rounds before `since`), and the balance before the
+    round at `first_seq` (the opening plus the nets of the period's rounds before it)."""
+    inside = "studio_at >= ?" if since is not None else "1 = 1"
+    ask = [since] if since is not None else []
+    sums = ", ".join(f"SUM(CASE WHEN {inside} THEN {what} ELSE 0 END)"
+                     for what in ("1", "staked_minor", "returned_minor", "refunded_minor"))
+    upto, upto_params = _period(None, until, prefix="")
+    found = db.query(f"SELECT currency, {sums}, SUM(CASE WHEN {inside} THEN 0 ELSE {_NET} END), "
+                     f"SUM(CASE WHEN {inside} AND seq < ? THEN {_NET} ELSE 0 END) FROM {RECALL.name} "
+                     f"WHERE player_id = ? AND {upto} GROUP BY currency",
+                     [*ask * 5, *ask, first_seq, player_id, *upto_params])
+    totals, before = {}, {}
+    for currency, *figures in found:
+        rounds, staked, returned, refunded, opening, earlier = (int(f or 0) for f in figures)
+        net = returned + refunded - staked
+        totals[currency] = {"rounds": rounds, "staked_minor": staked, "returned_minor": returned,
+                            "refunded_minor": refunded, "net_minor": net, "opening_minor": opening,
+                            "closing_minor": opening + net}
+        before[currency] = opening + earlier
+    return totals, before
+
+
+def correction_text(row: dict[str, Any]) -> str | None:
+    """What the corrections of the round changed for the player, as money: each reversed
+    settlement's return, then what is in force (None: never corrected)."""
+    if not row["corrections"]:
+        return None
+    cur = row["currency"]
+    was = "; ".join(f"settlement {c['settlement_no']} reversed (it had returned {format_minor(c['returned_minor'], cur)})"
+                    for c in row["corrections"])
+    if row["status"] == "voided":
+        now = f"then voided: refunded {format_minor(row['refunded_minor'], cur)}"
+    elif row["status"] == "settled":
+        same = row["returned_minor"] == row["corrections"][-1]["returned_minor"]
+        now = (f"settled again: returns {format_minor(row['returned_minor'], cur)}"
+               + (" (no change for this player)" if same else ""))
+    else:
+        now = "no result in force yet (waiting for a void or a new settlement)"
+    return f"corrected: {was}; {now}"
 
 
 def _loads(text: str | None) -> Any:
@@ -348,13 +422,15 @@ def _loads(text: str | None) -> Any:
 
 VIEW = View(
     name="recall",
-    version=7,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
+    version=8,  # 2: the round timelines moved to view `timeline`; 3: studio time (studio_at) kept;
     # 4: timezone of the table configuration the round opened under; 5: index by round;
-    # 6: keyed (round_id, player_id), the index by round dropped; 7: index by folded player id
+    # 6: keyed (round_id, player_id), the index by round dropped; 7: index by folded player id;
+    # 8: balances before/after dropped (made when read: `player_story`), the reversed settlements
+    # kept (`corrections`)
     tables=(RECALL,),
     handles=frozenset({BetPlaced, DecisionTaken, FollowDecided, Settled, Voided, SettlementReversed}),
     fold=fold,
-    reads=("rounds", "balances"),
+    reads=("rounds",),
 )
 
 TIMELINE_VIEW = View(

@@ -102,6 +102,7 @@ def round_story(round_id: UUID | str, events: list[Record], outcome: dict[str, A
         if s["settlement_no"] in reversal_of:
             s["status"], s["reversal"] = "reversed", reversal_of[s["settlement_no"]]
             s["reversal"]["then"] = _then(s["settlement_no"], settlements, void)
+            s["reversal"].update(_what_changed(s, settlements, void, currency))
     in_force = next((s for s in settlements if s["status"] == "in_force"), None)
     status = ("voided" if void else "settled" if in_force else "reversed" if settlements
               else "paused" if paused else "open")
@@ -128,6 +129,59 @@ def _then(no: int, settlements: list[dict[str, Any]], void: dict[str, Any] | Non
     if later:
         return f"settled again (settlement {later[0]})"
     return "voided" if void else "waiting for a void or a new settlement"
+
+
+def _what_changed(s: dict[str, Any], settlements: list[dict[str, Any]], void: dict[str, Any] | None,
+                  currency: str | None) -> dict[str, Any]:
+    """What reversing settlement `s` changed, bet by bet: its line against what took its place
+    (the next settlement's line, the void's refund, or nothing in force yet). `changes` lists
+    only the bets whose outcome or amounts differ; `changed` says it in a sentence."""
+    no = s["settlement_no"]
+    later = next((t for t in settlements if t["settlement_no"] > no), None)
+    before = {line["bet_id"]: line for line in s["lines"]}
+    after: dict[str, dict[str, Any]] = {}
+    if later is not None:
+        after = {line["bet_id"]: {"how": "settled", **_figures(line)} for line in later["lines"]}
+    elif void is not None:
+        for r in void["refunds"]:
+            refund = after.setdefault(r["bet_id"], {"how": "refunded", "player_id": r["player_id"], "amount_minor": 0})
+            refund["amount_minor"] += r["amount_minor"]
+    changes = []
+    for bet_id in dict.fromkeys([*before, *after]):
+        was, now = before.get(bet_id), after.get(bet_id)
+        if was is not None and now is not None and now["how"] == "settled" and _figures(was) == _figures(now):
+            continue  # settled again alike
+        who, bet_type = (was or now or {}).get("player_id"), (was or now or {}).get("bet_type")
+        change = {"bet_id": bet_id, "player_id": who, "before": _figures(was) if was else None, "after": now}
+        change["text"] = (f"{bet_id} ({who}{', ' + bet_type if bet_type else ''}): "
+                          f"{_line_text(change['before'], currency)} -> {_line_text(now, currency)}")
+        changes.append(change)
+    return {"changes": changes, "changed": _changed_text(no, later, void, changes, len(dict.fromkeys([*before, *after])))}
+
+
+def _figures(line: dict[str, Any]) -> dict[str, Any]:
+    return {k: line[k] for k in ("player_id", "bet_type", "outcome", "staked_minor", "returned_minor")}
+
+
+def _line_text(line: dict[str, Any] | None, currency: str | None) -> str:
+    if line is None:
+        return "nothing in force"
+    if line.get("how") == "refunded":
+        return f"refunded {format_minor(line['amount_minor'], currency)} (void)"
+    return (f"{line['outcome']}, staked {format_minor(line['staked_minor'], currency)}, "
+            f"returned {format_minor(line['returned_minor'], currency)}")
+
+
+def _changed_text(no: int, later: dict[str, Any] | None, void: dict[str, Any] | None,
+                  changes: list[dict[str, Any]], bets: int) -> str:
+    if later is not None:
+        if not changes:
+            return (f"changed nothing: settlement {later['settlement_no']} settles every bet as settlement {no} did "
+                    "(same outcomes, stakes and returns)")
+        return f"changed {len(changes)} of {bets} bets (settlement {no} -> settlement {later['settlement_no']})"
+    if void is not None:
+        return f"every bet's result of settlement {no} replaced by the refund of what it put in (void)"
+    return f"every bet's result of settlement {no} taken back: nothing in force until a void or a new settlement"
 
 
 def _phase(events: list[Record], status: str) -> str:
@@ -247,6 +301,8 @@ def story_lines(story: dict[str, Any], currency: str | None) -> list[str]:
             lines.append(f"settlement {s['settlement_no']} (position {s['position']}): REVERSED at position "
                          f"{r['position']} by {r['by']} ({r['command_id']}, {r['server_time']}): {escaped(r['reason'])}; "
                          f"then {r['then']}")
+            lines.append(f"  what the correction changed: {r['changed']}")
+            lines += [f"    {escaped(c['text'])}" for c in r["changes"]]
     if story["void"]:
         v = story["void"]
         lines.append(f"void (position {v['position']}): {v['cause']} by {v['by']} ({v['command_id']}, "

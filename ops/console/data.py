@@ -1,6 +1,6 @@
 """What the console's pages show that the read service (projections/queries.py) has no
 query for: a page of rounds and their count (the read service's search) and every round of a
-search as CSV, a player's rounds over a period with the balance around each, a table's own events
+search as CSV, a player's rounds over a period with the running balance, a table's own events
 (configurations and seats), the monitor's tests with per-day figures for charts, and the
 rejections filtered by table and period. Everything else the pages read through the read
 service, as the command line and the JSON API do.
@@ -92,26 +92,15 @@ def round_players(db: Db, round_id: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ players
-def player_rounds(db: Db, player: str, since: date | None, until: date | None, page: int = 1,
-                  rows: int = PLAYER_ROUNDS_PAGE) -> tuple[list[dict[str, Any]], bool]:
-    """The player's rounds in the period (studio days, UTC, [since, until)), newest first, with the
-    balance before and after each: the movements of the player's account round by round."""
-    cols = ("round_id", "table_id", "round_no", "game", "currency", "studio_at", "status", "staked_minor",
-            "returned_minor", "refunded_minor", "balance_before_minor", "balance_after_minor", "results", "refunds")
-    where, params = ["player_id = ?"], [player]
-    for clause, value in (("studio_at >= ?", _day_text(since)), ("studio_at < ?", _day_text(until))):
-        if value is not None:
-            where.append(clause)
-            params.append(value.replace("+00:00", "Z"))  # recall keeps studio_at as utc_text (`...Z`)
-    found = db.query(f"SELECT {', '.join(cols)} FROM {RECALL.name} WHERE {' AND '.join(where)} "
-                     f"ORDER BY seq DESC LIMIT {int(rows) + 1} OFFSET {(max(1, page) - 1) * int(rows)}", params)
-    out = []
-    for values in found[:rows]:
-        row = dict(zip(cols, values))
-        row["results"] = json.loads(row["results"] or "[]")
-        row["refunds"] = json.loads(row["refunds"] or "[]")
-        out.append(row)
-    return out, len(found) > rows
+def player_story(db: Db, player: str, since: date | None, until: date | None, page: int = 1) -> queries.PlayerStory:
+    """The player's rounds in the period (studio days, UTC, [since, until)), PLAYER_ROUNDS_PAGE a
+    page, page 1 the newest, each in ledger order with the running balance (projections/recall.py
+    `player_story`)."""
+    return queries.player_story(db, player, _day_start(since), _day_start(until), page, PLAYER_ROUNDS_PAGE)
+
+
+def _day_start(day: date | None) -> datetime | None:
+    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:

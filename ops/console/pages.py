@@ -369,12 +369,12 @@ def player_page(request: Request, player: str, session: UI, since: str | None = 
                 until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     first, last = _day(since, "since"), _day(until, "until")
     with _views(request) as db:
-        rounds, more = data.player_rounds(db, player, first, last, page)
+        story = data.player_story(db, player, first, last, page)
         balances = data.player_balances(db, player)
-    refunds = [(r, f) for r in rounds for f in r["refunds"]]
+    refunds = [(r, f) for r in story.rounds for f in r.refunds]
     query = {k: v for k, v in (("since", since), ("until", until)) if v}
-    return _page(request, "player.html", session, player=player, rounds=rounds, balances=balances,
-                 refunds=refunds, since=since or "", until=until or "", page=page, more=more, query=query)
+    return _page(request, "player.html", session, player=player, story=story, balances=balances,
+                 refunds=refunds, since=since or "", until=until or "", page=page, query=query)
 
 
 @router.get("/tables/{table}")

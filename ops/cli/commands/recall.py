@@ -1,6 +1,9 @@
-"""`ledger recall PLAYER`: the player's last N rounds (N >= 10): bets by type,
-cards, decisions, outcome, payouts, refunds, balance before and after, each
-round's timeline in its original order; from the `recall` view."""
+"""`ledger recall PLAYER`: the player's last N rounds (N >= 10) in ledger order: bets by
+type, cards, decisions, outcome, payouts, refunds, what a correction changed, each round's
+timeline in its original order; and each round's own net (returned + refunded - staked, by
+the result in force) with a running balance that adds up row by row (balance after =
+balance before + net; the next round starts from it), and the totals of the player's
+history (its closing balance is the account's). From the `recall` view."""
 from __future__ import annotations
 
 import argparse
@@ -44,18 +47,26 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for r in rounds:
         print_round(r)
+    print_totals(found)
     return 0
 
 
 def print_round(r: dict[str, Any]) -> None:
     cur = r["currency"]
-    after = "open" if r["balance_after_minor"] is None else format_minor(r["balance_after_minor"], cur)
+
+    def money(minor: int) -> str:
+        return format_minor(minor, cur)
+
     print(f"== {r['table_id']}#{r['round_no']} {r['game']} {r['day']} {r['studio_at'][11:19]}Z  {r['status']}  "
-          f"balance {format_minor(r['balance_before_minor'], cur)} -> {after}")
+          f"staked {money(r['staked_minor'])}, returned {money(r['returned_minor'])}, refunded "
+          f"{money(r['refunded_minor'])}, net {money(r['net_minor'])}; "
+          f"balance {money(r['balance_before_minor'])} -> {money(r['balance_after_minor'])}")
+    if r["correction"]:
+        print(f"   {r['correction']}")
     for b in r["bets"]:
-        print(f"   bet {b['bet_id']} {b['bet_type']} on {b['spot']}: {format_minor(b['stake_minor'], cur)}")
+        print(f"   bet {b['bet_id']} {b['bet_type']} on {b['spot']}: {money(b['stake_minor'])}")
     for m in r["stake_moves"]:
-        print(f"   {m['reason']} on {m['bet_id']}: {format_minor(m['amount_minor'], cur)}")
+        print(f"   {m['reason']} on {m['bet_id']}: {money(m['amount_minor'])}")
     cards = [f"{e['card']}>{e['target']}" for e in r["timeline"] if e["event"] == "CardDealt"]
     if cards:
         print("   cards: " + " ".join(cards))
@@ -68,7 +79,16 @@ def print_round(r: dict[str, Any]) -> None:
             why = e.get("cause") or e.get("reason") or e.get("note") or ""
             print(f"   {e['event'].lower()} by {e.get('by')} {why}".rstrip())
     for x in r["results"]:
-        print(f"   {x['bet_id']} {x['bet_type']}: {x['outcome']}, paid {format_minor(x['returned_minor'], cur)}"
+        print(f"   {x['bet_id']} {x['bet_type']}: {x['outcome']}, paid {money(x['returned_minor'])}"
               f" ({x['explanation']})")
     for x in r["refunds"]:
-        print(f"   refund {x['bet_id']}: {format_minor(x['amount_minor'], cur)}")
+        print(f"   refund {x['bet_id']}: {money(x['amount_minor'])}")
+
+
+def print_totals(found: dict[str, Any]) -> None:
+    """The player's whole history per currency: the rounds above are its last ones."""
+    for cur, t in found["totals"].items():
+        print(f"totals ({cur}): {t['rounds']} rounds ({len(found['rounds'])} shown above), staked "
+              f"{format_minor(t['staked_minor'], cur)}, returned {format_minor(t['returned_minor'], cur)}, refunded "
+              f"{format_minor(t['refunded_minor'], cur)}, net {format_minor(t['net_minor'], cur)}; balance "
+              f"{format_minor(t['opening_minor'], cur)} -> {format_minor(t['closing_minor'], cur)}")

@@ -180,6 +180,21 @@ def test_a_dispute_handler_works_through_the_console(visit: Any, console_store: 
     recall = page.locator("[data-testid=recall] tbody tr[data-round]")
     assert {recall.nth(i).get_attribute("data-round") for i in range(recall.count())} >= {"dispute-void#1", "dispute-tp#1"}
     assert "10.00 EUR" in text(page, "[data-testid=player-refunds]")
+    # the player's own story: each row as drawn adds up, and starts where the row above it ended
+    def cents(row: Any, field: str) -> int:
+        amount = text(row, f"[data-field={field}]").removesuffix(" EUR").replace(",", "")
+        return round(float(amount) * 100)
+
+    previous = None
+    for i in range(recall.count()):
+        row = recall.nth(i)
+        assert cents(row, "after") == cents(row, "before") + cents(row, "net")
+        assert previous is None or cents(row, "before") == previous
+        previous = cents(row, "after")
+    assert cents(page.locator("[data-testid=period-total]"), "after") == previous
+    tp = page.locator("[data-testid=recall] tr[data-round='dispute-tp#1']")
+    assert text(tp, "[data-field=correction]").startswith("corrected: settlement 1 reversed")
+    screenshot(page, "console-player-story")
 
     # a table with a chart of its days
     page.goto(v.server + "/ui/rounds?table=bacc-1")

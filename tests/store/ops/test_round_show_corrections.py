@@ -35,6 +35,9 @@ def test_reversed_then_voided(store: str, capsys: pytest.CaptureFixture[str]) ->
     assert "put in 10.00 EUR; now refunded 10.00 EUR (void); net 0.00 EUR; " \
            "REVERSED settlement 1: win, returned 19.50 EUR" in tp_a
     assert "alice        0.00 EUR  (put in 10.00 EUR, returned 0.00 EUR, refunded 10.00 EUR)" in out
+    assert ("    what the correction changed: every bet's result of settlement 1 replaced by the refund of what "
+            "it put in (void)") in out
+    assert "      tp-a (alice, player_a): win, staked 10.00 EUR, returned 19.50 EUR -> refunded 10.00 EUR (void)" in out
 
 
 def test_reversed_then_resettled(store: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,6 +45,9 @@ def test_reversed_then_resettled(store: str, capsys: pytest.CaptureFixture[str])
     assert "settlement 1 (REVERSED, not in force):" in out and "settlement 2 (in force):" in out
     assert "outcome: Player wins 8–5 (settlement 2 in force after settlement 1 was reversed)" in out
     assert "then settled again (settlement 2)" in out
+    # settlement 2 is settlement 1 again: the page says so rather than showing two identical lists
+    assert ("    what the correction changed: changed nothing: settlement 2 settles every bet as settlement 1 did "
+            "(same outcomes, stakes and returns)") in out
     assert "alice        10.00 EUR  (put in 10.00 EUR, returned 20.00 EUR, refunded 0.00 EUR)" in out
     assert "bob          -20.00 EUR" in out
 

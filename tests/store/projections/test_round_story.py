@@ -107,3 +107,14 @@ def test_tombstone_document_names_table_round_cause_who_and_when(log: EventLog) 
     # Asked by its UUID, nothing names the table: the document says so rather than guessing.
     by_uuid = round_document(log, parse_round_ref(TOMBSTONE))
     assert by_uuid is not None and by_uuid["tombstone"]["table_id"] is None and by_uuid["round"] is None
+
+
+def test_each_correction_says_what_it_changed(log: EventLog) -> None:
+    resettled = doc(log, RESETTLED)["settlements"][0]["reversal"]  # settlement 2 is settlement 1 again
+    assert resettled["changes"] == []
+    assert resettled["changed"].startswith("changed nothing: settlement 2 settles every bet as settlement 1 did")
+    voided = doc(log, REVERSED_VOIDED)["settlements"][0]["reversal"]
+    assert [(c["bet_id"], c["before"]["returned_minor"], c["after"]) for c in voided["changes"]] == [
+        ("tp-a", 1950, {"how": "refunded", "player_id": "alice", "amount_minor": 1000}),
+        ("tp-b", 0, {"how": "refunded", "player_id": "bob", "amount_minor": 500}),
+        ("tp-t", 0, {"how": "refunded", "player_id": "bob", "amount_minor": 100})]
