@@ -7,7 +7,6 @@ service, as the command line and the JSON API do.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -97,10 +96,6 @@ def player_story(db: Db, player: str, since: date | None, until: date | None, pa
     page, page 1 the newest, each in ledger order with the running balance (projections/recall.py
     `player_story`)."""
     return queries.player_story(db, player, _day_start(since), _day_start(until), page, PLAYER_ROUNDS_PAGE)
-
-
-def _day_start(day: date | None) -> datetime | None:
-    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
