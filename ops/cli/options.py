@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from types import TracebackType
 from typing import Any
+from uuid import UUID
 
+from domain.errors import Refusal
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
+from projections import queries
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector
 from projections.state import Zones
 
@@ -253,6 +256,15 @@ def check_address_free(host: str, port: int) -> None:
                 raise CliError(ErrorCode.ADDRESS_IN_USE,
                                f"{host}:{port} is in use by another process; stop it or give --port") from None
             raise CliError(ErrorCode.ADDRESS_IN_USE, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def round_uuid_of(ref: str) -> UUID:
+    """A round reference as every command takes it (`queries.round_ref`, the parser the HTTP
+    routes and the console use too); a malformed one is a usage error."""
+    try:
+        return queries.round_ref(ref)
+    except Refusal as refusal:
+        raise usage(f"{refusal.code}: {refusal.message}") from None
 
 
 def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:

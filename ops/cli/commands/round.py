@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from dataclasses import asdict
 from typing import Any
-from uuid import UUID
 
 from domain.money import format_minor
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
-from ledger.round import round_id_for
-from ops.cli.errors import usage
-from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, int_range, open_views
+from ops.cli.options import (
+    add_db_argument,
+    add_period_arguments,
+    check_period,
+    help_for,
+    int_range,
+    open_views,
+    round_uuid_of,
+)
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
-
-REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,13 +83,6 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_ref(ref: str) -> UUID:
-    m = REF_RE.match(ref)
-    if m:
-        return round_id_for(m.group("table"), int(m.group("no")))
-    return UUID(ref)
-
-
 def as_money(value: Any, currency: str | None) -> Any:
     """An event's fields for text: each `..._minor` field under the name without the
     suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
@@ -102,10 +97,7 @@ def as_money(value: Any, currency: str | None) -> Any:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    try:
-        round_uuid = parse_ref(args.id)
-    except ValueError:
-        raise usage(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO") from None
+    round_uuid = round_uuid_of(args.id)
     log = EventLog.open(args.db)
     try:
         detail = queries.round_detail(log, round_uuid, args.id)
