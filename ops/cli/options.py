@@ -292,6 +292,25 @@ def gaming_day_zones(fallback: str) -> Zones:
     return Zones.named(fallback)
 
 
+def add_create_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--create", action="store_true",
+                   help="make a new SQLite store when there is none at --db (without it, a missing file is an error)")
+
+
+def existing_store(db: str | None, create: bool) -> str:
+    """The store URL of a command that writes a store it is meant to find already made (`serve`,
+    `consume`): a mistyped SQLite path would otherwise become an empty store answering ready.
+    A missing file is store_missing unless `create`; PostgreSQL databases are never made here."""
+    from ledger.store import db_url_from, env_for, safe_url
+
+    url = db_url_from(db)
+    path = env_for(url).get("SQLITE_DBNAME")
+    if path and not create and not os.path.exists(path):
+        raise CliError(ErrorCode.STORE_MISSING,
+                       f"{safe_url(url)}: {path} does not exist; give --create to make a new store there")
+    return url
+
+
 @contextmanager
 def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
                ledger_required: bool = True) -> Iterator[Projector]:

@@ -49,3 +49,14 @@ def test_one_round_reference_parser_for_round_show_replay_and_http(store: str, c
     assert shown == replayed == expected, (shown_err, replay_err)
     if expected == 2:
         assert shown_err.split(": error ")[1] == replay_err.split(": error ")[1]
+
+
+# ------------------------------------------------------------------ stores made by mistake
+def test_consume_refuses_a_sqlite_store_that_does_not_exist(tmp_path: Path, capsys: Capsys) -> None:
+    """It would take (and acknowledge) the stream's commands into a new, empty store; checked
+    before NATS is asked anything. `ledger serve`: tests/e2e/service/test_serve_process.py."""
+    typo = tmp_path / "typo.db"
+    code, out, err = run(capsys, "consume", "--db", f"sqlite:///{typo}", "--nats", "nats://127.0.0.1:1")
+    assert code == 2 and not out and len(err.splitlines()) == 1, err
+    assert err.startswith("ledger consume: error store_missing: ") and "--create" in err
+    assert not typo.exists()
