@@ -172,9 +172,10 @@ def period_days(args: argparse.Namespace) -> tuple[str | None, str | None]:
 PROGRESS_EVERY_S = 5.0  # off a terminal: one progress line per this many seconds
 
 
-def add_quiet_argument(p: argparse.ArgumentParser) -> None:
+def add_quiet_argument(p: argparse.ArgumentParser, more: str = "") -> None:
     p.add_argument("--quiet", action="store_true",
-                   help="no progress on standard error (a bar on a terminal, else a JSON line every few seconds)")
+                   help="no progress on standard error (a bar on a terminal, else a JSON line every few seconds)"
+                   + (f" {more}" if more else ""))
 
 
 class Progress:

@@ -4,7 +4,8 @@ list` lists every table seen, one round reference parser for every command, reco
 rejections written for people. `ledger serve` and Ctrl-C, as processes: tests/e2e."""
 from __future__ import annotations
 
-import json
+import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,39 @@ def test_consume_refuses_a_sqlite_store_that_does_not_exist(tmp_path: Path, caps
     assert code == 2 and not out and len(err.splitlines()) == 1, err
     assert err.startswith("ledger consume: error store_missing: ") and "--create" in err
     assert not typo.exists()
+
+
+# ------------------------------------------------------------------ ingest
+WALLET = b"transaction_id,type,reference,player,amount_minor,currency,time\nW1,debit,bacc-1-1-b1,p1,500,EUR,x\n"
+
+
+@pytest.mark.parametrize("content", [WALLET, b"\n  \n" + WALLET, b"[1, 2]\n", b'"text"\n', b"\xff\xfe\x00\n"],
+                         ids=["wallet", "blank-lines-first", "array", "string", "binary"])
+def test_ingest_stops_at_once_on_a_file_that_is_not_json_lines(tmp_path: Path, capsys: Capsys, content: bytes) -> None:
+    """`ledger ingest wallet.csv` stored one "not valid JSON" refusal per line: now one line,
+    input_invalid, exit 2, and no store (nothing stored)."""
+    path = tmp_path / "wallet.csv"
+    path.write_bytes(content)
+    code, out, err = run(capsys, "ingest", str(path), "--db", f"sqlite:///{tmp_path / 'l.db'}")
+    assert code == 2 and not out and len(err.splitlines()) == 1, err
+    assert err.startswith(f"ledger ingest: error input_invalid: {path} is not a feed of JSON lines"), err
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_ingest_from_standard_input_stores_nothing_of_a_file_that_is_not_json_lines(
+        tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(WALLET)))
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    code, _, err = run(capsys, "ingest", "-", "--db", db)
+    assert code == 2 and err.startswith("ledger ingest: error input_invalid: standard input is not a feed"), err
+    assert run(capsys, "rejections", "--db", db)[:2] == (0, "no rejections\n")  # the store is opened before stdin
+
+
+def test_ingest_quiet_prints_no_log_line(tmp_path: Path, capsys: Capsys) -> None:
+    """--quiet is warnings only: the info line "ingest finished" is gone; the summary (stdout) stays."""
+    path = tmp_path / "feed.jsonl"
+    path.write_bytes(b"".join(simulate(1, 2, 3, 0)))
+    code, out, err = run(capsys, "ingest", str(path), "--db", f"sqlite:///{tmp_path / 'q.db'}", "--quiet")
+    assert code == 0 and out.endswith("events recorded\n") and err == "", err
+    code, _, err = run(capsys, "ingest", str(path), "--db", f"sqlite:///{tmp_path / 'q.db'}")
+    assert code == 0 and "ingest finished" in err  # without --quiet: the summary line at info
