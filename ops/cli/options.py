@@ -268,6 +268,18 @@ def round_uuid_of(ref: str) -> UUID:
         raise usage(f"{refusal.code}: {refusal.message}") from None
 
 
+def say_cut(command: str, listed: int, how: str, as_json: bool, **resume: int) -> None:
+    """A list stopped at its limit says so, on standard error (stdout keeps only the rows,
+    one JSON object per line with --json): a sentence naming how to see more, or with --json
+    one JSON object, {"event": "list_cut", "command", "listed", "more": true, "next"} and
+    the options that list the next rows (`resume`, e.g. "after": 1000)."""
+    if as_json:
+        line = {"event": "list_cut", "command": command, "listed": listed, "more": True, "next": how, **resume}
+        print(json.dumps(line), file=sys.stderr)
+    else:
+        print(f"{listed} listed; there are more: {how}", file=sys.stderr)
+
+
 def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     """The handler of a command group called without its action: its help, exit 2 (a usage error)."""
     def show(_args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from ops.cli.options import (
     int_range,
     open_views,
     round_uuid_of,
+    say_cut,
 )
 from projections import queries
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
@@ -63,16 +64,27 @@ Examples:
 
 def run_list(args: argparse.Namespace) -> int:
     check_period(args)
+    asked = args.limit + 1 if args.limit and args.limit < LIST_LIMIT_MAX else args.limit  # one more: is it cut?
     with open_views(args.db) as views:
         found = queries.round_list(views.db, status=args.status, table_id=args.table, since=args.since,
-                                   until=args.until, limit=args.limit)
+                                   until=args.until, limit=asked)
     listed = [asdict(r) for r in found.rounds]
-    if args.json:
+    cut = args.limit is not None and len(listed) > args.limit
+    listed = listed[:args.limit]
+    _print_rounds(listed, args.json)
+    if cut:
+        say_cut("round list", len(listed), "a larger --limit, or a narrower --since/--until, --table or --status",
+                args.json)
+    return 0
+
+
+def _print_rounds(listed: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
         sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
-        return 0
+        return
     if not listed:
         print("no rounds match", file=sys.stderr)
-        return 0
+        return
     width = max(len(r["round"]) for r in listed)
     cause = max(len("void cause"), *(len(r["void_cause"] or "") for r in listed))
     print(f"{'round':<{width}}  {'status':<8}  {'game':<10}  {'studio time (UTC)':<23}  {'void cause':<{cause}}  "
@@ -80,7 +92,6 @@ def run_list(args: argparse.Namespace) -> int:
     for r in listed:
         print(f"{r['round']:<{width}}  {r['status']:<8}  {r['game']:<10}  {r['studio_time'][:23]:<23}  "
               f"{r['void_cause'] or '-':<{cause}}  {r['round_id']}")
-    return 0
 
 
 def as_money(value: Any, currency: str | None) -> Any:

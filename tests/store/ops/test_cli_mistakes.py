@@ -5,6 +5,7 @@ rejections written for people. `ledger serve` and Ctrl-C, as processes: tests/e2
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ Capsys = pytest.CaptureFixture[str]
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A SQLite ledger of a small faulty feed (3 tables, every one only seen in rounds)."""
     d = tmp_path_factory.mktemp("mistakes")
-    (d / "feed.jsonl").write_bytes(b"".join(simulate(3, 6, 9, 300)))
+    (d / "feed.jsonl").write_bytes(b"".join(simulate(3, 12, 9, 1000)))
     db = f"sqlite:///{d / 'ledger.db'}"
     assert main(["ingest", str(d / "feed.jsonl"), "--db", db, "--allow-refusals", "--quiet"]) == 0
     return db
@@ -97,3 +98,35 @@ def test_ingest_quiet_prints_no_log_line(tmp_path: Path, capsys: Capsys) -> None
     assert code == 0 and out.endswith("events recorded\n") and err == "", err
     code, _, err = run(capsys, "ingest", str(path), "--db", f"sqlite:///{tmp_path / 'q.db'}")
     assert code == 0 and "ingest finished" in err  # without --quiet: the summary line at info
+
+
+# ------------------------------------------------------------------ lists that are cut
+def test_rejections_say_when_the_list_is_cut_and_after_pages_on(store: str, capsys: Capsys) -> None:
+    """`ledger rejections` stopped at --limit without a word; now a line on stderr names --after."""
+    code, out, err = run(capsys, "rejections", "--db", store)
+    every = out.splitlines()
+    assert code == 0 and len(every) >= 3 and err == ""  # not cut: nothing said
+    seen: list[str] = []
+    after = "0"
+    while True:
+        code, out, err = run(capsys, "rejections", "--db", store, "--limit", "2", "--after", after)
+        seen += out.splitlines()
+        if not err:
+            break
+        assert err.startswith("2 listed; there are more: --after ") and len(err.splitlines()) == 1, err
+        after = err.split("--after ")[1].split()[0]
+    assert seen == every
+    code, out, err = run(capsys, "rejections", "--db", store, "--limit", "1", "--json")
+    first = json.loads(out)
+    assert json.loads(err) == {"event": "list_cut", "command": "rejections", "listed": 1, "more": True,
+                               "next": f"--after {first['id']} lists the next ones (or a larger --limit)",
+                               "after": first["id"]}
+
+
+def test_round_list_says_when_the_list_is_cut(store: str, capsys: Capsys) -> None:
+    code, out, err = run(capsys, "round", "list", "--db", store, "--limit", "2")
+    assert code == 0 and len(out.splitlines()) == 3 and err.startswith("2 listed; there are more: a larger --limit")
+    code, out, err = run(capsys, "round", "list", "--db", store, "--limit", "2", "--json")
+    assert len(out.splitlines()) == 2 and json.loads(err)["more"] is True
+    code, out, err = run(capsys, "round", "list", "--db", store, "--limit", "1000")
+    assert code == 0 and err == "" and len(out.splitlines()) > 3
