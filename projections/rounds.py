@@ -134,6 +134,20 @@ def round_list_rows(db: Db, *, status: str | None = None, table_id: str | None =
     return [dict(zip(cols, r)) for r in db.query(text, params)]
 
 
+def tables_played(db: Db) -> dict[str, dict[str, Any]]:
+    """Every table a round was opened at, by id: its rounds and the rule sets they were played
+    under ("baccarat/live-8d v1"), whether or not the table was ever configured."""
+    played: dict[str, dict[str, Any]] = {}
+    for table_id, ruleset_id, version, rounds in db.query(
+            f"SELECT table_id, ruleset_id, ruleset_version, count(*) FROM {ROUNDS.name} "
+            "WHERE table_id IS NOT NULL GROUP BY table_id, ruleset_id, ruleset_version "
+            "ORDER BY table_id, ruleset_id, ruleset_version"):
+        seen = played.setdefault(table_id, {"rounds": 0, "rulesets": []})
+        seen["rounds"] += rounds
+        seen["rulesets"].append(f"{ruleset_id} v{version}")
+    return played
+
+
 VIEW = View(
     name="rounds",
     version=4,  # 2: studio_time; 3: timezone of the table configuration the round opened under; 4: void_cause

@@ -130,3 +130,28 @@ def test_round_list_says_when_the_list_is_cut(store: str, capsys: Capsys) -> Non
     assert len(out.splitlines()) == 2 and json.loads(err)["more"] is True
     code, out, err = run(capsys, "round", "list", "--db", store, "--limit", "1000")
     assert code == 0 and err == "" and len(out.splitlines()) > 3
+
+
+# ------------------------------------------------------------------ table list
+TABLES_EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "tables.jsonl"
+
+
+def test_table_list_lists_every_table_seen(tmp_path: Path, capsys: Capsys) -> None:
+    """It said "no table is configured" on a store of live tables: now every table a round was
+    played at is listed, marked not configured, beside the configured ones."""
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(b"".join(simulate(2, 3, 5, 0)))
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    assert main(["ingest", str(feed), "--db", db, "--quiet"]) == 0
+    assert main(["ingest", str(TABLES_EXAMPLE), "--db", db, "--quiet"]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "table", "list", "--db", db, "--json")
+    listed = {t["table_id"]: t for t in map(json.loads, out.splitlines())}
+    played = {t: v for t, v in listed.items() if not v["configured"]}
+    assert code == 0 and len(played) == 2 and {v["rounds"] for v in played.values()} == {3}
+    assert listed["bj-sb-2"]["configured"] and listed["bj-sb-2"]["config_version"] == 2
+    assert listed["bj-sb-2"]["rounds"] == 0
+    code, out, err = run(capsys, "table", "list", "--db", db)
+    rows = out.splitlines()[1:]
+    assert code == 0 and err == "" and [r.split()[0] for r in rows] == sorted(listed)
+    assert sum("not configured" in r for r in rows) == 2
