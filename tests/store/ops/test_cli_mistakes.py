@@ -155,3 +155,21 @@ def test_table_list_lists_every_table_seen(tmp_path: Path, capsys: Capsys) -> No
     rows = out.splitlines()[1:]
     assert code == 0 and err == "" and [r.split()[0] for r in rows] == sorted(listed)
     assert sum("not configured" in r for r in rows) == 2
+
+
+# ------------------------------------------------------------------ words for people
+def test_reconcile_writes_headers_and_details_in_words(tmp_path: Path, capsys: Capsys) -> None:
+    """Headers were `miss.wallet`, `rep.txn`; details printed Python lists (['W1-1', 'W1-2'])."""
+    from ops.sim.wallet import write_wallet
+
+    feed, wallet = tmp_path / "feed.jsonl", tmp_path / "wallet.csv"
+    feed.write_bytes(b"".join(simulate(2, 20, 4, 0)))
+    write_wallet(feed, wallet, 6, 4)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert main(["ingest", str(feed), "--db", db, "--quiet"]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "reconcile", str(wallet), "--db", db)
+    top, bottom = out.splitlines()[:2]
+    assert code == 1 and "missing" in top and "in wallet" in bottom and "transaction id" in bottom
+    assert "miss." not in out and "rep.txn" not in out and "['" not in out and "_ids=" in out  # a duplicate's ids
+    assert "missing_in" not in out
