@@ -42,7 +42,8 @@ class ErrorCode(StrEnum):
     OUTPUT_NOT_EMPTY = ("output_not_empty", "`audit export` into a folder that is not empty")
     OUTPUT_UNWRITABLE = ("output_unwritable", "an output file (`--out`, `--html`, `--bundle`) that cannot be written")
     BAD_DB_URL = ("bad_db_url", "a store URL that is neither `sqlite:///FILE` nor `postgresql://…`")
-    STORE_MISSING = ("store_missing", "a read command on a SQLite store that does not exist (nothing is created)")
+    STORE_MISSING = ("store_missing", "a read command, `serve` or `consume` on a SQLite store that does not exist "
+                     "(nothing is created; `serve --create` and `consume --create` make one)")
     NO_LEDGER = ("no_ledger", "a read command on a store that holds no ledger (nothing is created)")
     DATABASE_MISSING = ("database_missing", "a PostgreSQL database that does not exist")
     STORE_UNREACHABLE = ("store_unreachable", "a store that does not answer (named at once, no retries)")

@@ -325,7 +325,7 @@ class RefusalCode(StrEnum):
     SHOE_RETIRED = (
         "shoe_retired",
         "open_round on a shoe retired after a void",
-        "shoe {shoe_id} at table {table_id} was retired after round {round_id} was voided ({cause}); "
+        "shoe {shoe_id} at table {table_id} was retired after round {table_id}#{round_no} was voided ({cause}); "
         "open the round on a new shoe",
     )
     SHOE_GAME_MISMATCH = (
@@ -577,7 +577,7 @@ aggregate (except the human-error consequence below) and is appended to
         "KS (king of spades) cannot be dealt: a 8-deck shoe holds 8 and all 8 have already been dealt"),
     Use(C.UNKNOWN_RULE_SET, "open_round with a rule set id and version the registry does not know"),
     Use(C.SHOE_RETIRED, "open_round on a shoe retired after a void under a replace-the-shoe policy (live blackjack)",
-        "shoe S1 at table bj-1 was retired after round … was voided (host_interruption); open the round on a new shoe"),
+        "shoe S1 at table bj-1 was retired after round bj-1#4 was voided (host_interruption); open the round on a new shoe"),
     Use(C.SHOE_GAME_MISMATCH, "open_round on a shoe id that deals another game", "shoe S1 deals baccarat; round 2 is teen-patti"),
     Use(C.SHOE_EXHAUSTED, "more than 10,000 rounds on one shoe", "shoe S1 has dealt 10000 rounds, the limit is 10000"),
     Use(C.CONCURRENCY_CONFLICT, "(status `conflict`, not `refused`; nothing recorded, not logged) another writer "

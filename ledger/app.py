@@ -459,14 +459,18 @@ class UnitOfWork:
             raise Refusal(
                 RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
             )
-        return _as(Round, found)
+        found = _as(Round, found)
+        found.known_as(cmd.table_id, cmd.round_no)
+        return found
 
     def round_or_new(self, cmd: RoundCommand) -> Round:
         found = self.load(round_id_for(cmd.table_id, cmd.round_no))
         if found is None:
             found = Round.new(cmd.table_id, cmd.round_no)
             self._keep(found)
-        return _as(Round, found)
+        found = _as(Round, found)
+        found.known_as(cmd.table_id, cmd.round_no)
+        return found
 
     def shoe_or_new(self, table_id: str, shoe_id: str) -> Shoe:
         found = self.load(shoe_id_for(table_id, shoe_id))

@@ -147,6 +147,8 @@ CLOSE = ClosePlay()
 class Round(LedgerAggregate):
     """Everything that happens in one round, and its money."""
 
+    asked_as: str | None = None  # a tombstone's TABLE#NO, from the command that named it (`known_as`)
+
     class Event(LedgerEvent["Round"]):
         def new_aggregate(self) -> Round:
             return Round(self.originator_id, self.timestamp)
@@ -556,7 +558,16 @@ class Round(LedgerAggregate):
             raise Refusal(RefusalCode.ROUND_EXISTS, f"round {self._label()} is already open")
 
     def _label(self) -> str:
-        return f"{self.table_id}#{self.round_no}" if self.table_id else str(self.id)
+        if self.table_id:
+            return f"{self.table_id}#{self.round_no}"
+        return self.asked_as or str(self.id)
+
+    def known_as(self, table_id: str, round_no: int) -> None:
+        """The TABLE#NO a command named this round by: a tombstone (a void before the open)
+        records no table or number, and its refusals name it so, not by its UUID. The round's
+        id derives from the pair, so it is the same whichever command names it."""
+        if not self.table_id:
+            self.asked_as = f"{table_id}#{round_no}"
 
     def _refuse_closed(self) -> None:
         # Checked on every command: the messages are built only when refusing.

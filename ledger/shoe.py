@@ -58,6 +58,7 @@ class Shoe(LedgerAggregate):
 
         def apply(self, s: Shoe) -> None:
             s.rounds_dealt = self.round_in_shoe
+            s.round_nos[self.round_id] = self.round_no
 
     class CardsRecorded(Event):
         round_id: str
@@ -82,6 +83,8 @@ class Shoe(LedgerAggregate):
         self.rounds_dealt = 0
         self.seen: Counter[str] = Counter()  # card text (as recorded) -> copies dealt in closed rounds
         self.retired: dict[str, str] | None = None
+        # round id -> its number, to name a round as people do (TABLE#NO) in a refusal
+        self.round_nos: dict[str, int] = {}
 
     @classmethod
     def new(cls, table_id: str, shoe_id: str) -> Shoe:
@@ -94,7 +97,7 @@ class Shoe(LedgerAggregate):
         if self.retired is not None:
             raise Refusal(
                 RefusalCode.SHOE_RETIRED,
-                f"shoe {shoe_id} at table {table_id} was retired after round {self.retired['round_id']} "
+                f"shoe {shoe_id} at table {table_id} was retired after round {self._round_name(self.retired['round_id'])} "
                 f"was voided ({self.retired['cause']}); open the round on a new shoe",
             )
         if self.version != 0 and self.game != rules.game:
@@ -117,6 +120,11 @@ class Shoe(LedgerAggregate):
     def record_round(self, stamp: Stamp, rules: RuleSet, round_id: UUID, cards: list[str]) -> None:
         if cards and not reshuffled_every_round(rules):
             self._record_event(Shoe.CardsRecorded, stamp, round_id=str(round_id), cards=cards)
+
+    def _round_name(self, round_id: str) -> str:
+        """TABLE#NO of a round dealt from this shoe (its id if it was not)."""
+        number = self.round_nos.get(round_id)
+        return round_id if number is None else f"{self.table_id}#{number}"
 
     def retire(self, stamp: Stamp, round_id: UUID, cause: str) -> None:
         if self.retired is None:

@@ -127,7 +127,7 @@ def require_ledger(db_url: str | None = None) -> None:
     with _pg_connect(env) as conn:
         row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{PG_EVENTS_TABLE}"',)).fetchone()
     if not row or row[0] is None:
-        raise StoreUnavailable(ErrorCode.NO_LEDGER, f"{_safe(url)} holds no ledger (no events table in schema {schema!r})")
+        raise StoreUnavailable(ErrorCode.NO_LEDGER, f"{safe_url(url)} holds no ledger (no events table in schema {schema!r})")
 
 
 def holds_events(db_url: str | None = None) -> bool:
@@ -170,7 +170,7 @@ def _require_sqlite_ledger(path: str, url: str) -> None:
         raise StoreUnavailable(ErrorCode.NO_LEDGER, f"{url} holds no ledger (no events table)")
 
 
-def _safe(url: str) -> str:
+def safe_url(url: str) -> str:
     """The URL without its password, for messages."""
     parsed = urlparse(url)
     if not parsed.password:

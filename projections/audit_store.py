@@ -20,16 +20,26 @@ ROUND_REF_MAX = 200
 
 
 def parse_round_ref(ref: str) -> UUID:
-    """A round UUID, or `TABLE#ROUND_NO` (the ledger's deterministic id)."""
+    """A round UUID, or `TABLE#ROUND_NO` (the ledger's deterministic id): the one parser of
+    a round reference, for the command line, the HTTP routes and the console alike."""
     if "#" in ref:
-        table_id, _, number = ref.rpartition("#")
-        if not (table_id and number.isdigit() and len(ref) <= ROUND_REF_MAX):
+        parts = round_ref_parts(ref)
+        if parts is None:
             raise Refusal(RefusalCode.BAD_ROUND_REF, f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12")
-        return round_id_for(table_id, int(number))
+        return round_id_for(*parts)
     try:
         return UUID(ref)
     except ValueError:
         raise Refusal(RefusalCode.BAD_ROUND_REF, f"{ref!r}: use a round UUID or TABLE#ROUND_NO like bacc-1#12") from None
+
+
+def round_ref_parts(ref: str) -> tuple[str, int] | None:
+    """(table, round number) of `TABLE#ROUND_NO` (split at the last '#'), None for anything
+    else. ASCII digits only: `str.isdigit` also takes '²', which `int` refuses."""
+    table_id, _, number = ref.rpartition("#")
+    if not (table_id and number.isascii() and number.isdigit() and len(ref) <= ROUND_REF_MAX):
+        return None
+    return table_id, int(number)
 
 
 def round_events(log: EventLog, round_id: UUID) -> list[Record]:

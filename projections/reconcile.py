@@ -298,7 +298,7 @@ AMOUNT_KEYS = {"ledger_amount_minor": "ledger", "wallet_amount_minor": "wallet"}
 
 def finding_text(f: dict[str, Any]) -> str:
     """A finding's other fields, amounts as money with the currency (`ledger=1.00 EUR
-    wallet=4.34 EUR`, never minor units: --json keeps those)."""
+    wallet=4.34 EUR`, never minor units: --json keeps those), lists comma-separated."""
     money = f["category"] == "amount_differs"
     parts = []
     for k, v in f.items():
@@ -306,6 +306,8 @@ def finding_text(f: dict[str, Any]) -> str:
             continue
         if k in AMOUNT_KEYS or (money and k in ("ledger", "wallet")):
             parts.append(f"{AMOUNT_KEYS.get(k, k)}={format_minor(v, f.get('currency'))}")
+        elif isinstance(v, list):  # transaction ids: W1-7,W1-8, not a Python list's repr
+            parts.append(f"{k}={','.join(map(str, v))}")
         else:
             parts.append(f"{k}={v}")
     return " ".join(parts)

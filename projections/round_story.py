@@ -40,6 +40,7 @@ from ledger.records import (
 )
 from ledger.round import round_id_for
 from projections.audit import iso_utc
+from projections.audit_store import round_ref_parts
 
 PLAYER = player_account("")  # the prefix of a player's account
 
@@ -47,12 +48,10 @@ PLAYER = player_account("")  # the prefix of a player's account
 def ref_parts(round_id: UUID | str, ref: str | None) -> tuple[str, int] | None:
     """(table, round number) of a TABLE#NO reference that names this round id. A tombstone
     records neither (its Voided event has no table), so only the reference can name it."""
-    if not ref or "#" not in ref:
+    parts = round_ref_parts(ref) if ref else None
+    if parts is None or str(round_id_for(*parts)) != str(round_id):
         return None
-    table, _, number = ref.rpartition("#")
-    if not (table and number.isdigit()) or str(round_id_for(table, int(number))) != str(round_id):
-        return None
-    return table, int(number)
+    return parts
 
 
 def _stamp(e: Record) -> dict[str, Any]:

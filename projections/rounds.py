@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
-from projections.sql import Table
+from projections.sql import Db, Table
 from projections.state import Rows, View, iso, utc_form
 from projections.tables import config_row
 
@@ -113,6 +113,20 @@ def _table_applied(rows: Rows, ev: TableApplied) -> None:
     mine = rows.edit(ROUNDS.name, (ev.originator_id,))  # the same row (read above), to change
     if mine is not None:
         mine["timezone"] = config and config["timezone"]
+
+
+def tables_played(db: Db) -> dict[str, dict[str, Any]]:
+    """Every table a round was opened at, by id: its rounds and the rule sets they were played
+    under ("baccarat/live-8d v1"), whether or not the table was ever configured."""
+    played: dict[str, dict[str, Any]] = {}
+    for table_id, ruleset_id, version, rounds in db.query(
+            f"SELECT table_id, ruleset_id, ruleset_version, count(*) FROM {ROUNDS.name} "
+            "WHERE table_id IS NOT NULL GROUP BY table_id, ruleset_id, ruleset_version "
+            "ORDER BY table_id, ruleset_id, ruleset_version"):
+        seen = played.setdefault(table_id, {"rounds": 0, "rulesets": []})
+        seen["rounds"] += rounds
+        seen["rulesets"].append(f"{ruleset_id} v{version}")
+    return played
 
 
 VIEW = View(

@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from types import TracebackType
 from typing import Any
+from uuid import UUID
 
+from domain.errors import Refusal
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
+from projections import queries
 from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector, stops_line
 from projections.state import Zones
 
@@ -169,9 +172,10 @@ def period_days(args: argparse.Namespace) -> tuple[str | None, str | None]:
 PROGRESS_EVERY_S = 5.0  # off a terminal: one progress line per this many seconds
 
 
-def add_quiet_argument(p: argparse.ArgumentParser) -> None:
+def add_quiet_argument(p: argparse.ArgumentParser, more: str = "") -> None:
     p.add_argument("--quiet", action="store_true",
-                   help="no progress on standard error (a bar on a terminal, else a JSON line every few seconds)")
+                   help="no progress on standard error (a bar on a terminal, else a JSON line every few seconds)"
+                   + (f" {more}" if more else ""))
 
 
 class Progress:
@@ -255,6 +259,27 @@ def check_address_free(host: str, port: int) -> None:
             raise CliError(ErrorCode.ADDRESS_IN_USE, f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
+def round_uuid_of(ref: str) -> UUID:
+    """A round reference as every command takes it (`queries.round_ref`, the parser the HTTP
+    routes and the console use too); a malformed one is a usage error."""
+    try:
+        return queries.round_ref(ref)
+    except Refusal as refusal:
+        raise usage(f"{refusal.code}: {refusal.message}") from None
+
+
+def say_cut(command: str, listed: int, how: str, as_json: bool, **resume: int) -> None:
+    """A list stopped at its limit says so, on standard error (stdout keeps only the rows,
+    one JSON object per line with --json): a sentence naming how to see more, or with --json
+    one JSON object, {"event": "list_cut", "command", "listed", "more": true, "next"} and
+    the options that list the next rows (`resume`, e.g. "after": 1000)."""
+    if as_json:
+        line = {"event": "list_cut", "command": command, "listed": listed, "more": True, "next": how, **resume}
+        print(json.dumps(line), file=sys.stderr)
+    else:
+        print(f"{listed} listed; there are more: {how}", file=sys.stderr)
+
+
 def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     """The handler of a command group called without its action: its help, exit 2 (a usage error)."""
     def show(_args: argparse.Namespace) -> int:
@@ -278,6 +303,25 @@ def gaming_day_zones(fallback: str) -> Zones:
     """A round at a configured table has the time zone of the configuration it opened under
     (kept by the views); `fallback` (--timezone) is every other round's."""
     return Zones.named(fallback)
+
+
+def add_create_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--create", action="store_true",
+                   help="make a new SQLite store when there is none at --db (without it, a missing file is an error)")
+
+
+def existing_store(db: str | None, create: bool) -> str:
+    """The store URL of a command that writes a store it is meant to find already made (`serve`,
+    `consume`): a mistyped SQLite path would otherwise become an empty store answering ready.
+    A missing file is store_missing unless `create`; PostgreSQL databases are never made here."""
+    from ledger.store import db_url_from, env_for, safe_url
+
+    url = db_url_from(db)
+    path = env_for(url).get("SQLITE_DBNAME")
+    if path and not create and not os.path.exists(path):
+        raise CliError(ErrorCode.STORE_MISSING,
+                       f"{safe_url(url)}: {path} does not exist; give --create to make a new store there")
+    return url
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import signal
 from collections.abc import Callable
 
 from ops.cli.errors import usage
-from ops.cli.options import int_range
+from ops.cli.options import add_create_argument, existing_store, int_range
 
 EPILOG = """\
 Consumer I of N owns the tables whose stable hash mod N is I (run N processes,
@@ -26,6 +26,9 @@ it, exit. Changing N: docs/scaling.md.
   ledger consume --db postgresql://postgres@127.0.0.1:5432/postgres
   ledger consume --partitions 2 --partition 0 &  ledger consume --partitions 2 --partition 1 &
 
+A SQLite store must exist already (--create makes a new one); PostgreSQL is the
+store for consumers on several machines.
+
 Exit status: 0 stopped (SIGTERM, or drained with --idle-exit); 2 could not run
 (one line on standard error).
 """
@@ -34,6 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("consume", help="apply commands from NATS JetStream (one partition of the tables)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    add_create_argument(p)
     p.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL")
     p.add_argument("--stream", default="LEDGER_FEED")
     p.add_argument("--subject-prefix", default="ledger", metavar="P",
@@ -61,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     from ledger.store import open_app
     from ops.jetstream.intake import Consumer
 
+    # A mistyped SQLite path would take (and ack) the stream's commands into a new, empty store.
+    url = existing_store(args.db, args.create)
     ledger_logging.configure("info")
-    app = open_app(args.db)
+    app = open_app(url)
     consumer = Consumer(app, nats_url=args.nats, stream=args.stream, partitions=args.partitions,
                         partition=args.partition, batch=args.batch, ack_wait_s=args.ack_wait_s,
                         prefix=args.subject_prefix)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ledger import logging as ledger_logging
-from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, Result
+from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, LedgerApp, Result
 from ledger.partitions import WORKERS_MAX
 from ledger.store import db_url_from, open_app
 from ops.cli.errors import CliError, ErrorCode, check_input_file
@@ -17,6 +17,7 @@ from ops.cli.options import Progress, add_quiet_argument, int_range
 from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 EPILOG = """\
 One JSON command per line (docs/feed.md). Commands are checked one by one and
@@ -52,8 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--results", metavar="FILE", help="one JSON result per command, in feed order ('-': stdout)")
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="debug logs one line per command")
-    add_quiet_argument(p)
+    p.add_argument("--log-level", choices=LOG_LEVELS,
+                   help="debug logs one line per command (default info: the summary line; warning with --quiet)")
+    add_quiet_argument(p, "and no log line below warning (the 'ingest finished' line)")
     p.set_defaults(func=run)
 
 
@@ -62,16 +64,51 @@ BOM = b"\xef\xbb\xbf"
 
 def _lines(path: str, blank: Counter[str]) -> Iterator[bytes]:
     """The feed's lines as they are read; a UTF-8 byte-order mark before the first is
-    dropped, blank lines are counted in `blank["lines"]` and skipped."""
+    dropped, blank lines are counted in `blank["lines"]` and skipped. The first line
+    that is not blank must be a JSON object (`check_feed_line`)."""
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    first = True
     with stream:
         for n, line in enumerate(stream):
             if n == 0 and line.startswith(BOM):
                 line = line[len(BOM):]
-            if line.strip():
-                yield line
-            else:
+            if not line.strip():
                 blank["lines"] += 1
+                continue
+            if first:
+                check_feed_line(path, line)
+                first = False
+            yield line
+
+
+def check_feed_line(path: str, line: bytes) -> None:
+    """A file whose first command is not a JSON object is not a feed (a wallet CSV, a JSON
+    array, a log): stop before anything is stored, rather than refuse each of its lines."""
+    try:
+        # not strict: a control character inside a string is still a feed's line (refused as text_invalid)
+        command = json.loads(line, strict=False)
+    except ValueError:  # UnicodeDecodeError is one: the first line is not text
+        command = None
+    if not isinstance(command, dict):
+        name = "standard input" if path == "-" else path
+        raise CliError(ErrorCode.INPUT_INVALID, f"{name} is not a feed of JSON lines: its first line is not a "
+                       f"JSON object ({_shown(line)}); nothing was stored")
+
+
+def _shown(line: bytes, width: int = 40) -> str:
+    text = line.strip().decode("utf-8", "replace")
+    return repr(text if len(text) <= width else text[:width] + "...")
+
+
+def _first_line(path: str) -> bytes | None:
+    """The first line that is not blank (a byte-order mark dropped), or None."""
+    with open(path, "rb") as f:
+        for n, line in enumerate(f):
+            if n == 0 and line.startswith(BOM):
+                line = line[len(BOM):]
+            if line.strip():
+                return line
+    return None
 
 
 class Tally:
@@ -130,9 +167,38 @@ def _open_output(path: str) -> TextIO:
         raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"--results {path}: {exc.strerror or exc}") from None
 
 
+def _apply(args: argparse.Namespace, app: LedgerApp, results_out: TextIO | None, tally: Tally,
+           blank: Counter[str]) -> None:
+    """The feed into the store, batch by batch; `tally` counts what each commit recorded."""
+    with Progress("ingest", _lines_in(args.feed), quiet=args.quiet) as progress:
+        write = results_writer(results_out) if results_out else None
+        if args.feed == "-" and args.workers == 1:  # a live stream: commit on time too
+            wait = STREAM_MAX_WAIT_MS_DEFAULT if args.max_wait_ms is None else args.max_wait_ms
+            batches = stream_batches(app, _lines("-", blank), args.batch_size, wait)
+        else:
+            batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
+        for batch in batches:
+            tally.add(batch)
+            progress.advance(len(batch))
+            if write:
+                write(batch)
+
+
+def _interrupted(tally: Tally) -> str:
+    """What Ctrl-C left committed (the batch in hand was rolled back), and how to go on:
+    the same command again answers what was committed `duplicate` and applies the rest."""
+    done = _summary(tally)
+    return (f"ledger ingest: interrupted: {done['commands']} commands committed ({done['accepted']} accepted, "
+            f"{done['duplicate']} duplicate, {done['refused']} refused, {done['conflict']} conflict; "
+            f"{done['events']} events recorded); run the same command again to resume "
+            "(what was committed answers duplicate)")
+
+
 def run(args: argparse.Namespace) -> int:
     check_input_file(args.feed)  # before the store is opened (and perhaps created)
-    ledger_logging.configure(args.log_level)
+    if args.feed != "-" and (first := _first_line(args.feed)) is not None:
+        check_feed_line(args.feed, first)  # standard input: as it is read (_lines), before its first batch
+    ledger_logging.configure(args.log_level or ("warning" if args.quiet else "info"))
     log = ledger_logging.get_logger()
     # the results file before the store: a store is not created for a run that cannot write
     results_out = sys.stdout if args.results == "-" else _open_output(args.results) if args.results else None
@@ -144,18 +210,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     tally, blank = Tally(), Counter[str]()
     try:
-        with Progress("ingest", _lines_in(args.feed), quiet=args.quiet) as progress:
-            write = results_writer(results_out) if results_out else None
-            if args.feed == "-" and args.workers == 1:  # a live stream: commit on time too
-                wait = STREAM_MAX_WAIT_MS_DEFAULT if args.max_wait_ms is None else args.max_wait_ms
-                batches = stream_batches(app, _lines("-", blank), args.batch_size, wait)
-            else:
-                batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
-            for batch in batches:
-                tally.add(batch)
-                progress.advance(len(batch))
-                if write:
-                    write(batch)
+        _apply(args, app, results_out, tally, blank)
+    except KeyboardInterrupt:
+        print(_interrupted(tally), file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         app.close()
         if results_out not in (None, sys.stdout):

@@ -62,19 +62,25 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.discrepancies else 0
 
 
-SHORT = {"matched": "matched", "missing_in_wallet": "miss.wallet", "missing_in_ledger": "miss.ledger",
-         "duplicated": "duplicated", "amount_differs": "amount", "player_differs": "player",
-         "currency_differs": "currency", "invalid_row": "invalid", "repeated_transaction_id": "rep.txn"}
+# Column headers in words, on two lines (a category's name is too wide for one column).
+HEADERS = {"matched": ("matched", ""), "missing_in_wallet": ("missing", "in wallet"),
+           "missing_in_ledger": ("missing", "in ledger"), "duplicated": ("duplicated", ""),
+           "amount_differs": ("amount", "differs"), "player_differs": ("player", "differs"),
+           "currency_differs": ("currency", "differs"), "invalid_row": ("invalid", "row"),
+           "repeated_transaction_id": ("repeated", "transaction id")}
 
 
 def print_report(report: queries.Reconciliation, findings_max: int) -> None:
-    print(f"{'day':<10}  {'table':<18}" + "".join(f"{SHORT[c]:>12}" for c in CATEGORIES))
+    widths = {c: max(8, *map(len, HEADERS[c])) + 2 for c in CATEGORIES}
+    for line in (0, 1):
+        print(f"{'day' if line else '':<10}  {'table' if line else '':<18}"
+              + "".join(f"{HEADERS[c][line]:>{widths[c]}}" for c in CATEGORIES))
     for row in report.by_day_and_table:
-        print(f"{row['day']:<10}  {row['table_id']:<18}" + "".join(f"{row[c]:>12}" for c in CATEGORIES))
-    print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>12}" for c in CATEGORIES))
+        print(f"{row['day']:<10}  {row['table_id']:<18}" + "".join(f"{row[c]:>{widths[c]}}" for c in CATEGORIES))
+    print(f"{'total':<10}  {'':<18}" + "".join(f"{report.counts[c]:>{widths[c]}}" for c in CATEGORIES))
     for f in report.findings[:findings_max]:
         extra = finding_text(f)
-        print(f"  {f['category']:<23} {f.get('round', '-'):<16} {f['type']:<6} {f['reference']:<32} {extra}")
+        print(f"  {f['category'].replace('_', ' '):<23} {f.get('round', '-'):<16} {f['type']:<6} {f['reference']:<32} {extra}")
     if len(report.findings) > findings_max:
         print(f"  ... {len(report.findings) - findings_max} more (--findings N or --json)")
     print("reconciled: no discrepancies" if not report.discrepancies else f"{report.discrepancies} discrepancies",

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
-from ops.cli.options import int_range
+from ops.cli.options import int_range, say_cut
 from projections import queries
 
 
@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--code", type=refusal_code, help="only this refusal code (docs/refusals.md)")
     p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")
+    p.add_argument("--after", type=int_range(0), default=0, metavar="ID",
+                   help="only rejections after this id (the first column): the next page of a cut list")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=run)
 
@@ -33,10 +35,12 @@ def refusal_code(text: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     log = EventLog.open(args.db)
-    try:
-        rows = [asdict(r) for r in queries.rejections(log, args.code, limit=args.limit)]
+    try:  # one more than asked: whether the list is cut
+        rows = [asdict(r) for r in queries.rejections(log, args.code, after=args.after, limit=args.limit + 1)]
     finally:
         log.close()
+    cut = len(rows) > args.limit
+    rows = rows[:args.limit]
     for r in rows:
         if args.json:
             print(json.dumps(r))
@@ -46,4 +50,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{r['code']}: {r['message']}")
     if not rows and not args.json:
         print("no rejections")
+    if cut:
+        say_cut("rejections", len(rows), f"--after {rows[-1]['id']} lists the next ones (or a larger --limit)",
+                args.json, after=rows[-1]["id"])
     return 0

@@ -8,12 +8,11 @@ import sys
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from domain.errors import Refusal
 from domain.money import format_minor
 from domain.text import escaped
 from ledger.records import Opened, Record, Voided
 from ops.cli.errors import CliError, ErrorCode, usage
-from ops.cli.options import int_range
+from ops.cli.options import int_range, round_uuid_of
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -72,13 +71,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
     from projections import replay_view
-    from projections.audit_store import parse_round_ref, round_events
+    from projections.audit_store import round_events
     from projections.replay import recompute, table_config_findings
 
-    try:
-        round_id = parse_round_ref(args.round)
-    except Refusal as refusal:
-        raise usage(f"{refusal.code}: {refusal.message}") from None
+    round_id = round_uuid_of(args.round)
     log = EventLog.open(args.db)
     events = round_events(log, round_id)
     if not events:

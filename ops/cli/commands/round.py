@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from dataclasses import asdict
 from datetime import time
 from typing import Any
-from uuid import UUID
 
 from domain.money import format_minor
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
-from ledger.round import round_id_for
 from ops.cli.errors import usage
-from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, int_range, open_views
+from ops.cli.options import (
+    add_db_argument,
+    add_period_arguments,
+    check_period,
+    help_for,
+    int_range,
+    open_views,
+    round_uuid_of,
+    say_cut,
+)
 from projections import queries
 from projections.csvtext import csv_lines
 from projections.round_search import PLAYER_SORTS, SORTS, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX, STATUSES
-
-REF_RE = re.compile(r"^(?P<table>.+)#(?P<no>\d{1,12})$")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -107,20 +111,26 @@ def run_list(args: argparse.Namespace) -> int:
         sys.stdout.writelines(csv_lines(queries.ROUND_CSV, queries.round_csv_rows(found.rounds)))
         return 0
     listed = [asdict(r) for r in found.rounds]
-    if args.json:
-        sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
-        return 0
-    if not listed:
-        print("no rounds match", file=sys.stderr)
-        return 0
-    _print_rounds(listed, bool(args.player))
-    shown = f"{len(listed):,} of {found.count:,}" if len(listed) < found.count else f"{found.count:,}"
-    print(f"{shown} {'round' if found.count == 1 else 'rounds'}" + (" (a line per player and round)" if args.player
-                                                                 else ""))
+    _print_rounds(listed, args.json, bool(args.player), found.count)
+    if len(listed) < found.count:
+        say_cut("round list", len(listed), "a larger --limit, or a narrower --since/--until, --table or --status",
+                args.json)
     return 0
 
 
-def _print_rounds(listed: list[dict[str, Any]], by_player: bool) -> None:
+def _print_rounds(listed: list[dict[str, Any]], as_json: bool, by_player: bool, count: int) -> None:
+    if as_json:
+        sys.stdout.writelines(json.dumps(r) + "\n" for r in listed)
+        return
+    if not listed:
+        print("no rounds match", file=sys.stderr)
+        return
+    _print_table(listed, by_player)
+    shown = f"{len(listed):,} of {count:,}" if len(listed) < count else f"{count:,}"
+    print(f"{shown} {'round' if count == 1 else 'rounds'}" + (" (a line per player and round)" if by_player else ""))
+
+
+def _print_table(listed: list[dict[str, Any]], by_player: bool) -> None:
     """A table for people: money as money, a corrected round marked in its own column."""
     width = max(len(r["round"]) for r in listed)
     for r in listed:
@@ -142,13 +152,6 @@ def _print_rounds(listed: list[dict[str, Any]], by_player: bool) -> None:
               f"{r['studio_time'][:23]:<23}  {r['void_cause'] or '-':<{cause}}  {r['round_id']}")
 
 
-def parse_ref(ref: str) -> UUID:
-    m = REF_RE.match(ref)
-    if m:
-        return round_id_for(m.group("table"), int(m.group("no")))
-    return UUID(ref)
-
-
 def as_money(value: Any, currency: str | None) -> Any:
     """An event's fields for text: each `..._minor` field under the name without the
     suffix, an integer as money (`"stake": "5.00 EUR"`, not `"stake_minor": 500`);
@@ -163,10 +166,7 @@ def as_money(value: Any, currency: str | None) -> Any:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    try:
-        round_uuid = parse_ref(args.id)
-    except ValueError:
-        raise usage(f"{args.id!r} is neither a round UUID nor TABLE#ROUND_NO") from None
+    round_uuid = round_uuid_of(args.id)
     log = EventLog.open(args.db)
     try:
         detail = queries.round_detail(log, round_uuid, args.id)

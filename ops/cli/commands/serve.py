@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
+import sys
 import tempfile
 
 from ops.cli.errors import CliError, ErrorCode
-from ops.cli.options import check_address_free, int_range, number_range
+from ops.cli.options import add_create_argument, check_address_free, existing_store, int_range, number_range
 
 EPILOG = """\
 Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs and
@@ -16,6 +18,10 @@ Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, doc
 
   ledger serve --db postgresql://postgres@127.0.0.1:5432/postgres --workers 2
   curl -s localhost:8080/readyz
+
+It prints its URL, store and console link on standard error at start, and a line at
+stop. A SQLite store must exist already (`ledger keys add`, `ingest` or `demo` make
+one): a mistyped path is store_missing, exit 2; --create makes a new, empty store.
 
 Commands posted while a batch commits are committed together in the next one
 (at most --max-batch commands; --max-wait-ms > 0 also waits that long to gather
@@ -29,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the live HTTP API (commands, reads, health, metrics)", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
+    add_create_argument(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int_range(1, 65535), default=8080)
     p.add_argument("--workers", type=int_range(1, 64), default=1, metavar="N", help="worker processes (default 1)")
@@ -57,10 +64,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_address_free(args.host, args.port)  # uvicorn would log [Errno 98] and exit 1 or 3
-    from ledger.store import db_url_from
-
     env = os.environ
-    env["LEDGER_DB"] = db_url_from(args.db)
+    env["LEDGER_DB"] = existing_store(args.db, args.create)
     env["LEDGER_LOG_LEVEL"] = args.log_level
     if args.max_wait_ms is not None:
         env["LEDGER_SERVE_MAX_WAIT_MS"] = str(args.max_wait_ms)
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ledger.keys import key_store
-    from ledger.store import open_app
+    from ledger.store import open_app, safe_url
     from ops.service.http import GuardedHttpToolsProtocol
 
     app = open_app(env["LEDGER_DB"])  # tables made once, before the workers start together
@@ -100,10 +105,36 @@ def run(args: argparse.Namespace) -> int:
     finally:
         app.close()
 
+    base = _base_url(args.host, args.port)
+    print(f"ledger serve: {base} on store {safe_url(env['LEDGER_DB'])} ({_workers(args.workers)}); "
+          f"console {base}/ui/, API docs {base}/docs; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+    stop_by_sigterm = signal.signal(signal.SIGTERM, _stopped)
     try:
         uvicorn.run("ops.service.app:app_from_env", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="warning", access_log=False, timeout_graceful_shutdown=30,
                     http=GuardedHttpToolsProtocol)  # header limits and read timeouts (ops/service/http.py)
+    except _Stopped:
+        pass
     finally:
+        signal.signal(signal.SIGTERM, stop_by_sigterm)
         shutil.rmtree(private, ignore_errors=True)
+    print(f"ledger serve: stopped ({base})", file=sys.stderr, flush=True)
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM, after uvicorn's graceful stop: one worker's uvicorn raises the signal again
+    when it is done (the default action would end the process, 143, before the stop line)."""
+
+
+def _stopped(_signum: int, _frame: object) -> None:
+    raise _Stopped
+
+
+def _base_url(host: str, port: int) -> str:
+    """The URL a browser on this machine opens (an IPv6 address in brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _workers(n: int) -> str:
+    return "1 worker" if n == 1 else f"{n} workers"

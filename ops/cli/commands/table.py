@@ -1,5 +1,5 @@
 """`ledger table show TABLE`: a table's configuration, every version with its hash.
-`ledger table list`: every configured table and its current configuration.
+`ledger table list`: every table seen (configured, or only played at), its rounds and current configuration.
 
 Read from the stored `Table.Configured` events (ledger/eventlog.py; `list` finds the
 tables in the `tables` view, caught up first, as the other read commands do); a table that was
@@ -15,6 +15,7 @@ from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
 from ops.cli.options import help_for, open_views
+from projections.rounds import tables_played
 from projections.tables import table_ids
 
 
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("table", metavar="TABLE")
     _common(show)
     show.set_defaults(func=run_show)
-    listing = tsub.add_parser("list", help="every configured table and its current configuration")
+    listing = tsub.add_parser("list", help="every table: configured ones with their current configuration, and "
+                              "those only seen in rounds (marked not configured)")
     _common(listing)
     listing.set_defaults(func=run_list)
     p.set_defaults(func=help_for(p))
@@ -68,18 +70,37 @@ def run_show(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     # The configured tables' ids from the `tables` view, then each table by its aggregate id:
     # reading the events by topic would read the whole store (the library does not index it).
+    # Tables never configured are listed too, from the rounds played at them.
     with open_views(args.db) as views:
         tables = views.log.tables(table_ids(views.db))
-    current = [history[-1] for history in tables.values()]
+        played = tables_played(views.db)
+    listed = [_listed(t, tables.get(t), played.get(t)) for t in sorted(set(tables) | set(played))]
     if args.json:
-        sys.stdout.writelines(json.dumps(as_dict(r)) + "\n" for r in current)
+        sys.stdout.writelines(json.dumps(row) + "\n" for row in listed)
         return 0
-    if not current:
-        print("no table is configured: every round uses its rule set's defaults", file=sys.stderr)
+    if not listed:
+        print("no table: nothing configured and no round played", file=sys.stderr)
         return 0
-    width = max(len(r.table_id) for r in current)
-    print(f"{'table':<{width}}  version  {'rule set':<24}  cur  {'time zone':<18}  settings")
-    for r in current:
-        print(f"{r.table_id:<{width}}  v{r.config_version:<6}  {r.ruleset_id + ' v' + str(r.ruleset_version):<24}  "
-              f"{r.currency}  {r.timezone:<18}  {describe_settings(r.settings)}")
+    _print_tables(listed)
     return 0
+
+
+def _listed(table_id: str, history: list[TableConfigured] | None, played: dict[str, Any] | None) -> dict[str, Any]:
+    """One table: its current configuration when it has one (`configured`), and its rounds."""
+    rounds = {"rounds": played["rounds"] if played else 0, "rulesets_played": played["rulesets"] if played else []}
+    if history:
+        return {**as_dict(history[-1]), "configured": True, **rounds}
+    return {"table_id": table_id, "configured": False, **rounds}
+
+
+def _print_tables(listed: list[dict[str, Any]]) -> None:
+    width = max(len("table"), *(len(r["table_id"]) for r in listed))
+    print(f"{'table':<{width}}  {'rounds':>6}  version  {'rule set':<24}  cur  {'time zone':<18}  settings")
+    for r in listed:
+        if not r["configured"]:
+            print(f"{r['table_id']:<{width}}  {r['rounds']:>6}  {'-':<7}  {', '.join(r['rulesets_played']):<24}  "
+                  "not configured: its rounds use their rule set's defaults")
+            continue
+        ruleset = f"{r['ruleset_id']} v{r['ruleset_version']}"
+        print(f"{r['table_id']:<{width}}  {r['rounds']:>6}  v{r['config_version']:<6}  {ruleset:<24}  "
+              f"{r['currency']}  {r['timezone']:<18}  {describe_settings(r['settings'])}")

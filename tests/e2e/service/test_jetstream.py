@@ -45,7 +45,8 @@ def clean_state(lines: list[bytes], store_url: str, tmp_path, request) -> tuple[
 
 
 def consume(db: str, nats_url: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen([*CONSUME, "--db", db, "--nats", nats_url, "--ack-wait-s", "1", *extra],
+    # --create: these consumers start on a fresh store on purpose
+    return subprocess.Popen([*CONSUME, "--db", db, "--create", "--nats", nats_url, "--ack-wait-s", "1", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
 

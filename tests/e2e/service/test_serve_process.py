@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -102,3 +103,61 @@ def test_serve_two_workers_metrics_and_sigterm(tmp_path):
         assert len(app.ledger_recorder().select_commands([json.loads(x)["command_id"] for x in lines])) == len(lines)
     finally:
         app.close()
+
+
+def test_serve_refuses_a_sqlite_store_that_does_not_exist(tmp_path):
+    """A mistyped --db made an empty store that answered ready: now one line, exit 2, naming --create."""
+    typo = tmp_path / "typo.db"
+    done = subprocess.run([*LEDGER, "serve", "--db", f"sqlite:///{typo}", "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("ledger serve: error store_missing: ") and "--create" in done.stderr
+    assert not typo.exists() and not done.stdout
+
+
+def _start_line(proc: subprocess.Popen) -> str:
+    assert proc.stderr is not None
+    return proc.stderr.readline()
+
+
+def test_serve_says_where_it_listens_and_when_it_stops(tmp_path):
+    """--create makes the store; the first line names the URL, the store and the console; a
+    last line says it stopped (SIGINT, as Ctrl-C: a graceful stop, exit 0)."""
+    db = f"sqlite:///{tmp_path / 'new.db'}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([*LEDGER, "serve", "--db", db, "--create", "--port", str(port)], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = _start_line(proc)
+        assert line.startswith(f"ledger serve: {url} on store {db} (1 worker); console {url}/ui/"), line
+        _wait_ready(url, proc)
+        assert httpx.get(url + "/ui/", follow_redirects=True, timeout=5).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr is not None and proc.stdout is not None
+        rest = proc.stderr.read().splitlines()
+        assert rest[-1] == f"ledger serve: stopped ({url})", rest
+        assert proc.stdout.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_serve_hides_the_store_password(pg_schema_url):
+    """PostgreSQL here trusts local users: a password in the URL is accepted, and never printed."""
+    db = re.sub(r"^(postgres(?:ql)?://[^@:/]+)@", r"\1:s3cret@", pg_schema_url)
+    assert "s3cret" in db
+    port = free_port()
+    proc = subprocess.Popen([*LEDGER, "serve", "--db", db, "--port", str(port)], stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = _start_line(proc)
+        assert "postgresql://postgres:***@" in line and "s3cret" not in line, line
+        _wait_ready(f"http://127.0.0.1:{port}", proc)
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr is not None and "s3cret" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

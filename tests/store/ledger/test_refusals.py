@@ -150,7 +150,10 @@ def test_tombstone_void_before_open(ledger):
     assert void.status == "accepted" and void.events == ("Voided",)
     late = one(ledger, f.open("teen-patti/20-20"))
     assert (late.status, late.code) == ("refused", "round_voided")
+    assert late.message == "round V#1 was voided before it opened"  # TABLE#NO, not the round's UUID
     assert one(ledger, f.bet("b", "p", "table", "player_a", 100)).code == "round_voided"
+    ledger.forget_cached()  # read again from the store: named the same
+    assert one(ledger, f.bet("b2", "p", "table", "player_a", 100)).message == "round V#1 is voided"
     assert one(ledger, f.void()).code == "round_voided"
     events = list(ledger.repository.event_store.get(ledger.find_round("V", 1).id))
     assert [type(e).__name__ for e in events] == ["Voided"] and events[0].refunds == []

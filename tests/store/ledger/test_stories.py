@@ -149,6 +149,9 @@ def test_live_blackjack_host_interruption_voids_refunds_and_retires_the_shoe(led
     assert balances(ledger, rnd)["player:p1"] == 0
     again = ledger.handle(lines(f.at(2).open("blackjack/live-8d", shoe_id="shoe-A"))[0])
     assert (again.status, again.code) == ("refused", "shoe_retired")
+    assert "retired after round bj-3#1 was voided" in again.message  # named as people do, not by its UUID
+    ledger.forget_cached()  # the same from the stored events alone
+    assert "round bj-3#1 was" in ledger.handle(lines(f.at(3).open("blackjack/live-8d", shoe_id="shoe-A"))[0]).message
     fresh = ledger.handle(lines(f.open("blackjack/live-8d", shoe_id="shoe-B"))[0])
     assert fresh.status == "accepted"
 

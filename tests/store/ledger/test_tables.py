@@ -186,7 +186,7 @@ def test_table_list_reads_each_table_by_id_not_the_store_by_topic(ledger: Any, s
     for n, table in enumerate(("TP1", "TP2", "TP3"), start=1):
         assert ledger.handle(configure(n, table)).status == "accepted"
     assert ledger.handle(configure(9, "TP2", **V1)).status == "accepted"
-    ledger.ingest(lines(*teen_patti_round(Feed("TP9"))))  # played, never configured: not listed
+    ledger.ingest(lines(*teen_patti_round(Feed("TP9"))))  # played, never configured: listed as such (no history)
     log = EventLog.open(store_url)
     try:
         scanned = log.tables()
@@ -203,4 +203,6 @@ def test_table_list_reads_each_table_by_id_not_the_store_by_topic(ledger: Any, s
     monkeypatch.setattr(EventLog, "_rows_where", no_topic_scan)
     assert main(["table", "list", "--db", store_url, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(t["table_id"], t["config_version"]) for t in listed] == [("TP1", 1), ("TP2", 2), ("TP3", 1)]
+    assert [(t["table_id"], t.get("config_version")) for t in listed] == [("TP1", 1), ("TP2", 2), ("TP3", 1),
+                                                                          ("TP9", None)]
+    assert [t["configured"] for t in listed] == [True, True, True, False]

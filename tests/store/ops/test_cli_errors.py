@@ -36,7 +36,7 @@ CASES: dict[str, tuple[list[str], tuple[list[str], ErrorCode], tuple[list[str], 
     "audit replay": (M, ([*M, "--workers", "0"], U), (M, ErrorCode.STORE_MISSING)),
     "balances": (M, ([*M, "--kind", "casino"], U), (M, ErrorCode.STORE_MISSING)),
     "consume": (["--db", NO_FOLDER_DB], (["--db", NO_FOLDER_DB, "--partitions", "0"], U),
-                (["--db", NO_FOLDER_DB], ErrorCode.STORE_UNREACHABLE)),
+                (["--db", NO_FOLDER_DB], ErrorCode.STORE_MISSING)),
     "demo": (["--db", NO_FOLDER_DB], (["--db", NO_FOLDER_DB, "--rounds", "-1"], U),
              (["--db", NO_FOLDER_DB], ErrorCode.STORE_UNREACHABLE)),
     "export dgoj": (["--operator-id", "OP01", "--store-id", "A1", "--out", "{tmp}/x.xml", *M],
@@ -148,6 +148,8 @@ def test_serve_on_a_busy_port_and_without_its_store_is_one_line_exit_2(tmp_path:
         free.bind(("127.0.0.1", 0))
         port = str(free.getsockname()[1])
     done = _ledger("serve", "--port", port, "--db", fill([NO_FOLDER_DB], tmp_path)[0])
+    assert done.returncode == 2 and done.stderr.startswith("ledger serve: error store_missing: "), done.stderr
+    done = _ledger("serve", "--port", port, "--db", fill([NO_FOLDER_DB], tmp_path)[0], "--create")
     assert done.returncode == 2 and done.stderr.startswith("ledger serve: error store_unreachable: "), done.stderr
     assert len(done.stderr.splitlines()) == 1
 

@@ -17,6 +17,8 @@ from ops.sim.simulator import simulate
 from ops.sim.wallet import write_wallet
 
 SETTLE_EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "baccarat.json"
+# A feed (two commands): what ingest reads when the store, not the feed, is the point.
+A_FEED = Path(__file__).resolve().parents[3] / "docs" / "examples" / "tables.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ def test_wallet_files_not_utf8_empty_or_without_columns(feed_dir: Path, tmp_path
 @pytest.mark.parametrize("url", ["mysql://x/y", "/tmp/ledger.db", "sqlite:///"])
 def test_bad_store_urls(url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_error(capsys, ErrorCode.BAD_DB_URL, "balances", "--db", url)
-    assert_error(capsys, ErrorCode.BAD_DB_URL, "ingest", str(SETTLE_EXAMPLE), "--db", url)
+    assert_error(capsys, ErrorCode.BAD_DB_URL, "ingest", str(A_FEED), "--db", url)
 
 
 READ_COMMANDS = [["balances"], ["ggr"], ["refunds"], ["recall", "p1"], ["rejections"], ["round", "show", "t#1"],
@@ -162,7 +164,7 @@ def test_a_postgres_database_that_does_not_exist_is_named_at_once(capsys: pytest
     url = base.rsplit("/", 1)[0] + "/no_such_database_issue9"
     err = assert_error(capsys, ErrorCode.DATABASE_MISSING, "balances", "--db", url)
     assert "no_such_database_issue9" in err
-    assert_error(capsys, ErrorCode.DATABASE_MISSING, "ingest", str(SETTLE_EXAMPLE), "--db", url)
+    assert_error(capsys, ErrorCode.DATABASE_MISSING, "ingest", str(A_FEED), "--db", url)
 
 
 @pytest.mark.postgres
@@ -280,7 +282,7 @@ def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, cap
 
 
 def test_a_sqlite_store_in_a_folder_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert_error(capsys, ErrorCode.STORE_UNREACHABLE, "ingest", str(SETTLE_EXAMPLE), "--db",
+    assert_error(capsys, ErrorCode.STORE_UNREACHABLE, "ingest", str(A_FEED), "--db",
                  f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
 
 

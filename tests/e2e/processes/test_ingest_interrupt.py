@@ -1,0 +1,54 @@
+"""Ctrl-C during a large `ledger ingest` (a real process, SIGINT half way): it says what was
+committed and that the same command resumes, exit 130; the rerun ends as an uninterrupted run."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+from pathlib import Path
+
+from ledger.store import open_app
+from ops.cli import main as cli
+from ops.sim.simulator import simulate
+from tests.e2e.processes.test_crash_and_concurrency import _commands, _wait_until, ledger_process
+from tests.store.ledger.test_shards import _round_facts
+
+INTERRUPTED = re.compile(r"ledger ingest: interrupted: (\d+) commands committed \((\d+) accepted, (\d+) duplicate, "
+                         r"(\d+) refused, (\d+) conflict; (\d+) events recorded\); run the same command again to "
+                         r"resume \(what was committed answers duplicate\)")
+
+
+def test_ctrl_c_says_what_was_committed_and_a_rerun_resumes(tmp_path: Path) -> None:
+    feed = list(simulate(4, 60, seed=23, fault_rate=100))
+    path, results = tmp_path / "feed.jsonl", tmp_path / "results.jsonl"
+    path.write_bytes(b"".join(feed))
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    proc = ledger_process("ingest", str(path), "--db", db, "--batch-size", "20", "--allow-refusals",
+                          "--results", str(results))
+    try:
+        _wait_until(lambda: results.exists() and results.stat().st_size > 0, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    said = INTERRUPTED.fullmatch(err.decode().strip().splitlines()[-1])
+    assert said, err
+    committed = [json.loads(x) for x in results.read_text().splitlines()]
+    assert 0 < int(said[1]) == len(committed) < len(feed)  # what the results file holds: every commit, no more
+    assert int(said[6]) == sum(len(r["events"]) for r in committed)
+
+    rerun = tmp_path / "again.jsonl"
+    assert cli(["ingest", str(path), "--db", db, "--allow-refusals", "--quiet", "--results", str(rerun)]) == 0
+    answers = [json.loads(x) for x in rerun.read_text().splitlines()]
+    assert len(answers) == len(feed)
+    assert {a["status"] for a in answers[:len(committed)]} == {"duplicate"}  # resumed where it stopped
+    again, clean = open_app(db), open_app(f"sqlite:///{tmp_path / 'clean.db'}")
+    try:
+        clean.ingest(feed)
+        assert _round_facts(again) == _round_facts(clean)
+        ids = [json.loads(line)["command_id"] for line in feed]
+        assert _commands(again, ids) == _commands(clean, ids)
+    finally:
+        again.close()
+        clean.close()
