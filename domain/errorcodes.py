@@ -77,8 +77,9 @@ class ErrorCode(StrEnum):
     BODY_TOO_LARGE = ("body_too_large", "a body (or an uploaded file) larger than the service accepts", 413, False)
     TOO_MANY_COMMANDS = ("too_many_commands", "more commands in one request than the service accepts", 413, False)
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", "a Content-Type the route does not read", 415, False)
-    REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type or out of "
-                                          "its range (`errors` names each)", 422, False)
+    REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type, out of "
+                                          "its range or holding a control character (`errors` names each)", 422,
+                       False)
     BODY_NOT_JSON = ("body_not_json", "a POST /v1/commands body that is not JSON (or not UTF-8)", 422, False)
     BODY_NOT_ARRAY = ("body_not_array", "a JSON POST /v1/commands body that is not an array of commands",
                       422, False)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from domain.errorcodes import ErrorCode
+from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import KEYED, READ, READ_TAGS, ROUND_ERRORS, log_of, round_id, round_not_found, views
 from projections import queries
@@ -32,7 +33,7 @@ def _utc(at: datetime | None) -> datetime | None:
     return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
 
 
-@router.get("/{round_ref}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
+@router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
             response_model=queries.RoundDetail, responses=ROUND_ERRORS)
 def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
     round_uuid = round_id(round_ref)
@@ -42,7 +43,7 @@ def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
     return detail
 
 
-@router.get("/{round_ref}/replay", summary="the round replayed, settlement recomputed",
+@router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
             response_model=queries.RoundReplay, responses=documented(
                 *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
 def get_replay(round_ref: str, request: Request,
@@ -55,7 +56,7 @@ def get_replay(round_ref: str, request: Request,
     return replay
 
 
-@router.get("/{round_ref}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
+@router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
                        **documented(ErrorCode.CHAIN_MISMATCH)})
 def get_replay_page(round_ref: str, request: Request) -> HTMLResponse:
