@@ -23,6 +23,9 @@ import pytest
 from ledger.store import open_app
 from ops.service.app import Settings
 from tests.e2e.console.conftest import sign_in
+from tests.e2e.console.test_browser import Visit
+from tests.e2e.console.test_browser import sign_in as sign_in_by_browser
+from tests.e2e.console.test_dispute_page import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.service.conftest import LiveServer, auth, make_keys
 from tests.support.feed import Feed, lines
 
@@ -228,6 +231,38 @@ def test_every_link_of_the_listings_leads_to_its_page(browser: httpx.Client) -> 
     for odd in ODD:  # the listings' own links reach every odd id's pages
         assert {f"/ui/players/{segment(odd)}", f"/ui/tables/{segment(odd)}", f"/ui/rounds/{segment(odd + '#1')}",
                 f"/ui/rounds/{segment(odd + '#1')}/proof", f"/ui/rounds/{segment(odd + '#1')}/bundle"} <= followed, odd
+
+
+def test_chromium_follows_each_link_to_the_page_of_its_id(tmp_path: Any) -> None:
+    """A real browser's URL handling (`..` and `%2E%2E` segments removed, `#` a fragment), not a
+    model of it: from the rounds list to each odd id's table, round, player and chain proof."""
+    from playwright.sync_api import sync_playwright
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    keys = build(url)
+    with LiveServer(Settings(db_url=url, key_cache_s=0.0)) as server, sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            visit = Visit(chromium, server.url)
+            page = sign_in_by_browser(visit, keys["backoffice"])
+            for odd in ODD:
+                visit.go("/ui/rounds")
+                assert _click(page, "/ui/tables/", odd) == f"Table {odd}"
+                visit.go("/ui/rounds")
+                assert _click(page, "/ui/rounds/", f"{odd}#1").startswith(f"Round {odd}#1 ")
+                assert _click(page, "/ui/players/", odd) == f"Player {odd}"
+                page.go_back()
+                assert _click(page, "/ui/rounds/", "Chain proof of this round") == f"Chain proof: round {odd}#1"
+            visit.close()
+        finally:
+            chromium.close()
+
+
+def _click(page: Any, prefix: str, text: str) -> str:
+    """Click the first link to `prefix...` whose text is `text`; the heading of the page it opens."""
+    page.locator(f"a[href^='{prefix}']").filter(has_text=re.compile(f"^{re.escape(text)}$")).first.click()
+    page.wait_for_load_state()
+    return str(page.locator("h1").inner_text()).strip()
 
 
 def _control_requests(app: Any) -> list[str]:
