@@ -78,7 +78,7 @@ class ErrorCode(StrEnum):
     TOO_MANY_COMMANDS = ("too_many_commands", "more commands in one request than the service accepts", 413, False)
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", "a Content-Type the route does not read", 415, False)
     REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type, out of "
-                                          "its range or holding a control character (`errors` names each)", 422,
+                                          "its range, or holding a control or bidirectional formatting character (`errors` names each)", 422,
                        False)
     BODY_NOT_JSON = ("body_not_json", "a POST /v1/commands body that is not JSON (or not UTF-8)", 422, False)
     BODY_NOT_ARRAY = ("body_not_array", "a JSON POST /v1/commands body that is not an array of commands",

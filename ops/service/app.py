@@ -51,7 +51,7 @@ from ops.service.intake import (
 )
 from ops.service.logs import RequestLog, bind_request_id, log_request
 from ops.service.openapi import DESCRIPTION, complete
-from ops.service.paths import EscapedSlashes, no_control_characters
+from ops.service.paths import EscapedSlashes, clean_parameters
 from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
 
@@ -132,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL, description=DESCRIPTION,
                     openapi_tags=routes.TAGS, docs_url=None, redoc_url=None,  # docs: ops/service/routes/docs.py
-                    dependencies=[Depends(no_control_characters)])
+                    dependencies=[Depends(clean_parameters)])
     problems.install(api)
     api.commands_route = routes.install(api)
     from ops.console.pages import mount as mount_console

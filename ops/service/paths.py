@@ -10,8 +10,9 @@ segment and decodes it. `/ui/rounds/{ref:id}/proof` is then never confused by an
 id of dots alone is carried double-escaped, `%252E` a dot; the convertor reads that form
 too (an id never holds `%`).
 
-Nothing a path or query carries may hold a control character: `no_control_characters`,
-a dependency of every route, refuses it (PostgreSQL text cannot hold a NUL at all).
+No path or query parameter may hold a character domain/text.py refuses (a control
+character, a bidirectional override): `clean_parameters`, a dependency of every route,
+answers 422 before the route reads anything (PostgreSQL text cannot hold a NUL at all).
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from fastapi import Request
 from starlette.convertors import Convertor, register_url_convertor
 
 from domain.errorcodes import ErrorCode
+from domain.text import char_name, escaped, hostile_at
 from ops.service.problems import ProblemItem, ServiceError
 
 _DOT_ESCAPED = "%252E"  # a dot as a link carries it in an id of dots alone
 _DOTS_DECODED = re.compile(r"(?:%2E)+", re.IGNORECASE)  # that form after the server's one decoding
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1
 
 
 def path_segment(text: str) -> str:
@@ -75,18 +76,13 @@ def segments_decoded(raw: bytes) -> str:
                     for part in raw.split(b"/"))
 
 
-def no_control_characters(request: Request) -> None:
-    """422 `request_invalid` naming each path or query parameter that holds a control character."""
-    found = [f"path.{name}" for name, value in request.path_params.items()
-             if isinstance(value, str) and CONTROL.search(value)]
-    found += [f"query.{_shown(name)}" for name, value in request.query_params.multi_items()
-              if CONTROL.search(name + value)]
-    if found:
-        message = "holds a control character (U+0000..U+001F, U+007F..U+009F)"
-        raise ServiceError(ErrorCode.REQUEST_INVALID, f"{', '.join(dict.fromkeys(found))}: {message}",
-                           errors=[ProblemItem(location=where, message=message) for where in dict.fromkeys(found)])
-
-
-def _shown(name: str) -> str:
-    """A parameter's name as a problem may quote it: its control characters as `\\xNN`."""
-    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", name)
+def clean_parameters(request: Request) -> None:
+    """422 `request_invalid` naming each path or query parameter that holds a character
+    domain/text.py refuses (a control character, a bidirectional override, a separator)."""
+    params = [(f"path.{name}", value) for name, value in request.path_params.items() if isinstance(value, str)]
+    params += [(f"query.{escaped(name)}", name + value) for name, value in request.query_params.multi_items()]
+    items = [ProblemItem(location=where, message=f"holds {char_name(text[at])}")
+             for where, text in params if (at := hostile_at(text)) is not None]
+    if items:
+        raise ServiceError(ErrorCode.REQUEST_INVALID, "; ".join(f"{i.location}: {i.message}" for i in items[:3]),
+                           errors=items)

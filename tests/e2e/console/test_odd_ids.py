@@ -31,7 +31,7 @@ from tests.support.feed import Feed, lines
 
 ODD = ["a/b", "javascript://x/", "x/proof", "t#1", "p@x", "a:b", "a.b", ".", "..", "a/../b", "a/" * 64]
 PLAIN = "plain-player"
-CONTROLS = ["\x00", "\x01", "\x1f", "\x7f", "\x85"]
+CONTROLS = ["\x00", "\x01", "\x1f", "\x7f", "\x85", "\u202e", "\u2028"]
 
 
 class OddFeed(Feed):
