@@ -30,7 +30,7 @@ AUDIT = [Depends(role(*ROLE_AUDIT))]
 READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may read (and admin)
 # Every /v1 route: no key or a wrong one, a role that may not, the store down.
 KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.STORE_UNAVAILABLE)
-ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF)
+ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF, ErrorCode.REQUEST_INVALID)
 
 
 def gaming_zones(timezone: Annotated[str | None, Query(
