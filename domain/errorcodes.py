@@ -78,8 +78,9 @@ class ErrorCode(StrEnum):
     BODY_TOO_LARGE = ("body_too_large", "a body (or an uploaded file) larger than the service accepts", 413, False)
     TOO_MANY_COMMANDS = ("too_many_commands", "more commands in one request than the service accepts", 413, False)
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", "a Content-Type the route does not read", 415, False)
-    REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type or out of "
-                                          "its range (`errors` names each)", 422, False)
+    REQUEST_INVALID = ("request_invalid", "a path, query or form parameter missing, of the wrong type, out of "
+                                          "its range, or holding a control or bidirectional formatting character "
+                                          "(`errors` names each)", 422, False)
     UNKNOWN_PARAMETER = ("unknown_parameter", "a query parameter the route does not take (a misspelt or "
                                               "unsupported filter is refused, never ignored; `errors` names it)",
                          422, False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tempfile
 import zipfile
 from collections.abc import Callable, Coroutine, Iterable
@@ -30,6 +31,7 @@ from ops.console.charts import Series, band_chart, bar_chart, money_tick, percen
 from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
+from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.health import RETRY_AFTER_S
 from ops.service.routes.deps import gaming_zones
 from projections import queries
@@ -307,7 +309,7 @@ def _document(request: Request, ref: str, with_proof: bool = False) -> dict[str,
     return asdict(replay)
 
 
-@router.get("/rounds/{ref}")
+@router.get("/rounds/{ref:id}")
 def round_page(request: Request, ref: str, session: UI,
                step: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
     doc = _document(request, ref)
@@ -320,7 +322,7 @@ def round_page(request: Request, ref: str, session: UI,
                  results=[round_view.result_line(doc, c) for c in doc["results"]])
 
 
-@router.get("/rounds/{ref}/proof")
+@router.get("/rounds/{ref:id}/proof")
 def round_proof(request: Request, ref: str, session: UI) -> Response:
     """The round's events in the audit chain, from the chain kept in the store (projections/
     chain_index.py: extended by the events recorded since the last page that asked)."""
@@ -344,14 +346,17 @@ def _kept_proof(request: Request, db: Any, doc: dict[str, Any], as_json: bool = 
     return json.loads(json.dumps(proof)) if as_json else proof  # the bundle's document: keys as text
 
 
-@router.get("/rounds/{ref}/bundle")
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]")  # `/` would make a folder, `:` a name Windows refuses
+
+
+@router.get("/rounds/{ref:id}/bundle")
 def round_bundle(request: Request, ref: str, session: UI) -> Response:
     """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
     from ops.bundle.build import BundleError, write_bundle
     from projections.chain_index import ChainMismatch
 
     doc = _document(request, ref)
-    name = f"round-{(doc.get('round') or doc['round_id']).replace('#', '-')}.zip"
+    name = f"round-{_FILE_UNSAFE.sub('-', doc.get('round') or doc['round_id'])}.zip"
     with _views(request) as db, tempfile.TemporaryDirectory() as tmp:
         doc["proof"] = _kept_proof(request, db, doc, as_json=True)
         try:
@@ -364,7 +369,7 @@ def round_bundle(request: Request, ref: str, session: UI) -> Response:
 
 
 # ------------------------------------------------------------------ players and tables
-@router.get("/players/{player}")
+@router.get("/players/{player:id}")
 def player_page(request: Request, player: str, session: UI, since: str | None = None,
                 until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     first, last = _day(since, "since"), _day(until, "until")
@@ -377,7 +382,7 @@ def player_page(request: Request, player: str, session: UI, since: str | None = 
                  refunds=refunds, since=since or "", until=until or "", page=page, query=query)
 
 
-@router.get("/tables/{table}")
+@router.get("/tables/{table:id}")
 def table_page(request: Request, table: str, session: UI) -> Response:
     facts = data.table_facts(request.app.state.reader, table)
     reads = page_reads(request)

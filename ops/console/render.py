@@ -1,5 +1,7 @@
 """The console's Jinja2 environment: templates from the package, autoescaped, with
-money shown as money (format_minor from integers) and round links made in one place."""
+money shown as money (format_minor from integers) and round links made in one place.
+An id goes into a link's path with `seg` (any id the feed allows, `/`, `.` and `..` included)
+and into its query with `q`."""
 from __future__ import annotations
 
 from functools import cache
@@ -10,12 +12,13 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from domain.money import format_minor
 from domain.text import escaped
+from ops.service.paths import path_segment
 
 
 def round_url(table_id: str | None, round_no: int | None, round_id: str) -> str:
     """/ui/rounds/TABLE%23NO (the id when the round has no table: a tombstone)."""
     ref = f"{table_id}#{round_no}" if table_id and round_no is not None else round_id
-    return "/ui/rounds/" + quote(ref, safe="")
+    return "/ui/rounds/" + path_segment(ref)
 
 
 def _money(minor: int | None, currency: str | None = None) -> str:
@@ -40,7 +43,8 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("ops.console", "templates"), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     env.filters["money"] = _money
-    env.filters["q"] = lambda text: quote(str(text), safe="")
+    env.filters["q"] = lambda text: quote(str(text), safe="")  # a query's value
+    env.filters["seg"] = lambda text: path_segment(str(text))  # an id in a path (ops/service/paths.py)
     env.globals.update(round_url=round_url, with_query=_with_query, rounds_link=rounds_link, **_texts())
     return env
 

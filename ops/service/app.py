@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -52,6 +52,7 @@ from ops.service.intake import (
 )
 from ops.service.logs import RequestLog, bind_request_id, log_request
 from ops.service.openapi import DESCRIPTION, complete
+from ops.service.paths import EscapedSlashes, clean_parameters
 from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
 from projections import queries
@@ -133,12 +134,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 api.state.trace.dump()
 
     api = LedgerAPI(title="casino-ledger", version="1", lifespan=lifespan, **_NO_OTEL, description=DESCRIPTION,
-                    openapi_tags=routes.TAGS, docs_url=None, redoc_url=None)  # docs: ops/service/routes/docs.py
+                    openapi_tags=routes.TAGS, docs_url=None, redoc_url=None,  # docs: ops/service/routes/docs.py
+                    dependencies=[Depends(clean_parameters)])
     problems.install(api)
     api.commands_route = routes.install(api)
     from ops.console.pages import mount as mount_console
 
     mount_console(api)  # the back-office pages under /ui/ (ops/console/)
+    api.add_middleware(EscapedSlashes)  # ids holding `/` in one path segment (ops/service/paths.py)
     api.add_middleware(RequestLog)
     return api
 

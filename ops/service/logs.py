@@ -106,8 +106,9 @@ def log_request(scope: Mapping[str, Any], status: int, started: float, request_i
     if timing is not None:
         timing["s"] = started + seconds
         scope["app"].state.trace.add(timing)
-    # the route's template (bounded label values); the docs routes are plain paths
-    route = getattr(scope.get("route"), "path", None) or (
+    # the route's template without its convertors, `/v1/recall/{player}` (bounded label values); the
+    # docs routes are plain paths
+    route = getattr(scope.get("route"), "path_format", None) or (
         scope["path"] if scope["path"] in DOC_PATHS else DOC_ASSETS if scope["path"].startswith(DOC_ASSETS) else "unmatched")
     requests, request_seconds = _request_metrics(route, status)
     requests.inc()

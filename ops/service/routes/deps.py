@@ -75,7 +75,7 @@ AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only)]
 READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may read (and admin)
 # Every /v1 read route: no key or a wrong one, a role that may not, a query parameter it does not take, the store down.
 KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.UNKNOWN_PARAMETER, ErrorCode.STORE_UNAVAILABLE)
-ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF)
+ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF, ErrorCode.REQUEST_INVALID)
 
 
 def gaming_zones(timezone: Annotated[str | None, Query(

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request
 
 from domain.errorcodes import ErrorCode
+from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import documented
 from ops.service.routes.deps import CURSOR, GAMING_ZONES, KEYED, READ, READ_TAGS, cursor_checked, views
 from projections import queries
@@ -30,7 +31,7 @@ def get_balances(request: Request, account: Annotated[list[str] | None, Query(ma
         return queries.balances(db, account or [], None if kind == "all" else kind, nonzero, limit, cursor)
 
 
-@router.get("/recall/{player}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
+@router.get("/recall/{player:id}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
 def get_recall(request: Request, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
                last: Annotated[int, Query(ge=RECALL_LAST_MIN, le=RECALL_LAST_MAX)] = RECALL_LAST_DEFAULT,
                ) -> queries.Recall:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
+from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
@@ -63,7 +64,7 @@ def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus 
     return found
 
 
-@router.get("/{round_ref}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
+@router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
             response_model=queries.RoundDetail, responses=ROUND_ERRORS)
 def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
     round_uuid = round_id(round_ref)
@@ -73,7 +74,7 @@ def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
     return detail
 
 
-@router.get("/{round_ref}/replay", summary="the round replayed, settlement recomputed",
+@router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
             response_model=queries.RoundReplay, responses=documented(
                 *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
 def get_replay(round_ref: str, request: Request,
@@ -86,7 +87,7 @@ def get_replay(round_ref: str, request: Request,
     return replay
 
 
-@router.get("/{round_ref}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
+@router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
                        **documented(ErrorCode.CHAIN_MISMATCH)})
 def get_replay_page(round_ref: str, request: Request) -> HTMLResponse:
