@@ -29,8 +29,10 @@ from projections.monitor_deal import (
 )
 from projections.recall import RECALL
 from projections.round_search import RoundQuery, search
+from projections.rounds import ROUNDS
 from projections.sql import Db
 from projections.state import Zones
+from projections.tables import TABLE_CONFIGS
 
 PAGE_ROWS = 50
 PLAYER_ROUNDS_PAGE = 50
@@ -316,6 +318,22 @@ def _rejection_matches(row: dict[str, Any], code: str | None, table: str | None,
         return False
     day = str(row.get("received_at") or row.get("server_time") or "")[:10]
     return not ((since and day < since.isoformat()) or (until and day >= until.isoformat()))
+
+
+def with_pages(db: Db, rows: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """Which of the rounds (TABLE#NO) and tables the rejections name have a page: a refused
+    command may name a round never opened or a table never seen, and a link never leads to a
+    404. Two reads of the views, bounded by the page's own tables and round numbers."""
+    tables = sorted({r["table_id"] for r in rows if r.get("table_id")})
+    if not tables:
+        return set(), set()
+    numbers = sorted({r["round_no"] for r in rows if isinstance(r.get("round_no"), int)}) or [0]
+    marks, nos = ", ".join("?" * len(tables)), ", ".join("?" * len(numbers))
+    rounds = db.query(f"SELECT table_id, round_no FROM {ROUNDS.name} WHERE table_id IN ({marks}) "
+                      f"AND round_no IN ({nos})", [*tables, *numbers])
+    seen = db.query(f"SELECT table_id FROM {ROUNDS.name} WHERE table_id IN ({marks}) UNION "
+                    f"SELECT table_id FROM {TABLE_CONFIGS.name} WHERE table_id IN ({marks})", [*tables, *tables])
+    return {f"{t}#{n}" for t, n in rounds}, {t for (t,) in seen}
 
 
 def every_rejection(log: EventLog, code: str | None, table: str | None, since: date | None,

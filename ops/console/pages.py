@@ -561,8 +561,11 @@ def rejections_page(request: Request, session: UI, code: str | None = None, tabl
     rows, next_after = data.rejection_rows(request.app.state.reader, _opt(code), _opt(table),
                                            _day(since, "since"), _day(until, "until"), after)
     query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
+    with page_reads(request).views(request) as db:
+        rounds_paged, tables_paged = data.with_pages(db, rows)
     return _page(request, "rejections.html", session, rows=rows, next_after=next_after, query=query,
-                 code=code or "", table=table or "", since=since or "", until=until or "")
+                 code=code or "", table=table or "", since=since or "", until=until or "",
+                 rounds_paged=rounds_paged, tables_paged=tables_paged)
 
 
 @router.get("/rejections.csv")
