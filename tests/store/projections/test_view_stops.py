@@ -20,7 +20,7 @@ from ledger.eventlog import EventLog
 from ledger.records import Record, Voided, fields_of, short_name
 from ledger.store import open_app
 from ops.cli import main
-from projections import balances, refunds
+from projections import balances, refunds, rounds
 from projections.runner import ALL_VIEWS, STOPS, Projector
 from projections.sql import Table, dump
 from projections.state import View
@@ -159,18 +159,18 @@ def test_a_fold_that_fails_stops_that_view_and_its_readers_at_the_event_and_the_
                   write_behind=write_behind)
     result = p.catch_up()
     assert result.finding is None
-    assert {s.view for s in result.stopped} == {"balances", "recall"}  # recall reads balances
+    assert {s.view for s in result.stopped} == {"balances"}  # no view reads balances
     stop = p.stops["balances"]
     assert (stop.position, stop.aggregate_id, stop.event_type) == (bad.position, bad.originator_id, type(bad).__name__)
-    assert "Boom: cannot fold event" in stop.error and "reads view balances" in p.stops["recall"].error
-    assert p.positions["balances"] == p.positions["recall"] == bad.position - 1
-    assert all(p.positions[v.name] == len(events) for v in ALL_VIEWS if v.name not in ("balances", "recall"))
+    assert "Boom: cannot fold event" in stop.error
+    assert p.positions["balances"] == bad.position - 1
+    assert all(p.positions[v.name] == len(events) for v in ALL_VIEWS if v.name != "balances")
     # Each view holds exactly the events it folded: the stopped ones up to the event before.
     before = fold_all(events[:bad.position - 1])
     after = fold_all(events)
     got = stored_views(p)
     for view in ALL_VIEWS:
-        pure = before if view.name in ("balances", "recall") else after
+        pure = before if view.name == "balances" else after
         for t in view.tables:
             assert got[t.name] == sorted(pure.rows(t.name), key=lambda r: json.dumps(r, sort_keys=True)), t.name
     p.close()
@@ -178,14 +178,30 @@ def test_a_fold_that_fails_stops_that_view_and_its_readers_at_the_event_and_the_
     more = number(RoundScript("t8", 1).open().bet("m1", "p1", 300).void().events, first=len(events) + 1)
     store(app, more)
     again = Projector(EventLog(app))
-    assert set(again.stops) == {"balances", "recall"}
-    assert {s.view for s in again.catch_up().stopped} == {"balances", "recall"}
+    assert set(again.stops) == {"balances"}
+    assert {s.view for s in again.catch_up().stopped} == {"balances"}
     assert again.positions["balances"] == bad.position - 1 and again.positions["ggr"] == len(events) + len(more)
     # A rebuild clears it: the view folds again from the start.
     again.rebuild()
     assert not again.catch_up().stopped and not again.stops and not dump(again.db, STOPS)
     assert set(again.positions.values()) == {len(events) + len(more)}
     again.close()
+
+
+def test_the_views_that_read_a_stopped_view_stop_with_it(app) -> None:
+    """A view folds reading the views listed before it (View.reads): when `rounds` stops, every
+    view that reads it stops at the same event, named as its reader; the others go on."""
+    events = number(random_history(seed=5, rounds=30))
+    store(app, events)
+    bad = next(e for e in events[len(events) // 2:] if type(e) in rounds.VIEW.handles)
+    p = Projector(EventLog(app), views_with(failing_at(rounds.VIEW, bad.position)), page_size=40)
+    result = p.catch_up()
+    readers = {v.name for v in ALL_VIEWS if "rounds" in v.reads}
+    assert readers and {s.view for s in result.stopped} == {"rounds", *readers}
+    assert all("reads view rounds" in p.stops[name].error for name in readers)
+    assert all(p.positions[name] == bad.position - 1 for name in {"rounds", *readers})
+    assert all(p.positions[v.name] == len(events) for v in ALL_VIEWS if v.name not in {"rounds", *readers})
+    p.close()
 
 
 def test_a_write_the_store_refuses_stops_that_view_at_the_event(app, monkeypatch) -> None:
@@ -244,7 +260,7 @@ def test_the_cli_names_the_stopped_view_and_exits_1(app, store_url, capsys) -> N
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ledger project: stopped: view balances stopped at event "
                                                f"{bad.position} ({type(bad).__name__} of {bad.originator_id}): Boom")
-    assert "recall" in err[0]
+    assert "the other views go on" in err[0]
     # A read of the views answers (exit 0), and says on stderr which views stand still.
     assert main(["ggr", "--db", store_url, "--json"]) == 0
     out = capsys.readouterr()
