@@ -371,6 +371,14 @@ class Projector:
         try:
             with no_cyclic_gc():
                 self._fold(page, start, folded)
+        except InvariantBroken as err:
+            # A state the ledger can never record (a bet before its round opened): the store was
+            # altered, and every view is in doubt, not one: all stop, with a finding.
+            raise Unfoldable(
+                f"events from position {start} cannot be folded ({type(err).__name__}: {err}); the views stop at "
+                f"position {min(folded.values())}: the store may have been altered, check it with "
+                "`ledger audit verify --db URL`"
+            ) from err
         except Exception:
             return read, last, self._fold_carefully(page, folded)
         return read, last, []
