@@ -35,6 +35,20 @@ def configure(level: str = "info", json_output: bool | None = None) -> None:
     _configured = True
 
 
+@contextmanager
+def kept_configuration() -> Iterator[None]:
+    """The logging set-up as it was, back after the block: a command run in-process (the tests,
+    `ledger demo`'s steps) may set its own level (`ingest --quiet`: warning) without changing
+    what the rest of the process logs, such as the service's request lines."""
+    global _configured
+    saved, was = structlog.get_config(), _configured
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+        _configured = was
+
+
 def get_logger() -> Any:
     if not _configured:
         configure()

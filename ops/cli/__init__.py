@@ -13,6 +13,7 @@ import sys
 from typing import NoReturn
 
 from domain.text import escaped
+from ledger import logging as ledger_logging
 from ops import version
 from ops.cli import commands as _commands_pkg
 from ops.cli.errors import EXIT_ERROR, CliError, ErrorCode, classify
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
-        with escaping_output():
+        with escaping_output(), ledger_logging.kept_configuration():
             return int(args.func(args) or 0)
     except BrokenPipeError:  # `ledger ... | head` is fine
         return 0
