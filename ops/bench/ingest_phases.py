@@ -16,6 +16,7 @@ machine stay comparable. The wrapping changes nothing stored.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -170,11 +171,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--repeat", type=int, default=3, help="interleaved runs; medians count")
+    p.add_argument("--json", action="store_true",
+                   help="print only a JSON object (for ops.bench.compare: --figure total_cpu_us, phases.NAME)")
     args = p.parse_args(argv)
     url = args.db or f"sqlite:///{os.path.join(tempfile.mkdtemp(prefix='ledger-phases-'), 'bench.db')}"
     if not url.startswith("sqlite:///"):
         p.error("--db must be a sqlite:/// URL (the phases name SQLite's recorder)")
     feed = make_feed(args.commands, args.tables, args.seed)
+    if args.json:
+        b = measure(url, feed, args.batch_size, max(1, args.repeat))
+        print(json.dumps({"total_cpu_us": b.total_cpu_us, "raw_cpu_us": b.raw_cpu_us, "raw_wall_us": b.raw_wall_us,
+                          "phases": b.phases, "load_average": os.getloadavg()[0]}))
+        return 0
     print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
           f"medians of {args.repeat} runs; load average {os.getloadavg()[0]:.2f}")
     report(measure(url, feed, args.batch_size, max(1, args.repeat)))
