@@ -42,6 +42,9 @@ class Stamp(NamedTuple):
     # The ledger's clock for the events' `timestamp`: one per batch (they commit together),
     # so the transcoder formats it once, not per event; None takes the time per event.
     recorded_at: datetime | None = None
+    # The names of the events recorded under this stamp, appended as each is recorded (the
+    # command's result lists them: ledger/intake.py); None keeps none.
+    recorded: list[str] | None = None
 
 
 A = TypeVar("A", bound="LedgerAggregate")
@@ -79,6 +82,8 @@ class LedgerAggregate:
         self.version = event.originator_version
         self.modified_on = event.timestamp
         self.pending_events.append(event)
+        if stamp.recorded is not None:
+            stamp.recorded.append(self.EVENT_NAME_PREFIX + event_class.__name__)
 
 
 class PendingEvents:

@@ -32,6 +32,7 @@ the figures are medians.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import statistics
@@ -336,6 +337,20 @@ def measure_store(url: str, feed: list[bytes], batch_size: int, workers: list[in
     return figures
 
 
+def summary(f: Figures) -> dict[str, float]:
+    """The report's figures for `--json`: per worker count, the ratio to raw executemany
+    (`ratio_1`, `ratio_2`, ...), events/s, and (one process) the ledger's CPU seconds."""
+    base = f.events / statistics.median(f.raw[BASE])
+    out: dict[str, float] = {"raw_events_per_s": base}
+    for w, runs in f.ledger.items():
+        s = statistics.median(r.seconds for r in runs)
+        out[f"ratio_{w}"] = runs[0].events / s / base
+        out[f"events_per_s_{w}"] = runs[0].events / s
+        if w == 1:
+            out["cpu_seconds_1"] = statistics.median(r.cpu_seconds for r in runs)
+    return out
+
+
 def report(kind: str, f: Figures) -> None:
     raw_rate = {name: f.events / statistics.median(s) for name, s in f.raw.items()}
     base, events_only = raw_rate[BASE], raw_rate[BASE + EVENTS_ONLY]
@@ -364,11 +379,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure `ingest --workers N` (default: the cores here); 1 measures one process only")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="extra library setting for the ledger runs, e.g. TRANSCODER_TOPIC=... to measure a lever alone")
+    p.add_argument("--json", action="store_true",
+                   help="print only a JSON object of each store's figures (for ops.bench.compare: "
+                        "--figure postgresql.ratio_1, sqlite.cpu_seconds_1, ...)")
     args = p.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
     feed = make_feed(args.commands, args.tables, args.seed)
-    print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
-          f"medians of {args.repeat} interleaved runs" + "".join(f", {k}={v}" for k, v in env.items()))
+    if not args.json:
+        print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
+              f"medians of {args.repeat} interleaved runs" + "".join(f", {k}={v}" for k, v in env.items()))
+    found: dict[str, dict[str, float]] = {}
     tmp = tempfile.mkdtemp(prefix="ledger-bench-")
     urls = args.db or [f"sqlite:///{os.path.join(tmp, 'bench.db')}", os.environ.get("LEDGER_TEST_PG_URL", PG_DEFAULT)]
     workers = sorted({1, max(1, args.workers)})
@@ -378,8 +398,15 @@ def main(argv: list[str] | None = None) -> int:
             figures = measure_store(url, feed, args.batch_size, workers, max(1, args.repeat), env)
         except Exception as exc:
             print(f"{url.split('@')[-1]}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+            if args.json:
+                return 2
             continue
-        report(kind, figures)
+        if args.json:
+            found[kind] = summary(figures)
+        else:
+            report(kind, figures)
+    if args.json:
+        print(json.dumps(found))
     return 0
 
 

@@ -16,6 +16,7 @@ machine stay comparable. The wrapping changes nothing stored.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -26,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import app
+from ledger import app, handlers, intake, unit
 from ledger.app import BATCH_SIZE_DEFAULT
 from ledger.library import aggregate, eventstore, recorders
 from ops.bench.ingest_bench import (
@@ -37,24 +38,25 @@ from ops.bench.ingest_bench import (
     run_ledger,
 )
 
+RULES = "rules: command checks, game model, settlement"
 # (owner, attribute, phase): the order is the table's. Several functions may share a phase.
 PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.LedgerApp, "_parse", "parse: pydantic validate_json"),
-    (app, "payload_hash", "payload hash: to_json + sha256"),
-    (app.LedgerApp, "_wanted", "batch reads: ids wanted, lookup"),
+    (intake, "payload_hash", "payload hash: to_json + sha256"),
+    (unit.UnitOfWork, "wanted", "batch reads: ids wanted, lookup"),
     (recorders.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
-    (app.UnitOfWork, "load", "aggregates: load from batch / cache"),
-    (app.UnitOfWork, "_dispatch", "rules: command checks, game model, settlement"),
+    (unit.UnitOfWork, "load", "aggregates: load from batch / cache"),
     (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
-    (app.UnitOfWork, "apply", "per command: index row, result, marks"),
-    (app.UnitOfWork, "_run", "per command: index row, result, marks"),
-    (app.UnitOfWork, "_refuse", "rejection rows"),
-    (app.UnitOfWork, "save", "save: plumbing, cache"),
+    (intake.Intake, "take", "per command: index row, result, event names"),
+    (intake.Intake, "refuse", "rejection rows"),
+    (unit.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
     (recorders.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
     (recorders.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),
 )
+# Every handler in the table (ledger/handlers.py HANDLERS) is timed as the rules phase.
+TABLES: tuple[tuple[dict[Any, Any], str], ...] = ((handlers.HANDLERS, RULES),)
 
 
 @dataclass
@@ -89,11 +91,16 @@ class Timers:
 def timed_phases(timers: Timers) -> Iterator[Timers]:
     """Every phase's function wrapped for the duration; the originals back afterwards."""
     originals = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in PHASES]
+    tables = [(table, dict(table)) for table, _ in TABLES]
     try:
         for owner, name, phase in PHASES:
             setattr(owner, name, timers.wrap(phase, getattr(owner, name)))
+        for table, phase in TABLES:
+            table.update({key: timers.wrap(phase, func) for key, func in table.items()})
         yield timers
     finally:
+        for table, entries in tables:
+            table.update(entries)
         for owner, name, original in reversed(originals):
             if original is None:  # inherited: the wrapper goes, the base class's shows again
                 delattr(owner, name)
@@ -146,7 +153,8 @@ def measure(url: str, feed: list[bytes], batch_size: int, repeat: int) -> Breakd
         runs.append({p: s - timers.calls[p] * cost for p, s in timers.spent.items()})
         calls = dict(timers.calls)
     per = 1e6 / len(feed)
-    phases = {p: statistics.median(r.get(p, 0.0) for r in runs) * per for p in dict.fromkeys(ph for *_, ph in PHASES)}
+    names = dict.fromkeys([*(ph for *_, ph in PHASES), *(ph for _, ph in TABLES)])
+    phases = {p: statistics.median(r.get(p, 0.0) for r in runs) * per for p in names}
     return Breakdown(len(feed), phases, statistics.median(totals) * per,
                      statistics.median(w for w, _ in raws) * per, statistics.median(c for _, c in raws) * per, calls)
 
@@ -170,11 +178,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_DEFAULT)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--repeat", type=int, default=3, help="interleaved runs; medians count")
+    p.add_argument("--json", action="store_true",
+                   help="print only a JSON object (for ops.bench.compare: --figure total_cpu_us, phases.NAME)")
     args = p.parse_args(argv)
     url = args.db or f"sqlite:///{os.path.join(tempfile.mkdtemp(prefix='ledger-phases-'), 'bench.db')}"
     if not url.startswith("sqlite:///"):
         p.error("--db must be a sqlite:/// URL (the phases name SQLite's recorder)")
     feed = make_feed(args.commands, args.tables, args.seed)
+    if args.json:
+        b = measure(url, feed, args.batch_size, max(1, args.repeat))
+        print(json.dumps({"total_cpu_us": b.total_cpu_us, "raw_cpu_us": b.raw_cpu_us, "raw_wall_us": b.raw_wall_us,
+                          "phases": b.phases, "load_average": os.getloadavg()[0]}))
+        return 0
     print(f"feed: {len(feed)} commands from {args.tables} tables (seed {args.seed}), batch size {args.batch_size}, "
           f"medians of {args.repeat} runs; load average {os.getloadavg()[0]:.2f}")
     report(measure(url, feed, args.batch_size, max(1, args.repeat)))

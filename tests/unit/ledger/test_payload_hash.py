@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ledger.app import payload_hash
 from ledger.commands import parse_command
+from ledger.intake import payload_hash
 from ops.sim.simulator import simulate
 
 
