@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from domain import registry
 from domain.cards import parse_card
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
@@ -115,8 +115,7 @@ def _hostile_refusal(raw: Raw) -> Refusal | None:
     if found is None:
         return None
     field, text, at = found
-    return Refusal(RefusalCode.TEXT_INVALID, RefusalCode.TEXT_INVALID.template.format(
-        field=escaped(field), char=char_name(text[at]), position=at + 1))
+    return refuse(RefusalCode.TEXT_INVALID, field=escaped(field), char=char_name(text[at]), position=at + 1)
 
 
 def _type_of(value: object) -> tuple[str, ...]:
@@ -357,21 +356,21 @@ class LedgerApp(Application[UUID]):
             if hostile is not None:
                 return hostile
             if err.errors() and err.errors()[0]["type"] == "json_invalid":
-                return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-            return Refusal(RefusalCode.BAD_COMMAND, escaped(describe_validation_error(err)))
+                return refuse(RefusalCode.BAD_COMMAND, "json", error=err.errors()[0]['ctx'].get('error', 'invalid'))
+            return refuse(RefusalCode.BAD_COMMAND, problems=escaped(describe_validation_error(err)))
         except (ValueError, RecursionError, UnicodeError) as err:  # a str the parser cannot take (e.g. surrogates)
-            return _hostile_refusal(raw) or Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {type(err).__name__}")
+            return _hostile_refusal(raw) or refuse(RefusalCode.BAD_COMMAND, "json", error=type(err).__name__)
 
     def _unstorable(self, raw: Raw, err: BaseException) -> Result:
         """Last resort for a command that passed every check but that the store refused
         (every known case is refused earlier): a `bad_command` refusal, kept in the log."""
         unit = UnitOfWork(self, {})
-        result = unit.apply(Refusal(RefusalCode.BAD_COMMAND, f"the store cannot hold this command: {err}"), raw)
+        result = unit.apply(refuse(RefusalCode.BAD_COMMAND, "store", error=err), raw)
         unit.save()
         return result
 
     def _conflict(self, cmd: Command | Refusal) -> Result:
-        message = "another writer changed this round first; nothing was recorded, retry the command"
+        message = RefusalCode.CONCURRENCY_CONFLICT.message()
         if isinstance(cmd, Refusal):
             return Result(status="conflict", command_id=None, code="concurrency_conflict", message=message)
         return Result(
@@ -456,9 +455,7 @@ class UnitOfWork:
         # version 0: an empty Round kept in memory by an open_round refused earlier in this batch;
         # it is refused as if the batch had ended there (same message whatever the batch size)
         if found is None or found.version <= 0:
-            raise Refusal(
-                RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
-            )
+            raise refuse(RefusalCode.ROUND_NOT_OPEN, table_id=cmd.table_id, round_no=cmd.round_no)
         found = _as(Round, found)
         found.known_as(cmd.table_id, cmd.round_no)
         return found
@@ -558,11 +555,7 @@ class UnitOfWork:
         """A command id seen before: the same payload is a duplicate, another one a conflict."""
         cid, first = cmd.command_id, prior[1]
         if prior[0] != digest:
-            refusal = Refusal(
-                RefusalCode.COMMAND_ID_CONFLICT,
-                f"command id {cid} was already used for a different command "
-                f"({first.status}); a retry must repeat the same payload",
-            )
+            refusal = refuse(RefusalCode.COMMAND_ID_CONFLICT, command_id=cid, status=first.status)
             return self._refuse(cmd, raw, refusal, first.round_id)
         return Result(
             status="duplicate", command_id=cid, code=first.code,
@@ -734,8 +727,7 @@ def settings_of(cmd: ConfigureTable) -> TableSettings:
 
 
 def _bad_limit(cmd: ConfigureTable, bet_type: str) -> BetLimit:
-    raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
-                  f"table {cmd.table_id}: the {bet_type} limit has its minimum above its maximum")
+    raise refuse(RefusalCode.TABLE_LIMIT_FORBIDDEN, "min-above-max", table_id=cmd.table_id, bet_type=bet_type)
 
 
 class ShoesInUse:
