@@ -29,6 +29,9 @@ SPOT = "table"
 HANDS = ("A", "B")
 CARDS_PER_HAND = 3
 BET_TYPES = ("player_a", "player_b", "tie", "pair_plus_a", "pair_plus_b", "six_card_bonus")
+# One bet placed on either hand: Pair Plus pays on its hand's own three cards, so A's and B's
+# have the same math (`ledger rtp` shows them as one line); keyed by the first, in BET_TYPES order.
+EITHER_HAND_BETS = {"pair_plus_a": "pair_plus_b"}
 BET_NAMES = {
     "player_a": "Player A", "player_b": "Player B", "tie": "Tie", "pair_plus_a": "Pair Plus A",
     "pair_plus_b": "Pair Plus B", "six_card_bonus": "6 Card Bonus",
