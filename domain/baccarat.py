@@ -15,7 +15,7 @@ from typing import Any
 
 from domain.cards import CARDS_PER_DECK, Card, CardCounter
 from domain.errorpolicy import policy
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, refuse, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_stake_minor, format_minor, returns_text, win
 from domain.outcome import HandOutcome, RoundOutcome
@@ -392,7 +392,7 @@ def check_round_in_shoe(round_in_shoe: object, decks: int) -> int:
     """A shoe of `decks` decks holds at most decks*52/4 rounds of at least four cards."""
     most = decks * CARDS_PER_DECK // CARDS_PER_ROUND_MIN
     if type(round_in_shoe) is not int or not 1 <= round_in_shoe <= most:
-        raise Refusal(RefusalCode.BAD_ROUND_IN_SHOE, f"round of the shoe must be an integer 1..{most}, got {round_in_shoe!r}")
+        raise refuse(RefusalCode.BAD_ROUND_IN_SHOE, most=most, round_in_shoe=round_in_shoe)
     return round_in_shoe
 
 
@@ -437,8 +437,9 @@ class BaccaratRound(NoPlayerChoices):
         rules.limit_for(bet.bet_type)  # refuses a type this version has no limit for
         last = rules.max_round(bet.bet_type)
         if last is not None and self.round_in_shoe > last:
-            raise Refusal(RefusalCode.BET_NOT_OFFERED, f"{BET_NAMES[bet.bet_type]} is not offered after round {last} "
-                          f"of the shoe; this is round {self.round_in_shoe}")
+            raise refuse(
+                RefusalCode.BET_NOT_OFFERED, "after-round", bet_name=BET_NAMES[bet.bet_type], last_round=last,
+                round_in_shoe=self.round_in_shoe)
         mode = self._mode(bet)
         check_stake_minor(bet.stake_minor, bet.bet_id)
         self._check_limits(bet)
@@ -446,12 +447,12 @@ class BaccaratRound(NoPlayerChoices):
 
     def _mode(self, bet: Bet) -> str | None:
         if bet.mode is not None and bet.mode not in MODES:
-            raise Refusal(RefusalCode.BAD_MODE, f"bet {bet.bet_id}: mode must be one of {', '.join(MODES)}, got {bet.mode!r}")
+            raise refuse(RefusalCode.BAD_MODE, bet_id=bet.bet_id, modes=', '.join(MODES), mode=bet.mode)
         if bet.bet_type != "banker":
             return bet.mode  # the toggle only changes the Banker payout; kept for the record
         mode = bet.mode or self.rules.banker_mode_default
         if mode is None:
-            raise Refusal(RefusalCode.MODE_REQUIRED, f"bet {bet.bet_id}: a Banker bet needs a mode: {' or '.join(MODES)}")
+            raise refuse(RefusalCode.MODE_REQUIRED, bet_id=bet.bet_id, modes=' or '.join(MODES))
         return mode
 
     def _stakes(self, player_id: str, bet_type: str) -> int:
@@ -467,23 +468,18 @@ class BaccaratRound(NoPlayerChoices):
             other = "banker" if bet.bet_type == "player" else "player"
             diff = total - self._stakes(bet.player_id, other)
             if diff > limit.max_minor:
-                raise Refusal(
-                    RefusalCode.DIFFERENCE_ABOVE_MAXIMUM,
-                    f"{_what(bet)}: {BET_NAMES[bet.bet_type]} stakes would exceed {BET_NAMES[other]} stakes by "
-                    f"{format_minor(diff)}; the table maximum {format_minor(limit.max_minor)} applies to "
-                    f"the difference between Player and Banker",
-                )
+                raise refuse(
+                    RefusalCode.DIFFERENCE_ABOVE_MAXIMUM, what=_what(bet), side=BET_NAMES[bet.bet_type],
+                    other=BET_NAMES[other], difference=format_minor(diff), maximum=format_minor(limit.max_minor))
             return
         if total > limit.max_minor:
-            raise Refusal(
-                RefusalCode.STAKE_ABOVE_MAXIMUM,
-                f"{_what(bet)}: stakes on {BET_NAMES[bet.bet_type]} would total {format_minor(total)}, above "
-                f"the table maximum {format_minor(limit.max_minor)}",
-            )
+            raise refuse(
+                RefusalCode.STAKE_ABOVE_MAXIMUM, "total", what=_what(bet), bet_name=BET_NAMES[bet.bet_type],
+                total=format_minor(total), maximum=format_minor(limit.max_minor))
 
     def close_betting(self) -> None:
         if self.phase != "betting":
-            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
+            raise refuse(RefusalCode.BETTING_CLOSED, "close")
         self.phase = "dealing"
 
     # -- cards
@@ -512,10 +508,10 @@ class BaccaratRound(NoPlayerChoices):
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "the coup is complete"
-            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"{card} ({card.name}) was not expected: {state}")
+            raise refuse(RefusalCode.CARD_NOT_EXPECTED, "table-game", card=card, card_name=card.name, state=state)
         if target != expected:
-            raise Refusal(RefusalCode.WRONG_TARGET, f"{card} ({card.name}) was dealt to {target!r}; the rules say "
-                          f"the next card goes to {expected!r}")
+            raise refuse(
+                RefusalCode.WRONG_TARGET, "baccarat", card=card, card_name=card.name, target=target, expected=expected)
         self.counter.check(card)  # impossible_card
         self.counter.take(card)
         if expected == "burn":
@@ -537,7 +533,7 @@ class BaccaratRound(NoPlayerChoices):
 
     def coup(self) -> Coup:
         if not self.is_complete():
-            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "the coup is not complete; it cannot be settled yet")
+            raise refuse(RefusalCode.ROUND_NOT_COMPLETE, "coup")
         return coup_of(self.player, self.banker, self.rules)
 
     def settle(self) -> list[BetResult]:

@@ -27,7 +27,7 @@ from domain.blackjack_rules import (
 from domain.blackjack_settle import settle
 from domain.blackjack_state import Hand, Stake, State, holder_bet, spot_number
 from domain.cards import Card, CardCounter
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
 from domain.money import check_amount, format_minor
 from domain.outcome import RoundOutcome
@@ -61,13 +61,13 @@ class BlackjackRound:
         require(isinstance(bet, Bet), "place_bet needs a Bet")
         s = self._s
         if s.phase != "betting":
-            raise Refusal(RefusalCode.BETTING_CLOSED, f"bet {bet.bet_id}: betting is closed for this round")
+            raise refuse(RefusalCode.BETTING_CLOSED, bet_id=bet.bet_id)
         check_bet(self.rules, s, bet)
         self._apply(lambda st: st.bets.append(bet))
 
     def close_betting(self) -> None:
         if self._s.phase != "betting":
-            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
+            raise refuse(RefusalCode.BETTING_CLOSED, "close")
         self._apply(self._close)
 
     def _close(self, s: State) -> None:
@@ -93,13 +93,13 @@ class BlackjackRound:
             raise InvariantBroken(f"deal needs a Card, got {type(card).__name__}")
         s = self._s
         if s.phase == "betting":
-            raise Refusal(RefusalCode.BETTING_OPEN, f"card {card} to {target}: betting is still open; close betting first")
+            raise refuse(RefusalCode.BETTING_OPEN, card=card, target=target)
         expected = _next_target(self.rules, s)
         if expected is None:
             why = "the round is complete" if s.phase == "complete" else _awaiting(self.rules, s)
-            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"card {card} to {target}: no card is expected now ({why})")
+            raise refuse(RefusalCode.CARD_NOT_EXPECTED, card=card, target=target, why=why)
         if target != expected:
-            raise Refusal(RefusalCode.WRONG_TARGET, f"card {card} dealt to {target}, but the next card must go to {expected}")
+            raise refuse(RefusalCode.WRONG_TARGET, card=card, target=target, expected=expected)
         s.seen.check(card)
         self._apply(self._deal, card, target)
 
@@ -143,16 +143,18 @@ class BlackjackRound:
     def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
         s = self._s
         if source not in DECISION_SOURCES:
-            raise Refusal(RefusalCode.BAD_DECISION_SOURCE, f"{hand} {action}: source must be one of {', '.join(DECISION_SOURCES)}, got {source!r}")
+            raise refuse(
+                RefusalCode.BAD_DECISION_SOURCE, hand=hand, action=action, sources=', '.join(DECISION_SOURCES),
+                source=source)
         if s.phase == "betting":
-            raise Refusal(RefusalCode.BETTING_OPEN, f"{hand} {action}: betting is still open; no decisions yet")
+            raise refuse(RefusalCode.BETTING_OPEN, "decision", hand=hand, action=action)
         if not any(h.name == hand for h in s.hands):
             names = ", ".join(h.name for h in s.hands) or "none"
-            raise Refusal(RefusalCode.UNKNOWN_HAND, f"{action} on {hand}: no such hand in this round (hands: {names})")
+            raise refuse(RefusalCode.UNKNOWN_HAND, action=action, hand=hand, hands=names)
         legal = _legal(self.rules, s)
         if action not in legal.get(hand, ()):
             now = "; ".join(f"{k}: {', '.join(v)}" for k, v in legal.items()) or _awaiting(self.rules, s)
-            raise Refusal(RefusalCode.DECISION_NOT_LEGAL, f"{action} on {hand} is not legal now (legal now: {now})")
+            raise refuse(RefusalCode.DECISION_NOT_LEGAL, action=action, hand=hand, legal=now)
         ins_amount = _check_amount(self.rules, s, hand, action, amount_minor)
         return self._apply(self._decide, hand, action, ins_amount)
 
@@ -173,7 +175,7 @@ class BlackjackRound:
         match = [i for i, (o, _) in enumerate(self._s.offers) if o.bet_id == bet_id and o.kind == kind]
         if not match:
             open_ = ", ".join(f"{o.bet_id}/{o.kind}" for o, _ in self._s.offers) or "none"
-            raise Refusal(RefusalCode.NO_FOLLOW_OFFER, f"bet {bet_id} has no open {kind} follow offer (open offers: {open_})")
+            raise refuse(RefusalCode.NO_FOLLOW_OFFER, bet_id=bet_id, kind=kind, offers=open_)
         return self._apply(self._follow, match[0], accept)
 
     def _follow(self, s: State, index: int, accept: bool) -> list[StakeMove]:
@@ -192,7 +194,7 @@ class BlackjackRound:
         s = self._s
         spot = next((h.spot for h in s.hands if h.name == hand or h.spot == hand), None)
         if spot is None:
-            raise Refusal(RefusalCode.UNKNOWN_HAND, f"no hand {hand} in this round")
+            raise refuse(RefusalCode.UNKNOWN_HAND, "decider", hand=hand)
         return holder_bet(s, spot).player_id
 
     def check_decider(self, hand: str, player_id: str) -> None:
@@ -200,8 +202,7 @@ class BlackjackRound:
         holder = self.deciding_player(hand)
         if player_id != holder:
             who = "the box holder" if self.rules.spot_kind == "box" else "the seated player"
-            raise Refusal(RefusalCode.NOT_BOX_HOLDER, f"{hand}: only {who} {holder} decides; {player_id} may "
-                                            "only follow a split or double")
+            raise refuse(RefusalCode.NOT_BOX_HOLDER, hand=hand, who=who, holder=holder, player_id=player_id)
 
     # ------------------------------------------------------------------ end
     def is_complete(self) -> bool:
@@ -209,12 +210,15 @@ class BlackjackRound:
 
     def settle(self) -> list[BetResult]:
         if not self.is_complete():
-            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"cannot settle: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
+            raise refuse(
+                RefusalCode.ROUND_NOT_COMPLETE, phase=self._s.phase, awaiting=_awaiting(self.rules, self._s))
         return settle(self.rules, self._s)
 
     def outcome(self) -> RoundOutcome:
         if not self.is_complete():
-            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, f"no outcome yet: the round is still in phase {self._s.phase} ({_awaiting(self.rules, self._s)})")
+            raise refuse(
+                RefusalCode.ROUND_NOT_COMPLETE, "outcome", phase=self._s.phase,
+                awaiting=_awaiting(self.rules, self._s))
         return outcome(self.rules, self._s)
 
     def view(self) -> dict[str, Any]:
@@ -406,14 +410,13 @@ def _check_amount(rules: BlackjackRules, s: State, hand: str, action: str, amoun
     """The insurance stake for `action`, or None; refuse an amount where none may be chosen."""
     if action != "insurance":
         if amount is not None:
-            raise Refusal(RefusalCode.AMOUNT_NOT_ALLOWED, f"{action} on {hand}: an amount is only chosen for casino-tour insurance")
+            raise refuse(RefusalCode.AMOUNT_NOT_ALLOWED, action=action, hand=hand)
         return None
     main = holder_bet(s, hand).stake_minor
     if rules.insurance_amount == "half_main":
         if amount is not None and amount != main // 2:
-            raise Refusal(RefusalCode.BAD_INSURANCE_AMOUNT,
-                          f"insurance on {hand}: costs exactly half the main bet ({format_minor(main // 2)}), "
-                          f"got {format_minor(amount)}")
+            raise refuse(
+                RefusalCode.BAD_INSURANCE_AMOUNT, hand=hand, half=format_minor(main // 2), amount=format_minor(amount))
         return main // 2
     low = -(-rules.limit_for("main").min_minor // 2)
     high = main // 2
@@ -421,9 +424,9 @@ def _check_amount(rules: BlackjackRules, s: State, hand: str, action: str, amoun
         return high
     check_amount(amount, f"insurance on {hand}")
     if not low <= amount <= high:
-        raise Refusal(RefusalCode.BAD_INSURANCE_AMOUNT,
-                      f"insurance on {hand}: amount {format_minor(amount)} must be between half the table minimum "
-                      f"({format_minor(low)}) and half the stake ({format_minor(high)})")
+        raise refuse(
+            RefusalCode.BAD_INSURANCE_AMOUNT, "between", hand=hand, amount=format_minor(amount), low=format_minor(low),
+            high=format_minor(high))
     return amount
 
 

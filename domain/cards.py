@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from domain.errors import Refusal, require
+from domain.errors import refuse, require
 from domain.refusals import RefusalCode
 
 RANKS = "A23456789TJQK"
@@ -56,16 +56,13 @@ ALL_CARDS: tuple[Card, ...] = tuple(_ALL.values())
 def parse_card(text: str) -> Card:
     """Parse `AS`, `as`, `10D`, `TD`, ` kh ` into a Card; refuse anything else."""
     if not isinstance(text, str):
-        raise Refusal(RefusalCode.BAD_CARD, f"a card must be a string like 'AS' or '10D', got {text!r}")
+        raise refuse(RefusalCode.BAD_CARD, "not-text", text=text)
     t = text.strip().upper()
     if t.startswith("10"):
         t = "T" + t[2:]
     card = _ALL.get(t)
     if card is None:
-        raise Refusal(
-            RefusalCode.BAD_CARD,
-            f"{text!r} is not a card: use rank A,2-9,T (or 10),J,Q,K then suit S,H,D,C, e.g. 'AS' or '10D'",
-        )
+        raise refuse(RefusalCode.BAD_CARD, text=text)
     return card
 
 
@@ -91,11 +88,8 @@ class CardCounter:
 
     def check(self, card: Card) -> None:
         if self.seen[card] >= self.decks:
-            raise Refusal(
-                RefusalCode.IMPOSSIBLE_CARD,
-                f"{card} ({card.name}) cannot be dealt: a {self.decks}-deck shoe holds "
-                f"{self.decks} and all {self.seen[card]} have already been dealt",
-            )
+            raise refuse(
+                RefusalCode.IMPOSSIBLE_CARD, card=card, card_name=card.name, decks=self.decks, seen=self.seen[card])
 
     def take(self, card: Card) -> None:
         self.check(card)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from domain.errors import Refusal, require
+from domain.errors import refuse, require
 from domain.refusals import RefusalCode
 
 CAUSES = (
@@ -34,7 +34,7 @@ PLAYER_CAUSES = ("player_connection_lost", "player_no_action")
 
 def check_cause(cause: object) -> str:
     if cause not in CAUSES:
-        raise Refusal(RefusalCode.BAD_CAUSE, f"unknown interruption cause {cause!r}; known causes: {', '.join(CAUSES)}")
+        raise refuse(RefusalCode.BAD_CAUSE, cause=cause, causes=', '.join(CAUSES))
     return cause  # `in CAUSES` narrowed it to str
 
 

@@ -3,7 +3,8 @@
 A `Refusal` is the answer to a command the rules forbid: it carries a stable
 code (a `RefusalCode` member from the catalogue in domain/refusals.py, which
 generates docs/refusals.md) and a message that names the bet, hand or card
-and the rule. Callers catch it and report it.
+and the rule, made from the code's template by `refuse`. Callers catch it
+and report it.
 
 A broken invariant is a bug, not an answer: `require()` raises
 `InvariantBroken`, which nobody catches. We do not use bare `assert`, because
@@ -24,6 +25,15 @@ class Refusal(Exception):
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+def refuse(code: RefusalCode, variant: str = "", /, **fields: object) -> Refusal:
+    """A refusal whose message is `code`'s template (or its `variant`) filled with `fields`.
+
+    Every refusal is made here, so a message is always its catalogue template's
+    (tests/unit/domain/test_refusal_messages.py checks that no other place writes one).
+    """
+    return Refusal(code, code.message(variant, **fields))
 
 
 class InvariantBroken(Exception):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, refuse, require
 from domain.refusals import RefusalCode
 
 # Below PostgreSQL BIGINT (2**63 - 1) with room for sums of many stakes and
@@ -23,11 +23,12 @@ CURRENCY_CODE_LEN = 3
 def check_amount(amount_minor: object, what: str) -> int:
     """Refuse anything that is not a positive integer below AMOUNT_MAX_MINOR."""
     if type(amount_minor) is not int:  # bool is an int subclass: refuse it too
-        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} must be an integer number of minor units, got {amount_minor!r}")
+        raise refuse(RefusalCode.BAD_AMOUNT, "not-int", what=what, amount_minor=amount_minor)
     if amount_minor <= 0:
-        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} must be positive, got {amount_minor}")
+        raise refuse(RefusalCode.BAD_AMOUNT, what=what, amount_minor=amount_minor)
     if amount_minor > AMOUNT_MAX_MINOR:
-        raise Refusal(RefusalCode.BAD_AMOUNT, f"{what} {amount_minor} exceeds the maximum {AMOUNT_MAX_MINOR}")
+        raise refuse(
+            RefusalCode.BAD_AMOUNT, "too-large", what=what, amount_minor=amount_minor, maximum=AMOUNT_MAX_MINOR)
     return amount_minor
 
 
@@ -41,7 +42,7 @@ def check_stake_minor(amount_minor: object, bet_id: str) -> int:
 
 def check_currency(code: object) -> str:
     if not (isinstance(code, str) and len(code) == CURRENCY_CODE_LEN and code.isalpha() and code.isupper()):
-        raise Refusal(RefusalCode.BAD_CURRENCY, f"currency must be a three-letter ISO 4217 code like 'EUR', got {code!r}")
+        raise refuse(RefusalCode.BAD_CURRENCY, currency=code)
     return code
 
 

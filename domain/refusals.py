@@ -2,40 +2,56 @@
 
 `RefusalCode` is a `StrEnum`, so a member equals its string: stored rejection
 rows and results keep the codes they always had. Each member carries its
-meaning and a message template (the shape of the message, `{field}` for what
-varies). `SECTIONS` says where each code is raised and what it means there;
-docs/refusals.md is generated from both:
+meaning and its message templates (the shape of the message, `{field}` for
+what varies): `template`, and named variants where one code is refused in
+more than one situation. Every message is made here, by `message()`, so the
+text a rejection row stores is the template's. `SECTIONS` says where each code
+is raised and what it means there; docs/refusals.md is generated from both:
 
     python -m domain.refusals --markdown > docs/refusals.md
 
-A code is added here first, then raised as `Refusal(RefusalCode.X, message)`;
-tests/unit/domain/test_refusals_catalogue.py checks the source and the doc agree.
+A code (or a variant) is added here first, then raised as
+`refuse(RefusalCode.X, "variant", field=value, ...)` (domain/errors.py);
+tests/unit/domain/test_refusals_catalogue.py checks the source and the doc agree,
+tests/unit/domain/test_refusal_messages.py that every message comes from a template.
 """
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
 
 class RefusalCode(StrEnum):
-    """A stable snake_case refusal code, with its meaning and message template."""
+    """A stable snake_case refusal code, with its meaning and message templates."""
 
     meaning: str
     template: str
+    templates: Mapping[str, str]  # "" is `template`; other keys name a variant
 
-    def __new__(cls, code: str, meaning: str, template: str) -> RefusalCode:
+    def __new__(cls, code: str, meaning: str, template: str, variants: Mapping[str, str] | None = None) -> RefusalCode:
         member = str.__new__(cls, code)
         member._value_ = code
         member.meaning = meaning
         member.template = template
+        member.templates = MappingProxyType({"": template, **(variants or {})})
         return member
+
+    def message(self, variant: str = "", /, **fields: object) -> str:
+        """The message of this code's template (or its `variant`) with `fields` filled in."""
+        return self.templates[variant].format(**fields)
 
     # shared by the games (domain/money.py, cards.py, ruleset.py, registry.py, errorpolicy.py)
     BAD_AMOUNT = (
         "bad_amount",
         "an amount is not a positive integer number of minor units at most AMOUNT_MAX_MINOR",
         "{what} must be positive, got {amount_minor}",
+        {
+            "not-int": "{what} must be an integer number of minor units, got {amount_minor!r}",
+            "too-large": "{what} {amount_minor} exceeds the maximum {maximum}",
+        },
     )
     BAD_CURRENCY = (
         "bad_currency",
@@ -46,16 +62,23 @@ class RefusalCode(StrEnum):
         "bad_card",
         "a card that is not rank A,2-9,T (or 10),J,Q,K followed by suit S,H,D,C",
         "{text!r} is not a card: use rank A,2-9,T (or 10),J,Q,K then suit S,H,D,C, e.g. 'AS' or '10D'",
+        {
+            "not-text": "a card must be a string like 'AS' or '10D', got {text!r}",
+        },
     )
     IMPOSSIBLE_CARD = (
         "impossible_card",
         "more copies of a card than the shoe holds",
-        "{card} ({card_name}) cannot be dealt: a {decks}-deck shoe holds {decks} and all {seen} have already been dealt",
+        "{card} ({card_name}) cannot be dealt: a {decks}-deck shoe holds {decks} and all {seen} have already been "
+        "dealt",
     )
     UNKNOWN_RULE_SET = (
         "unknown_rule_set",
         "a rule set id and version that the registry does not know",
         "no rule set {ruleset_id!r} version {version}; known: {known}",
+        {
+            "id": "no rule set {ruleset_id!r}",
+        },
     )
     BAD_CAUSE = (
         "bad_cause",
@@ -66,6 +89,14 @@ class RefusalCode(StrEnum):
         "bet_not_offered",
         "the rule set does not offer this bet type (or not now)",
         "bet type {bet_type!r} is not offered under {ruleset_id} v{version}",
+        {
+            "after-round": "{bet_name} is not offered after round {last_round} of the shoe; this is round "
+                "{round_in_shoe}",
+            "behind": "bet {bet_id}: bet behind is not offered under {ruleset_id}",
+            "bet-type": "bet {bet_id}: bet type {bet_type!r} is not offered under {ruleset_id} v{version}",
+            "offered": "bet {bet_id}: bet type {bet_type!r} is not offered under {ruleset_id} v{version}; offered: "
+                "{offered}",
+        },
     )
     STAKE_BELOW_MINIMUM = (
         "stake_below_minimum",
@@ -76,53 +107,93 @@ class RefusalCode(StrEnum):
         "stake_above_maximum",
         "a stake, or the stakes it adds up to, above the table maximum",
         "{what}: stake {stake} is above the table maximum {maximum} for {bet_type}",
+        {
+            "total": "{what}: stakes on {bet_name} would total {total}, above the table maximum {maximum}",
+            "box-total": "bet {bet_id}: stakes on {spot} would total {total}, above the box maximum {maximum}",
+        },
     )
     # betting, shared by the games
     BETTING_CLOSED = (
         "betting_closed",
         "a bet, or close_betting, after betting closed",
         "bet {bet_id}: betting is closed for this round",
+        {
+            "close": "betting is already closed for this round",
+        },
     )
     TOO_MANY_BETS = (
         "too_many_bets",
         "a bet past the round's (or the seat's) bet limit",
         "bet {bet_id}: a round takes at most {bets_max} bets",
+        {
+            "behind": "bet {bet_id}: {seat} already has {count} bets behind, the maximum under {ruleset_id}",
+        },
     )
     DUPLICATE_BET_ID = (
         "duplicate_bet_id",
         "a bet id already placed in this round",
-        "bet {bet_id} is already placed in round {table_id}#{round_no}",
+        "bet {bet_id} is already placed in round {round}",
+        {
+            "blackjack": "bet {bet_id} was already placed in this round",
+            "table-game": "bet id {bet_id} was already placed in this round",
+        },
     )
     DUPLICATE_BET = (
         "duplicate_bet",
         "the player already has a bet of this kind on this spot (a new bet id, the same bet twice)",
-        "bet {bet_id}: player {player_id} already has a {kind} bet on {spot}",
+        "bet {bet_id}: player {player_id} already has a main bet on {spot}",
+        {
+            "behind": "bet {bet_id}: player {player_id} already bets behind {seat}",
+            "pair": "bet {bet_id}: player {player_id} already has a Pair bet on {spot}",
+        },
     )
     BAD_SPOT = (
         "bad_spot",
         "a spot other than the game's one spot `table`",
-        "bet {bet_id}: {game} bets lie on spot 'table', not {spot!r}",
+        "bet {bet_id}: {game} bets lie on spot {table_spot!r}, not {spot!r}",
     )
     CARD_NOT_EXPECTED = (
         "card_not_expected",
         "a card when the rules expect none",
         "card {card} to {target}: no card is expected now ({why})",
+        {
+            "table-game": "{card} ({card_name}) was not expected: {state}",
+            "round-file": "card {card} arrived but no card is expected now",
+        },
     )
     WRONG_TARGET = (
         "wrong_target",
         "a card to another hand or target than the one the rules deal to next",
         "card {card} dealt to {target}, but the next card must go to {expected}",
+        {
+            "baccarat": "{card} ({card_name}) was dealt to {target!r}; the rules say the next card goes to "
+                "{expected!r}",
+            "teen-patti": "{card} ({card_name}) was dealt to {target!r}; the deal order A1, B1, A2, B2, A3, B3 says "
+                "the next card goes to {expected!r}",
+        },
     )
     ROUND_NOT_COMPLETE = (
         "round_not_complete",
         "settle() before the round is complete",
         "cannot settle: the round is still in phase {phase} ({awaiting})",
+        {
+            "coup": "the coup is not complete; it cannot be settled yet",
+            "outcome": "no outcome yet: the round is still in phase {phase} ({awaiting})",
+            "hands": "both hands need three cards before the round can be settled",
+            "hands-outcome": "both hands need three cards before the round has an outcome",
+        },
     )
     # blackjack (domain/blackjack_bets.py, blackjack_round.py)
     UNKNOWN_SPOT = (
         "unknown_spot",
         "a spot that is not a seat, box or behind position of this table",
         "bet {bet_id}: {spot} does not exist; {ruleset_id} has {spot_kind}s 1..{spots_count}",
+        {
+            "spot-kind": "bet {bet_id}: {ruleset_id} has {spot_kind}s, not {kind}s ({spot})",
+            "not-a-spot": "bet {bet_id}: spot {spot!r} is not a spot of {ruleset_id}; use {spot_kind}:1..{spots_count}",
+            "not-a-spot-or-behind": "bet {bet_id}: spot {spot!r} is not a spot of {ruleset_id}; use "
+                "{spot_kind}:1..{spots_count} or behind:1..{spots_count}",
+        },
     )
     STAKE_NOT_DIVISIBLE = (
         "stake_not_divisible",
@@ -133,6 +204,10 @@ class RefusalCode(StrEnum):
         "seat_taken",
         "a main bet on a seat or box that holds another player's main bet and takes one stake",
         "bet {bet_id}: {spot} is taken by player {player_id}",
+        {
+            "seat-no": "bet {bet_id}: seat {seat_no} is player {player_id}'s this round; the box-holder rule reads "
+                "one player per seat",
+        },
     )
     BOX_FULL = (
         "box_full",
@@ -143,6 +218,11 @@ class RefusalCode(StrEnum):
         "player_already_seated",
         "a second seat for a player who may take one",
         "bet {bet_id}: player {player_id} already sits at {seat}; a player takes at most one seat",
+        {
+            "seat-no": "bet {bet_id}: player {player_id} sits at seat {own_seat_no} this round, not seat {seat_no}",
+            "held": "bet {bet_id}: player {player_id} already sits at {seat} (since round {since_round_no}); a player "
+                "takes at most one seat",
+        },
     )
     SEAT_HELD = (
         "seat_held",
@@ -152,8 +232,8 @@ class RefusalCode(StrEnum):
     SEAT_LOST = (
         "seat_lost",
         "a main bet on the seat its player lost by taking no action, before the wait after the loss ended",
-        "bet {bet_id}: player {player_id} lost {spot} after taking no action in round {lost_round_no}; "
-        "they may take it again from round {free_round_no} (another free seat or a bet behind now)",
+        "bet {bet_id}: player {player_id} lost {spot} after taking no action in round {lost_round_no}; they may take "
+        "it again from round {free_round_no} (another free seat or a bet behind now)",
     )
     TOO_MANY_BOXES = (
         "too_many_boxes",
@@ -164,6 +244,11 @@ class RefusalCode(StrEnum):
         "seated_player_behind",
         "a seated player bets behind, or a player betting behind takes a seat",
         "bet {bet_id}: player {player_id} is seated and cannot also bet behind",
+        {
+            "takes-seat": "bet {bet_id}: player {player_id} bets behind this round and cannot also take a seat",
+            "holds": "bet {bet_id}: player {player_id} holds {seat} (since round {since_round_no}) and cannot also "
+                "bet behind",
+        },
     )
     BEHIND_WITHOUT_SEAT = (
         "behind_without_seat",
@@ -179,11 +264,17 @@ class RefusalCode(StrEnum):
         "betting_open",
         "a card or a decision before betting closed",
         "card {card} to {target}: betting is still open; close betting first",
+        {
+            "decision": "{hand} {action}: betting is still open; no decisions yet",
+        },
     )
     UNKNOWN_HAND = (
         "unknown_hand",
         "a decision on a hand that does not exist in this round",
         "{action} on {hand}: no such hand in this round (hands: {hands})",
+        {
+            "decider": "no hand {hand} in this round",
+        },
     )
     DECISION_NOT_LEGAL = (
         "decision_not_legal",
@@ -204,6 +295,10 @@ class RefusalCode(StrEnum):
         "bad_insurance_amount",
         "an insurance amount the rule set does not allow",
         "insurance on {hand}: costs exactly half the main bet ({half}), got {amount}",
+        {
+            "between": "insurance on {hand}: amount {amount} must be between half the table minimum ({low}) and half "
+                "the stake ({high})",
+        },
     )
     NO_FOLLOW_OFFER = (
         "no_follow_offer",
@@ -213,13 +308,16 @@ class RefusalCode(StrEnum):
     NOT_BOX_HOLDER = (
         "not_box_holder",
         "a decision on a seat or box by a player other than the one who decides for it (seat player, box holder)",
-        "{hand}: only the box holder {holder} decides; {player_id} may only follow a split or double",
+        "{hand}: only {who} {holder} decides; {player_id} may only follow a split or double",
     )
     # baccarat and teen patti (domain/baccarat.py, teenpatti.py, tablebets.py)
     BAD_ROUND_IN_SHOE = (
         "bad_round_in_shoe",
         "a round of the shoe (or round number) that is not an integer in the game's range",
         "round of the shoe must be an integer 1..{most}, got {round_in_shoe!r}",
+        {
+            "round-number": "round number must be an integer 1..{most}, got {round_in_shoe!r}",
+        },
     )
     BAD_MODE = (
         "bad_mode",
@@ -234,13 +332,16 @@ class RefusalCode(StrEnum):
     DIFFERENCE_ABOVE_MAXIMUM = (
         "difference_above_maximum",
         "the difference between a player's Player and Banker stakes above the table maximum",
-        "{what}: {side} stakes would exceed {other} stakes by {difference}; the table maximum {maximum} "
-        "applies to the difference between Player and Banker",
+        "{what}: {side} stakes would exceed {other} stakes by {difference}; the table maximum {maximum} applies to "
+        "the difference between Player and Banker",
     )
     NO_DECISIONS = (
         "no_decisions",
         "a decision in a game without player decisions",
         "{game} has no player decisions; {action!r} on {hand!r} is refused",
+        {
+            "decider": "{game} has no player decisions; nobody decides {hand!r}",
+        },
     )
     NO_FOLLOW_OFFERS = (
         "no_follow_offers",
@@ -251,7 +352,11 @@ class RefusalCode(StrEnum):
     BAD_COMMAND = (
         "bad_command",
         "a line that is not valid JSON or does not match the command schema",
-        "{field}: {error}",
+        "{problems}",
+        {
+            "store": "the store cannot hold this command: {error}",
+            "json": "not valid JSON: {error}",
+        },
     )
     TEXT_INVALID = (
         "text_invalid",
@@ -262,8 +367,8 @@ class RefusalCode(StrEnum):
     COMMAND_ID_CONFLICT = (
         "command_id_conflict",
         "a command id already used in the store for a different payload",
-        "command id {command_id} was already used for a different command ({status}); "
-        "a retry must repeat the same payload",
+        "command id {command_id} was already used for a different command ({status}); a retry must repeat the same "
+        "payload",
     )
     CONCURRENCY_CONFLICT = (
         "concurrency_conflict",
@@ -274,26 +379,32 @@ class RefusalCode(StrEnum):
         "round_not_open",
         "a command for a round that was never opened",
         "round {table_id}#{round_no} has not been opened; send open_round first",
+        {
+            "aggregate": "round {round} has not been opened",
+        },
     )
     ROUND_EXISTS = (
         "round_exists",
         "open_round for a round that is already open",
-        "round {table_id}#{round_no} is already open",
+        "round {round} is already open",
     )
     ROUND_VOIDED = (
         "round_voided",
         "a command for a voided round",
-        "round {table_id}#{round_no} is voided",
+        "round {round} is voided",
+        {
+            "tombstone": "round {round} was voided before it opened",
+        },
     )
     ROUND_SETTLED = (
         "round_settled",
         "a command that would change a settled round",
-        "round {table_id}#{round_no} is settled; correct it with reverse_settlement",
+        "round {round} is settled; correct it with reverse_settlement",
     )
     ROUND_PAUSED = (
         "round_paused",
         "a command other than resume or void while the round is paused",
-        "round {table_id}#{round_no} is paused ({cause}); resume or void it first",
+        "round {round} is paused ({cause}); resume or void it first",
     )
     ROUND_NOT_PAUSED = (
         "round_not_paused",
@@ -303,14 +414,13 @@ class RefusalCode(StrEnum):
     PLAYER_REQUIRED = (
         "player_required",
         "a pause for a player-side cause (player_connection_lost, player_no_action) that names no player",
-        "a {cause} pause of round {table_id}#{round_no} must name the player (player_id) it concerns: "
-        "only that player's hands are completed",
+        "a {cause} pause of round {round} must name the player (player_id) it concerns: only that player's hands are "
+        "completed",
     )
     PLAYER_NOT_IN_ROUND = (
         "player_not_in_round",
         "a player-side pause naming a player who has no bet in the round",
-        "player {player_id} has no bet in round {table_id}#{round_no}; a {cause} pause concerns one of the "
-        "round's players",
+        "player {player_id} has no bet in round {round}; a {cause} pause concerns one of the round's players",
     )
     ROUND_NOT_SETTLED = (
         "round_not_settled",
@@ -320,13 +430,13 @@ class RefusalCode(StrEnum):
     CARD_OUT_OF_SEQUENCE = (
         "card_out_of_sequence",
         "a card whose seq_no is not the next position in the round",
-        "card {card} has seq_no {seq_no}; the next card of round {table_id}#{round_no} is number {expected}",
+        "card {card} has seq_no {seq_no}; the next card of round {round} is number {expected}",
     )
     SHOE_RETIRED = (
         "shoe_retired",
         "open_round on a shoe retired after a void",
-        "shoe {shoe_id} at table {table_id} was retired after round {table_id}#{round_no} was voided ({cause}); "
-        "open the round on a new shoe",
+        "shoe {shoe_id} at table {table_id} was retired after round {round} was voided ({cause}); open the round on a "
+        "new shoe",
     )
     SHOE_GAME_MISMATCH = (
         "shoe_game_mismatch",
@@ -343,6 +453,22 @@ class RefusalCode(StrEnum):
         "bad_round_file",
         "a round file (`ledger settle`) that is not valid JSON or not shaped as docs/rounds.md says",
         "a step must be a card string or an object, got {step!r}",
+        {
+            "unknown-step": "unknown step {step!r}: expected 'card', 'decide' or 'follow'",
+            "bet-not-object": "a bet must be an object, got {bet!r}",
+            "bet-fields": "bet has unknown fields {unknown}; allowed: {allowed}",
+            "not-object": "the round file must be a JSON object",
+            "too-many-steps": "{steps} steps; at most {steps_max}",
+            "bet": "bet {bet_id!r}: {error}",
+            "table-not-object": "'table' must be an object, got {table!r}",
+            "table-fields": "'table' has unknown fields {unknown}; allowed: {allowed}",
+            "table-divisible": "table stake_divisible_by_min must be true or false, got {value!r}",
+            "table-limits": "table limits must be an object: {{bet_type: {{min_minor, max_minor}}}}",
+            "table-string": "table {name} must be a string, got {value!r}",
+            "table-int": "table {name} must be an integer, got {value!r}",
+            "table-limit": "table limit {bet_type!r} must be {{\"min_minor\": int, \"max_minor\": int}}, got {value!r}",
+            "json": "not valid JSON: {error}",
+        },
     )
     BAD_ROUND_REF = (
         "bad_round_ref",
@@ -360,19 +486,30 @@ class RefusalCode(StrEnum):
         "a table limit the rule set does not allow: a bet type it does not offer, minimum above maximum, an amount "
         "outside 1..AMOUNT_MAX_MINOR, a maximum that is not a multiple of a minimum every stake must divide by",
         "table {table_id}: the {bet_type} limit {min}..{max} is not allowed under {ruleset_id} v{version}: {reason}",
+        {
+            "out-of-range": "table {table_id}: the {bet_type} limit {min}..{max} needs 0 < minimum <= maximum <= "
+                "{most}",
+            "min-above-max": "table {table_id}: the {bet_type} limit has its minimum above its maximum",
+        },
     )
     TABLE_SETTING_FORBIDDEN = (
         "table_setting_forbidden",
-        "a table setting the rule set does not allow: a setting of another game, or a count outside what the rule "
-        "set permits (seats/boxes, stakes per box, boxes per player, the Player/Banker difference limit)",
+        "a table setting the rule set does not allow: a setting of another game, or a count outside what the rule set "
+        "permits (seats/boxes, stakes per box, boxes per player, the Player/Banker difference limit)",
         "table {table_id}: {setting}={value} is not allowed under {ruleset_id} v{version}: {reason}",
+        {
+            "versions": "table {table_id} has {versions} configuration versions, the limit",
+        },
     )
     TABLE_MISMATCH = (
         "table_mismatch",
-        "a command that disagrees with the table's configuration: configure_table naming a rule set of another "
-        "game, or open_round at a configured table under another rule set or currency",
+        "a command that disagrees with the table's configuration: configure_table naming a rule set of another game, "
+        "or open_round at a configured table under another rule set or currency",
         "round {table_id}#{round_no} opens under {ruleset_id} v{version} in {currency}; table {table_id} is "
-        "configured (v{config_version}) for {table_ruleset} in {table_currency}",
+        "configured (v{config_version}) for {table_ruleset_id} v{table_version} in {table_currency}",
+        {
+            "configure": "table {table_id}: game {game} named with {ruleset_id} v{version}, a {ruleset_game} rule set",
+        },
     )
     BAD_TIMEZONE = (
         "bad_timezone",
@@ -627,15 +764,21 @@ def markdown() -> str:
         "<!-- Generated from domain/refusals.py by `python -m domain.refusals --markdown > docs/refusals.md`;",
         "     edit the catalogue there, not this file (tests/unit/domain/test_refusals_catalogue.py checks). -->",
         "",
-        "Stable snake_case codes raised as `Refusal(RefusalCode.X, message)`; one section per module,",
-        "then every code with its meaning and message template.",
+        "Stable snake_case codes raised as `refuse(RefusalCode.X, variant, **fields)`, the message made from",
+        "the code's template (or a named variant of it); one section per module, then every code with its",
+        "meaning and message templates.",
     ]
     for section in SECTIONS:
         lines += ["", f"## {section.title}", "", section.intro, ""]
         lines += [_use_line(use) for use in section.uses]
-    lines += ["", "## Every code", "", "| code | meaning | message template |", "|---|---|---|"]
-    lines += [f"| `{c}` | {c.meaning} | `{c.template}` |" for c in sorted(RefusalCode)]
+    lines += ["", "## Every code", "", "| code | meaning | message templates |", "|---|---|---|"]
+    lines += [f"| `{c}` | {c.meaning} | {_templates_cell(c)} |" for c in sorted(RefusalCode)]
     return "\n".join(lines) + "\n"
+
+
+def _templates_cell(code: RefusalCode) -> str:
+    """The template, then each variant by name, one per line of the cell."""
+    return "<br>".join(f"{name}: `{t}`" if name else f"`{t}`" for name, t in code.templates.items())
 
 
 def _use_line(use: Use) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from domain.errors import Refusal
+from domain.errors import Refusal, refuse
 from domain.model import RoundModel
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
@@ -49,13 +49,13 @@ def get_rule_set(ruleset_id: str, version: int) -> RuleSet:
 def unknown_rule_set(ruleset_id: object, version: object) -> Refusal:
     """The refusal for a rule set nobody published (also for an id or version of the wrong type)."""
     known = ", ".join(f"{i} v{v}" for i, v in sorted(_load()))
-    return Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r} version {version}; known: {known}")
+    return refuse(RefusalCode.UNKNOWN_RULE_SET, ruleset_id=ruleset_id, version=version, known=known)
 
 
 def latest_version(ruleset_id: str) -> int:
     versions = [v for (i, v) in _load() if i == ruleset_id]
     if not versions:
-        raise Refusal(RefusalCode.UNKNOWN_RULE_SET, f"no rule set {ruleset_id!r}")
+        raise refuse(RefusalCode.UNKNOWN_RULE_SET, "id", ruleset_id=ruleset_id)
     return max(versions)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.cards import parse_card
-from domain.errors import Refusal
+from domain.errors import Refusal, refuse
 from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.outcome import RoundOutcome
 from domain.refusals import RefusalCode
@@ -50,14 +50,15 @@ class Played:
 
 def parse_bet(raw: object) -> Bet:
     if not isinstance(raw, dict):
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"a bet must be an object, got {raw!r}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "bet-not-object", bet=raw)
     unknown = set(raw) - set(BET_FIELDS)
     if unknown:
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"bet has unknown fields {sorted(unknown)}; allowed: {', '.join(BET_FIELDS)}")
+        raise refuse(
+            RefusalCode.BAD_ROUND_FILE, "bet-fields", unknown=sorted(unknown), allowed=', '.join(BET_FIELDS))
     try:
         return Bet(**raw)
     except TypeError as exc:
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"bet {raw.get('bet_id', '?')!r}: {exc}") from None
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "bet", bet_id=raw.get('bet_id', '?'), error=exc) from None
 
 
 def apply_step(model: RoundModel, step: object) -> list[StakeMove]:
@@ -65,18 +66,18 @@ def apply_step(model: RoundModel, step: object) -> list[StakeMove]:
     if isinstance(step, str):
         step = {"card": step}
     if not isinstance(step, dict):
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"a step must be a card string or an object, got {step!r}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, step=step)
     if "card" in step:
         target = step.get("to") or model.next_card_target()
         if target is None:
-            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"card {step['card']} arrived but no card is expected now")
+            raise refuse(RefusalCode.CARD_NOT_EXPECTED, "round-file", card=step['card'])
         model.deal(parse_card(step["card"]), target)
         return []
     if "decide" in step:
         return model.decide(step["hand"], step["decide"], step.get("source", "player"), step.get("amount_minor"))
     if "follow" in step:
         return model.follow(step["follow"], step["kind"], bool(step["accept"]))
-    raise Refusal(RefusalCode.BAD_ROUND_FILE, f"unknown step {step!r}: expected 'card', 'decide' or 'follow'")
+    raise refuse(RefusalCode.BAD_ROUND_FILE, "unknown-step", step=step)
 
 
 def _rule_set(data: dict[str, object]) -> RuleSet:
@@ -91,7 +92,7 @@ def play(data: object, *, outcome: bool = True) -> Played:
     `outcome=False` skips describing what happened: the settlement benchmark measures
     play and settle only, and a description is no part of settling."""
     if not isinstance(data, dict):
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, "the round file must be a JSON object")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "not-object")
     rules = _rule_set(data)
     played = Played(rules.id, rules.version, rules.content_hash())
     if data.get("table") is not None:  # a declared table: its limits and counts over the rule set's
@@ -102,7 +103,7 @@ def play(data: object, *, outcome: bool = True) -> Played:
     model = new_round(rules, round_in_shoe=int(data.get("round_in_shoe", 1)))
     steps = data.get("steps", [])
     if len(steps) > STEPS_MAX:
-        raise Refusal(RefusalCode.BAD_ROUND_FILE, f"{len(steps)} steps; at most {STEPS_MAX}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "too-many-steps", steps=len(steps), steps_max=STEPS_MAX)
     where = "bets"
     try:
         for raw in data.get("bets", []):

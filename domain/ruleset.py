@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from domain.errorpolicy import ErrorPolicy
-from domain.errors import Refusal, require
+from domain.errors import refuse, require
 from domain.money import AMOUNT_MAX_MINOR, Odds, format_minor
 from domain.refusals import RefusalCode
 
@@ -58,23 +58,19 @@ class RuleSet:
         for name, limit in self.limits:
             if name == bet_type:
                 return limit
-        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet type {bet_type!r} is not offered under {self.id} v{self.version}")
+        raise refuse(RefusalCode.BET_NOT_OFFERED, bet_type=bet_type, ruleset_id=self.id, version=self.version)
 
     def check_stake(self, bet_type: str, stake_minor: int, what: str) -> None:
         """Refuse a stake outside the table limits for `bet_type`."""
         limit = self.limit_for(bet_type)
         if stake_minor < limit.min_minor:
-            raise Refusal(
-                RefusalCode.STAKE_BELOW_MINIMUM,
-                f"{what}: stake {format_minor(stake_minor)} is below the table minimum "
-                f"{format_minor(limit.min_minor)} for {bet_type}",
-            )
+            raise refuse(
+                RefusalCode.STAKE_BELOW_MINIMUM, what=what, stake=format_minor(stake_minor),
+                minimum=format_minor(limit.min_minor), bet_type=bet_type)
         if stake_minor > limit.max_minor:
-            raise Refusal(
-                RefusalCode.STAKE_ABOVE_MAXIMUM,
-                f"{what}: stake {format_minor(stake_minor)} is above the table maximum "
-                f"{format_minor(limit.max_minor)} for {bet_type}",
-            )
+            raise refuse(
+                RefusalCode.STAKE_ABOVE_MAXIMUM, what=what, stake=format_minor(stake_minor),
+                maximum=format_minor(limit.max_minor), bet_type=bet_type)
 
     def canonical(self) -> dict[str, Any]:
         data: dict[str, Any] = _plain(self)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeGuard
 
 from domain.blackjack_rules import SPOTS_MAX, BlackjackRules
-from domain.errors import Refusal, require
+from domain.errors import refuse, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
 
@@ -105,24 +105,27 @@ def check_bet(rules: BlackjackRules, seating: Seating, bet: Bet, round_no: int) 
     mine = seating.seat_of(bet.player_id)
     if kind == "behind":
         if mine is not None:
-            raise Refusal(RefusalCode.SEATED_PLAYER_BEHIND, f"bet {bet.bet_id}: player {bet.player_id} holds "
-                          f"{mine.spot} (since round {mine.since_round_no}) and cannot also bet behind")
+            raise refuse(
+                RefusalCode.SEATED_PLAYER_BEHIND, "holds", bet_id=bet.bet_id, player_id=bet.player_id, seat=mine.spot,
+                since_round_no=mine.since_round_no)
         return
     if kind != rules.spot_kind or bet.bet_type != "main":
         return  # a Pair bet on a seat needs the main bet there first (the round checks that)
     holder = seating.holder(bet.spot)
     if holder is not None and holder.player_id != bet.player_id:
-        raise Refusal(RefusalCode.SEAT_HELD, f"bet {bet.bet_id}: {bet.spot} is held by player {holder.player_id} "
-                      f"(seated since round {holder.since_round_no}); it is free once they lose it")
+        raise refuse(
+            RefusalCode.SEAT_HELD, bet_id=bet.bet_id, spot=bet.spot, holder=holder.player_id,
+            round_no=holder.since_round_no)
     if mine is not None and mine.spot != bet.spot:
-        raise Refusal(RefusalCode.PLAYER_ALREADY_SEATED, f"bet {bet.bet_id}: player {bet.player_id} already sits at "
-                      f"{mine.spot} (since round {mine.since_round_no}); a player takes at most one seat")
+        raise refuse(
+            RefusalCode.PLAYER_ALREADY_SEATED, "held", bet_id=bet.bet_id, player_id=bet.player_id, seat=mine.spot,
+            since_round_no=mine.since_round_no)
     for loss in seating.lost:
         free_from = loss.round_no + rules.seat_lost_wait_rounds + 1
         if loss.spot == bet.spot and loss.player_id == bet.player_id and round_no < free_from:
-            raise Refusal(RefusalCode.SEAT_LOST, f"bet {bet.bet_id}: player {bet.player_id} lost {bet.spot} after "
-                          f"taking no action in round {loss.round_no}; they may take it again from round "
-                          f"{free_from} (another free seat or a bet behind now)")
+            raise refuse(
+                RefusalCode.SEAT_LOST, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
+                lost_round_no=loss.round_no, free_round_no=free_from)
 
 
 def seat_plays(rules: BlackjackRules, bets: Iterable[Bet], decisions: Iterable[tuple[str, str]]) -> list[SeatPlay]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.errors import Refusal
+from domain.errors import refuse
 from domain.model import Bet, FollowOffer, StakeMove
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
@@ -17,16 +17,17 @@ def check_table_bet(
     spot: str, bet_types: Sequence[str], game_name: str, bets_per_round_max: int,
 ) -> None:
     if phase != "betting":
-        raise Refusal(RefusalCode.BETTING_CLOSED, f"bet {bet.bet_id}: betting is closed for this round")
+        raise refuse(RefusalCode.BETTING_CLOSED, bet_id=bet.bet_id)
     if len(placed) >= bets_per_round_max:
-        raise Refusal(RefusalCode.TOO_MANY_BETS, f"bet {bet.bet_id}: a round takes at most {bets_per_round_max} bets")
+        raise refuse(RefusalCode.TOO_MANY_BETS, bet_id=bet.bet_id, bets_max=bets_per_round_max)
     if any(b.bet_id == bet.bet_id for b in placed):
-        raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet id {bet.bet_id} was already placed in this round")
+        raise refuse(RefusalCode.DUPLICATE_BET_ID, "table-game", bet_id=bet.bet_id)
     if bet.spot != spot:
-        raise Refusal(RefusalCode.BAD_SPOT, f"bet {bet.bet_id}: {game_name} bets lie on spot {spot!r}, not {bet.spot!r}")
+        raise refuse(RefusalCode.BAD_SPOT, bet_id=bet.bet_id, game=game_name, table_spot=spot, spot=bet.spot)
     if bet.bet_type not in bet_types:
-        raise Refusal(RefusalCode.BET_NOT_OFFERED, f"bet {bet.bet_id}: bet type {bet.bet_type!r} is not offered "
-                      f"under {rules.id} v{rules.version}; offered: {', '.join(bet_types)}")
+        raise refuse(
+            RefusalCode.BET_NOT_OFFERED, "offered", bet_id=bet.bet_id, bet_type=bet.bet_type, ruleset_id=rules.id,
+            version=rules.version, offered=', '.join(bet_types))
 
 
 class NoPlayerChoices:
@@ -39,13 +40,13 @@ class NoPlayerChoices:
         return {}
 
     def decide(self, hand: str, action: str, source: str, amount_minor: int | None = None) -> list[StakeMove]:
-        raise Refusal(RefusalCode.NO_DECISIONS, f"{self.GAME_TITLE} has no player decisions; {action!r} on {hand!r} is refused")
+        raise refuse(RefusalCode.NO_DECISIONS, game=self.GAME_TITLE, action=action, hand=hand)
 
     def deciding_player(self, hand: str) -> str:
-        raise Refusal(RefusalCode.NO_DECISIONS, f"{self.GAME_TITLE} has no player decisions; nobody decides {hand!r}")
+        raise refuse(RefusalCode.NO_DECISIONS, "decider", game=self.GAME_TITLE, hand=hand)
 
     def pending_follows(self) -> list[FollowOffer]:
         return []
 
     def follow(self, bet_id: str, kind: str, accept: bool) -> list[StakeMove]:
-        raise Refusal(RefusalCode.NO_FOLLOW_OFFERS, f"{self.GAME_TITLE} has no follow offers; bet {bet_id} cannot follow {kind!r}")
+        raise refuse(RefusalCode.NO_FOLLOW_OFFERS, game=self.GAME_TITLE, bet_id=bet_id, kind=kind)

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.errors import Refusal, require
+from domain.errors import Refusal, refuse, require
 from domain.money import AMOUNT_MAX_MINOR, format_minor
 from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit, RuleSet
@@ -130,11 +130,9 @@ def _check_limit(rules: RuleSet, effective: RuleSet, table_id: str, bet_type: st
         reason = (f"every stake must be a multiple of the minimum {format_minor(limit.min_minor)}; "
                   f"the maximum {format_minor(limit.max_minor)} is not")
     if reason is not None:
-        raise Refusal(
-            RefusalCode.TABLE_LIMIT_FORBIDDEN,
-            f"table {table_id}: the {bet_type} limit {format_minor(limit.min_minor)}..{format_minor(limit.max_minor)} "
-            f"is not allowed under {rules.id} v{rules.version}: {reason}",
-        )
+        raise refuse(
+            RefusalCode.TABLE_LIMIT_FORBIDDEN, table_id=table_id, bet_type=bet_type, min=format_minor(limit.min_minor),
+            max=format_minor(limit.max_minor), ruleset_id=rules.id, version=rules.version, reason=reason)
 
 
 def _check_counts(rules: RuleSet, settings: TableSettings, table_id: str) -> None:
@@ -175,8 +173,9 @@ def _check_difference(rules: RuleSet, settings: TableSettings, table_id: str) ->
 
 
 def _setting(rules: RuleSet, table_id: str, name: str, value: object, reason: str) -> Refusal:
-    return Refusal(RefusalCode.TABLE_SETTING_FORBIDDEN,
-                   f"table {table_id}: {name}={value} is not allowed under {rules.id} v{rules.version}: {reason}")
+    return refuse(
+        RefusalCode.TABLE_SETTING_FORBIDDEN, table_id=table_id, setting=name, value=value, ruleset_id=rules.id,
+        version=rules.version, reason=reason)
 
 
 def effective_rules(rules: RuleSet, settings: TableSettings) -> RuleSet:
@@ -214,32 +213,33 @@ def settings_from_file(raw: object) -> tuple[str, TableSettings]:
     """(table id, overrides) from a round file's `table` object (docs/rounds.md): the
     settings of configure_table, by the same names; a wrong shape is `bad_round_file`."""
     if not isinstance(raw, dict):
-        raise _bad_file(f"'table' must be an object, got {raw!r}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "table-not-object", table=raw)
     unknown = sorted(set(raw) - set(TABLE_FILE_FIELDS))
     if unknown:
-        raise _bad_file(f"'table' has unknown fields {unknown}; allowed: {', '.join(TABLE_FILE_FIELDS)}")
+        raise refuse(
+            RefusalCode.BAD_ROUND_FILE, "table-fields", unknown=unknown, allowed=', '.join(TABLE_FILE_FIELDS))
     table_id = raw.get("table_id", "table")
     for name in ("table_id", "currency", "timezone"):
         if name in raw and not isinstance(raw[name], str):
-            raise _bad_file(f"table {name} must be a string, got {raw[name]!r}")
+            raise refuse(RefusalCode.BAD_ROUND_FILE, "table-string", name=name, value=raw[name])
     for name in _COUNT_FIELDS:
         if raw.get(name) is not None and not _is_int(raw[name]):
-            raise _bad_file(f"table {name} must be an integer, got {raw[name]!r}")
+            raise refuse(RefusalCode.BAD_ROUND_FILE, "table-int", name=name, value=raw[name])
     divisible = raw.get("stake_divisible_by_min")
     if divisible is not None and not isinstance(divisible, bool):
-        raise _bad_file(f"table stake_divisible_by_min must be true or false, got {divisible!r}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "table-divisible", value=divisible)
     limits_raw = raw.get("limits") or {}
     if not isinstance(limits_raw, dict):
-        raise _bad_file("table limits must be an object: {bet_type: {min_minor, max_minor}}")
+        raise refuse(RefusalCode.BAD_ROUND_FILE, "table-limits")
     limits = []
     for bet_type, value in sorted(limits_raw.items()):
         if not (isinstance(value, dict) and set(value) == {"min_minor", "max_minor"}
                 and _is_int(value["min_minor"]) and _is_int(value["max_minor"])):
-            raise _bad_file(f"table limit {bet_type!r} must be {{\"min_minor\": int, \"max_minor\": int}}, got {value!r}")
+            raise refuse(RefusalCode.BAD_ROUND_FILE, "table-limit", bet_type=bet_type, value=value)
         if not 0 < value["min_minor"] <= value["max_minor"] <= AMOUNT_MAX_MINOR:
-            raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
-                          f"table {table_id}: the {bet_type} limit {value['min_minor']}..{value['max_minor']} needs "
-                          f"0 < minimum <= maximum <= {AMOUNT_MAX_MINOR}")
+            raise refuse(
+                RefusalCode.TABLE_LIMIT_FORBIDDEN, "out-of-range", table_id=table_id, bet_type=bet_type,
+                min=value['min_minor'], max=value['max_minor'], most=AMOUNT_MAX_MINOR)
         limits.append((bet_type, BetLimit(value["min_minor"], value["max_minor"])))
     settings = TableSettings(
         limits=tuple(limits), stake_divisible_by_min=divisible,
@@ -251,6 +251,3 @@ def settings_from_file(raw: object) -> tuple[str, TableSettings]:
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
-
-def _bad_file(message: str) -> Refusal:
-    return Refusal(RefusalCode.BAD_ROUND_FILE, message)

@@ -16,7 +16,7 @@ from typing import Any
 
 from domain.cards import RANK_NAMES, Card, CardCounter
 from domain.errorpolicy import policy
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, refuse, require
 from domain.model import Bet, BetResult
 from domain.money import Odds, check_stake_minor, format_minor, returns_text, win
 from domain.outcome import HandOutcome, RoundOutcome
@@ -29,6 +29,9 @@ SPOT = "table"
 HANDS = ("A", "B")
 CARDS_PER_HAND = 3
 BET_TYPES = ("player_a", "player_b", "tie", "pair_plus_a", "pair_plus_b", "six_card_bonus")
+# One bet placed on either hand: Pair Plus pays on its hand's own three cards, so A's and B's
+# have the same math (`ledger rtp` shows them as one line); keyed by the first, in BET_TYPES order.
+EITHER_HAND_BETS = {"pair_plus_a": "pair_plus_b"}
 BET_NAMES = {
     "player_a": "Player A", "player_b": "Player B", "tie": "Tie", "pair_plus_a": "Pair Plus A",
     "pair_plus_b": "Pair Plus B", "six_card_bonus": "6 Card Bonus",
@@ -376,12 +379,13 @@ class TeenPattiRound(NoPlayerChoices):
         )
         if total > limit.max_minor:
             what = f"bet {bet.bet_id} ({BET_NAMES[bet.bet_type]})"
-            raise Refusal(RefusalCode.STAKE_ABOVE_MAXIMUM, f"{what}: stakes on {BET_NAMES[bet.bet_type]} would total "
-                          f"{format_minor(total)}, above the table maximum {format_minor(limit.max_minor)}")
+            raise refuse(
+                RefusalCode.STAKE_ABOVE_MAXIMUM, "total", what=what, bet_name=BET_NAMES[bet.bet_type],
+                total=format_minor(total), maximum=format_minor(limit.max_minor))
 
     def close_betting(self) -> None:
         if self.phase != "betting":
-            raise Refusal(RefusalCode.BETTING_CLOSED, "betting is already closed for this round")
+            raise refuse(RefusalCode.BETTING_CLOSED, "close")
         self.phase = "dealing"
 
     def next_card_target(self) -> str | None:
@@ -398,10 +402,11 @@ class TeenPattiRound(NoPlayerChoices):
         expected = self.next_card_target()
         if expected is None:
             state = "betting is still open" if self.phase == "betting" else "both hands are complete"
-            raise Refusal(RefusalCode.CARD_NOT_EXPECTED, f"{card} ({card.name}) was not expected: {state}")
+            raise refuse(RefusalCode.CARD_NOT_EXPECTED, "table-game", card=card, card_name=card.name, state=state)
         if target != expected:
-            raise Refusal(RefusalCode.WRONG_TARGET, f"{card} ({card.name}) was dealt to {target!r}; the deal order "
-                          f"A1, B1, A2, B2, A3, B3 says the next card goes to {expected!r}")
+            raise refuse(
+                RefusalCode.WRONG_TARGET, "teen-patti", card=card, card_name=card.name, target=target,
+                expected=expected)
         self.counter.take(card)  # impossible_card: the deck holds each card once
         self.hands[expected].append(card)
 
@@ -410,7 +415,7 @@ class TeenPattiRound(NoPlayerChoices):
 
     def settle(self) -> list[BetResult]:
         if not self.is_complete():
-            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "both hands need three cards before the round can be settled")
+            raise refuse(RefusalCode.ROUND_NOT_COMPLETE, "hands")
         a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
         memo: dict[str, Any] = {}
         return [settle_bet(self.rules, bet, a, b, memo) for bet in self.bets]
@@ -418,7 +423,7 @@ class TeenPattiRound(NoPlayerChoices):
     def outcome(self) -> RoundOutcome:
         """Both hands with their rank category, the winner, Pair Plus per hand and the 6 Card Bonus."""
         if not self.is_complete():
-            raise Refusal(RefusalCode.ROUND_NOT_COMPLETE, "both hands need three cards before the round has an outcome")
+            raise refuse(RefusalCode.ROUND_NOT_COMPLETE, "hands-outcome")
         a, b = tuple(self.hands["A"]), tuple(self.hands["B"])
         result = compare_hands(a, b, self.rules)
         winner = "tie" if result == 0 else ("A" if result > 0 else "B")
@@ -460,6 +465,6 @@ def new_round(rules: TeenPattiRules, *, round_in_shoe: int) -> TeenPattiRound:
     """`round_in_shoe` is recorded only: the deck is fresh every round."""
     require(isinstance(rules, TeenPattiRules), f"not Teen Patti rules: {type(rules).__name__}")
     if type(round_in_shoe) is not int or not 1 <= round_in_shoe <= ROUND_NUMBER_MAX:
-        raise Refusal(RefusalCode.BAD_ROUND_IN_SHOE, f"round number must be an integer 1..{ROUND_NUMBER_MAX}, "
-                      f"got {round_in_shoe!r}")
+        raise refuse(
+            RefusalCode.BAD_ROUND_IN_SHOE, "round-number", most=ROUND_NUMBER_MAX, round_in_shoe=round_in_shoe)
     return TeenPattiRound(rules, round_in_shoe)

@@ -22,7 +22,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import ApplicationRecorder, DataError, EventStore, Mapper, RecordConflictError
 
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
@@ -215,7 +215,7 @@ class LedgerApp(Application[UUID]):
         (every known case is refused earlier): a `bad_command` refusal, kept in the log."""
         unit = UnitOfWork(self, self.shoes_in_use)
         intake = Intake(unit, {})
-        result = intake.take(Refusal(RefusalCode.BAD_COMMAND, f"the store cannot hold this command: {err}"), raw)
+        result = intake.take(refuse(RefusalCode.BAD_COMMAND, "store", error=err), raw)
         unit.save(intake.rows)
         return result
 

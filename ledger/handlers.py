@@ -16,7 +16,7 @@ from typing import Any
 
 from domain import registry
 from domain.cards import parse_card
-from domain.errors import Refusal
+from domain.errors import Refusal, refuse
 from domain.model import Bet
 from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
@@ -166,9 +166,7 @@ def opened_round(unit: UnitOfWork, cmd: RoundCommand) -> Round:
     # version 0: an empty Round kept in memory by an open_round refused earlier in this batch;
     # it is refused as if the batch had ended there (same message whatever the batch size)
     if found is None or found.version <= 0:
-        raise Refusal(
-            RefusalCode.ROUND_NOT_OPEN, f"round {cmd.table_id}#{cmd.round_no} has not been opened; send open_round first"
-        )
+        raise refuse(RefusalCode.ROUND_NOT_OPEN, table_id=cmd.table_id, round_no=cmd.round_no)
     found.known_as(cmd.table_id, cmd.round_no)
     return found
 
@@ -209,5 +207,4 @@ def settings_of(cmd: ConfigureTable) -> TableSettings:
 
 
 def _bad_limit(cmd: ConfigureTable, bet_type: str) -> BetLimit:
-    raise Refusal(RefusalCode.TABLE_LIMIT_FORBIDDEN,
-                  f"table {cmd.table_id}: the {bet_type} limit has its minimum above its maximum")
+    raise refuse(RefusalCode.TABLE_LIMIT_FORBIDDEN, "min-above-max", table_id=cmd.table_id, bet_type=bet_type)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from domain.errors import Refusal, require
+from domain.errors import Refusal, refuse, require
 from domain.refusals import RefusalCode
 from domain.text import char_name, escaped, hostile_at, storable
 from ledger import logging as ledger_logging
@@ -28,7 +28,7 @@ from ledger.unit import UnitOfWork
 
 PAYLOAD_STORED_MAX = 65_536  # characters of a refused line kept in the rejections log
 INT64_MAX = 2**63 - 1
-CONFLICT_MESSAGE = "another writer changed this round first; nothing was recorded, retry the command"
+CONFLICT_MESSAGE = RefusalCode.CONCURRENCY_CONFLICT.message()
 
 
 def payload_hash(cmd: Command) -> str:
@@ -50,10 +50,10 @@ def parse(raw: Raw) -> Command | Refusal:
         if hostile is not None:
             return hostile
         if err.errors() and err.errors()[0]["type"] == "json_invalid":
-            return Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {err.errors()[0]['ctx'].get('error', 'invalid')}")
-        return Refusal(RefusalCode.BAD_COMMAND, escaped(describe_validation_error(err)))
+            return refuse(RefusalCode.BAD_COMMAND, "json", error=err.errors()[0]['ctx'].get('error', 'invalid'))
+        return refuse(RefusalCode.BAD_COMMAND, problems=escaped(describe_validation_error(err)))
     except (ValueError, RecursionError, UnicodeError) as err:  # a str the parser cannot take (e.g. surrogates)
-        return _hostile_refusal(raw) or Refusal(RefusalCode.BAD_COMMAND, f"not valid JSON: {type(err).__name__}")
+        return _hostile_refusal(raw) or refuse(RefusalCode.BAD_COMMAND, "json", error=type(err).__name__)
 
 
 def describe_validation_error(err: ValidationError) -> str:
@@ -79,8 +79,7 @@ def _hostile_refusal(raw: Raw) -> Refusal | None:
     if found is None:
         return None
     field, text, at = found
-    return Refusal(RefusalCode.TEXT_INVALID, RefusalCode.TEXT_INVALID.template.format(
-        field=escaped(field), char=char_name(text[at]), position=at + 1))
+    return refuse(RefusalCode.TEXT_INVALID, field=escaped(field), char=char_name(text[at]), position=at + 1)
 
 
 def _type_of(value: object) -> tuple[str, ...]:
@@ -152,11 +151,7 @@ class Intake:
         """A command id seen before: the same payload is a duplicate, another one a conflict."""
         cid, first = cmd.command_id, prior[1]
         if prior[0] != digest:
-            refusal = Refusal(
-                RefusalCode.COMMAND_ID_CONFLICT,
-                f"command id {cid} was already used for a different command "
-                f"({first.status}); a retry must repeat the same payload",
-            )
+            refusal = refuse(RefusalCode.COMMAND_ID_CONFLICT, command_id=cid, status=first.status)
             return self.refuse(cmd, raw, refusal, first.round_id)
         return Result(
             status="duplicate", command_id=cid, code=first.code,

@@ -24,7 +24,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from domain import registry
 from domain.cards import Card, CardCounter, parse_card
 from domain.errorpolicy import is_player_side
-from domain.errors import InvariantBroken, Refusal, refuse_unless, require
+from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.model import Bet, BetResult, RoundModel, StakeMove
 from domain.money import house_account, player_account, round_account
 from domain.refusals import RefusalCode
@@ -442,7 +442,7 @@ class Round(LedgerAggregate):
     def place_bet(self, bet: Bet, stamp: Stamp) -> None:
         self.refuse_unless_running()
         if bet.bet_id in self.bets:  # hot path: the message is built only when refusing
-            raise Refusal(RefusalCode.DUPLICATE_BET_ID, f"bet {bet.bet_id} is already placed in round {self._label()}")
+            raise refuse(RefusalCode.DUPLICATE_BET_ID, bet_id=bet.bet_id, round=self._label())
         self._game().place_bet(bet)
         postings: list[Posting] = []
         add_transfer(postings, player_account(bet.player_id), self.account, bet.stake_minor)
@@ -466,10 +466,8 @@ class Round(LedgerAggregate):
         self.refuse_unless_running(allow_flagged=True)
         expected_seq = len(self.cards) + 1
         if seq_no != expected_seq:
-            raise Refusal(
-                RefusalCode.CARD_OUT_OF_SEQUENCE,
-                f"card {card} has seq_no {seq_no}; the next card of round {self._label()} is number {expected_seq}",
-            )
+            raise refuse(
+                RefusalCode.CARD_OUT_OF_SEQUENCE, card=card, seq_no=seq_no, round=self._label(), expected=expected_seq)
         text = str(card)
         try:
             self._check_card_count(card, text, shoe_seen)
@@ -522,10 +520,8 @@ class Round(LedgerAggregate):
 
     def resume(self, by: str, note: str, stamp: Stamp) -> None:
         self._refuse_closed()
-        refuse_unless(
-            self.paused is not None, RefusalCode.ROUND_NOT_PAUSED,
-            f"round {self.table_id}#{self.round_no} is not paused; nothing to resume",
-        )
+        if self.paused is None:
+            raise refuse(RefusalCode.ROUND_NOT_PAUSED, table_id=self.table_id, round_no=self.round_no)
         self._emit(Round.Resumed, stamp, by=by, note=note)
 
     def void(self, cause: str, by: str, note: str, stamp: Stamp) -> None:
@@ -535,10 +531,8 @@ class Round(LedgerAggregate):
         self._void(stamp, cause, by, note)
 
     def reverse_settlement(self, by: str, reason: str, then: str, cause: str, stamp: Stamp) -> None:
-        refuse_unless(
-            self.phase == "settled", RefusalCode.ROUND_NOT_SETTLED,
-            f"round {self.table_id}#{self.round_no} has no settlement to reverse (it is {self.phase})",
-        )
+        if self.phase != "settled":
+            raise refuse(RefusalCode.ROUND_NOT_SETTLED, table_id=self.table_id, round_no=self.round_no, phase=self.phase)
         last = self.settlements[-1]
         negated = [{"account": p["account"], "amount_minor": -p["amount_minor"]} for p in last["postings"]]
         self._emit(
@@ -553,9 +547,9 @@ class Round(LedgerAggregate):
 
     def refuse_if_exists(self) -> None:
         if self.voided is not None:
-            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} was voided before it opened")
+            raise refuse(RefusalCode.ROUND_VOIDED, "tombstone", round=self._label())
         if self.version != 0:
-            raise Refusal(RefusalCode.ROUND_EXISTS, f"round {self._label()} is already open")
+            raise refuse(RefusalCode.ROUND_EXISTS, round=self._label())
 
     def _label(self) -> str:
         if self.table_id:
@@ -572,34 +566,24 @@ class Round(LedgerAggregate):
     def _refuse_closed(self) -> None:
         # Checked on every command: the messages are built only when refusing.
         if self.phase == "voided":
-            raise Refusal(RefusalCode.ROUND_VOIDED, f"round {self._label()} is voided")
+            raise refuse(RefusalCode.ROUND_VOIDED, round=self._label())
         if self.phase in ("settled", "reversed"):
-            raise Refusal(RefusalCode.ROUND_SETTLED, f"round {self._label()} is settled; correct it with reverse_settlement")
+            raise refuse(RefusalCode.ROUND_SETTLED, round=self._label())
 
     def refuse_unless_running(self, allow_flagged: bool = False) -> None:
         self._refuse_closed()
         if self.version <= 0:
-            raise Refusal(RefusalCode.ROUND_NOT_OPEN, f"round {self._label()} has not been opened")
+            raise refuse(RefusalCode.ROUND_NOT_OPEN, "aggregate", round=self._label())
         if self.paused is not None:
             flagged = self.paused["flag_code"] is not None
-            refuse_unless(
-                allow_flagged and flagged, RefusalCode.ROUND_PAUSED,
-                f"round {self._label()} is paused ({self.paused['cause']}); resume or void it first",
-            )
+            if not (allow_flagged and flagged):
+                raise refuse(RefusalCode.ROUND_PAUSED, round=self._label(), cause=self.paused["cause"])
 
     def _check_interrupted_player(self, cause: str, player_id: str | None) -> str:
         if player_id is None:
-            raise Refusal(
-                RefusalCode.PLAYER_REQUIRED,
-                f"a {cause} pause of round {self._label()} must name the player (player_id) it concerns: "
-                "only that player's hands are completed",
-            )
+            raise refuse(RefusalCode.PLAYER_REQUIRED, cause=cause, round=self._label())
         if not any(b.player_id == player_id for b in self.bets.values()):
-            raise Refusal(
-                RefusalCode.PLAYER_NOT_IN_ROUND,
-                f"player {player_id} has no bet in round {self._label()}; a {cause} pause concerns one of the "
-                "round's players",
-            )
+            raise refuse(RefusalCode.PLAYER_NOT_IN_ROUND, player_id=player_id, round=self._label(), cause=cause)
         return player_id
 
     def _check_card_count(self, card: Card, text: str, shoe_seen: Counter[str]) -> None:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from uuid import UUID, uuid5
 
-from domain.errors import Refusal
+from domain.errors import refuse
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from ledger.library.aggregate import LedgerAggregate, LedgerEvent, Stamp
@@ -95,18 +95,16 @@ class Shoe(LedgerAggregate):
         """Count a new round on this shoe; refuse a retired shoe. Returns round_in_shoe."""
         # Messages are built only when refusing (this runs for every round opened).
         if self.retired is not None:
-            raise Refusal(
-                RefusalCode.SHOE_RETIRED,
-                f"shoe {shoe_id} at table {table_id} was retired after round {self._round_name(self.retired['round_id'])} "
-                f"was voided ({self.retired['cause']}); open the round on a new shoe",
-            )
+            raise refuse(
+                RefusalCode.SHOE_RETIRED, shoe_id=shoe_id, table_id=table_id,
+                round=self._round_name(self.retired['round_id']), cause=self.retired['cause'])
         if self.version != 0 and self.game != rules.game:
-            raise Refusal(RefusalCode.SHOE_GAME_MISMATCH, f"shoe {shoe_id} deals {self.game}; round {round_no} is {rules.game}")
+            raise refuse(
+                RefusalCode.SHOE_GAME_MISMATCH, shoe_id=shoe_id, shoe_game=self.game, round_no=round_no,
+                game=rules.game)
         if self.rounds_dealt >= ROUNDS_PER_SHOE_MAX:
-            raise Refusal(
-                RefusalCode.SHOE_EXHAUSTED,
-                f"shoe {shoe_id} has dealt {self.rounds_dealt} rounds, the limit is {ROUNDS_PER_SHOE_MAX}",
-            )
+            raise refuse(
+                RefusalCode.SHOE_EXHAUSTED, shoe_id=shoe_id, rounds=self.rounds_dealt, rounds_max=ROUNDS_PER_SHOE_MAX)
         if self.version == 0:
             self._record_event(Shoe.Started, stamp, table_id=table_id, shoe_id=shoe_id, game=rules.game, decks=rules.decks)
         self._record_event(

@@ -38,7 +38,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from domain import registry
 from domain.blackjack_rules import BlackjackRules
-from domain.errors import InvariantBroken, Refusal, require
+from domain.errors import InvariantBroken, refuse, require
 from domain.model import Bet
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
@@ -84,10 +84,7 @@ def check_timezone(table_id: str, timezone: str) -> None:
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise Refusal(
-            RefusalCode.BAD_TIMEZONE,
-            f"table {table_id}: {timezone!r} is not an IANA time zone name like 'Europe/Berlin' or 'UTC'",
-        ) from None
+        raise refuse(RefusalCode.BAD_TIMEZONE, table_id=table_id, timezone=timezone) from None
 
 
 class Table(LedgerAggregate):
@@ -149,13 +146,14 @@ class Table(LedgerAggregate):
         """Check and record a new configuration version; the same content again records nothing (None)."""
         rules = registry.get_rule_set(ruleset_id, ruleset_version)
         if rules.game != game:
-            raise Refusal(RefusalCode.TABLE_MISMATCH,
-                          f"table {table_id}: game {game} named with {ruleset_id} v{ruleset_version}, a {rules.game} rule set")
+            raise refuse(
+                RefusalCode.TABLE_MISMATCH, "configure", table_id=table_id, game=game, ruleset_id=ruleset_id,
+                version=ruleset_version, ruleset_game=rules.game)
         check_timezone(table_id, timezone)
         check_settings(rules, settings, table_id)
         if len(self.history) >= CONFIG_VERSIONS_MAX:
-            raise Refusal(RefusalCode.TABLE_SETTING_FORBIDDEN,
-                          f"table {table_id} has {len(self.history)} configuration versions, the limit")
+            raise refuse(
+                RefusalCode.TABLE_SETTING_FORBIDDEN, "versions", table_id=table_id, versions=len(self.history))
         draft = TableConfig(table_id, len(self.history) + 1, game, ruleset_id, ruleset_version, currency, timezone,
                             settings)
         digest = content_hash(draft.content())
@@ -175,12 +173,11 @@ class Table(LedgerAggregate):
         if config is None:
             raise InvariantBroken(f"table {self.table_id} has no configuration")
         if (ruleset_id, ruleset_version, currency) != (config.ruleset_id, config.ruleset_version, config.currency):
-            raise Refusal(
-                RefusalCode.TABLE_MISMATCH,
-                f"round {self.table_id}#{round_no} opens under {ruleset_id} v{ruleset_version} in {currency}; table "
-                f"{self.table_id} is configured (v{config.config_version}) for {config.ruleset_id} "
-                f"v{config.ruleset_version} in {config.currency}",
-            )
+            raise refuse(
+                RefusalCode.TABLE_MISMATCH, table_id=self.table_id, round_no=round_no, ruleset_id=ruleset_id,
+                version=ruleset_version, currency=currency, config_version=config.config_version,
+                table_ruleset_id=config.ruleset_id, table_version=config.ruleset_version,
+                table_currency=config.currency)
         return config
 
     # ------------------------------------------------------------------ seats (domain/seating.py)

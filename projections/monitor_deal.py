@@ -6,7 +6,7 @@ outcome (`bust`, `17`..`21`, `blackjack`: two cards making 21) by up-card value
 class (`A`, `2`..`9`, `T` for every ten-value rank), for a dealer who stands or
 hits on soft 17 and a shoe of 6 or 8 decks, each drawn without replacement from
 the full shoe less the up card. tests/unit/projections/test_monitor_deals.py
-recomputes every one of them from ops/rtp_blackjack.dealer_paths (the engine's
+recomputes every one of them from ops/gamemath/rtp_blackjack.dealer_paths (the engine's
 dealer rule) and checks them against its float dealer_shoe.
 
 Why a full shoe is right although a round is dealt from a depleted one: a

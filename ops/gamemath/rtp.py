@@ -51,12 +51,12 @@ def baccarat_table(rules: bac.BaccaratRules = bac.LIVE_8D_V1) -> list[BetMath]:
 
 
 def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetMath]:
-    """Pair Plus A and B are the same bet on either hand: one row names both."""
+    """Every bet type the rule set offers, in its order; a bet of either hand (Pair Plus A and B,
+    `tp.EITHER_HAND_BETS`) is one row naming both."""
     counts = gamemath.teenpatti_counts(rules)
-    rows = [_row(t, counts[t], rules.odds) for t in ("player_a", "player_b", "tie")]
-    rows.append(_row("pair_plus_a / pair_plus_b", counts["pair_plus_a"], rules.odds))
-    rows.append(_row("six_card_bonus", counts["six_card_bonus"], rules.odds))
-    return rows
+    second = set(tp.EITHER_HAND_BETS.values())
+    return [_row(f"{t} / {tp.EITHER_HAND_BETS[t]}" if t in tp.EITHER_HAND_BETS else t, counts[t], rules.odds)
+            for t, _limit in rules.limits if t not in second]
 
 
 RULE_SETS: dict[str, bac.BaccaratRules | tp.TeenPattiRules] = {"baccarat": bac.LIVE_8D_V1,

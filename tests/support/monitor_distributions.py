@@ -34,7 +34,7 @@ DEALER_OUTCOME_NAMES = {rtp_blackjack.BUST: "bust", rtp_blackjack.DEALER_BJ: "bl
 
 def dealer_outcomes(stands_soft_17: bool, decks: int) -> dict[str, dict[str, Fraction]]:
     """The dealer's final outcome by up-card value class (A, 2..9, T), exactly: every
-    drawing path of ops/rtp_blackjack.dealer_paths (the engine's dealer rule and hand
+    drawing path of ops/gamemath/rtp_blackjack.dealer_paths (the engine's dealer rule and hand
     totals), weighted by drawing it without replacement from a full shoe of `decks`
     decks less the up card (the same weights as rtp_blackjack.dealer_shoe, in integers)."""
     out: dict[str, dict[str, Fraction]] = {}

@@ -1,5 +1,5 @@
 """Simulated studios folded straight into the monitor's view rows, without
-the ledger: each table's rounds are played by ops/sim_table.TableSim and the
+the ledger: each table's rounds are played by ops/sim/table.TableSim and the
 round model's own settlement is added up per table, dealer and bet type the
 way the `monitor` view adds up `Settled` events (projections.monitor.settlement_sums).
 Fast enough to run hundreds of fair studios in a test."""

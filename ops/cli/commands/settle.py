@@ -6,7 +6,7 @@ import json
 import sys
 from fractions import Fraction
 
-from domain.errors import Refusal
+from domain.errors import Refusal, refuse
 from domain.money import format_minor
 from domain.outcome import HandOutcome, RoundOutcome
 from domain.refusals import RefusalCode
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         played = play(json.loads(raw))
     except json.JSONDecodeError as exc:
-        return _report_refusal(args, Refusal(RefusalCode.BAD_ROUND_FILE, f"not valid JSON: {exc}"), "file")
+        return _report_refusal(args, refuse(RefusalCode.BAD_ROUND_FILE, "json", error=exc), "file")
     except Refusal as refusal:
         return _report_refusal(args, refusal, "file")
     if played.refusal is not None:

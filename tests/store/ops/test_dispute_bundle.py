@@ -204,3 +204,19 @@ def test_unwritable_output_is_one_line_and_exit_2(store: str, tmp_path: Path,
 def test_zip_members_are_reproducible_bytes(store: str, tmp_path: Path) -> None:
     with zipfile.ZipFile(io.BytesIO(bundle(store, SPLIT, tmp_path).read_bytes())) as zf:
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
+
+
+def test_a_link_of_the_wrong_shape_is_found_under_python_O(store: str, tmp_path: Path) -> None:
+    """The verifier's checks are explicit, not `assert`: `python -O` (which strips asserts) finds the same."""
+    def seq_as_text(data: bytes) -> bytes:  # a chain link whose seq is "1", not 1
+        first, _, rest = data.partition(b"\n")
+        link = json.loads(first)
+        link["record"]["seq"] = str(link["record"]["seq"])
+        return json.dumps(link).encode() + b"\n" + rest
+
+    tampered = rewrite(bundle(store, SPLIT, tmp_path), "events.jsonl", seq_as_text)
+    run = subprocess.run([sys.executable, "-I", "-O", str(VERIFIER), str(tampered), "--json"], capture_output=True,
+                         text=True, check=False, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    findings = json.loads(run.stdout)["findings"]
+    assert any(f["kind"] == "unreadable" and f["file"] == "events.jsonl" for f in findings), findings

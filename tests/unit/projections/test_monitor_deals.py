@@ -55,7 +55,7 @@ def _found(rtp_rows: list[dict[str, Any]], deal_rows: list[dict[str, Any]]) -> l
 
 # ------------------------------------------------------------------ the exact dealer math
 def test_dealer_outcomes_equal_a_fresh_computation_through_ops_rtp_blackjack() -> None:
-    """Every precomputed fraction, recomputed from ops/rtp_blackjack.dealer_paths in integers,
+    """Every precomputed fraction, recomputed from ops/gamemath/rtp_blackjack.dealer_paths in integers,
     and within float rounding of its dealer_shoe (the machinery behind `ledger rtp`)."""
     assert dealer_table_keys() == [(False, 6), (False, 8), (True, 6), (True, 8)]
     for stands_soft_17, decks in dealer_table_keys():
