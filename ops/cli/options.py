@@ -16,10 +16,10 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import Refusal
-from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
 from projections import queries
-from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector, stops_line
+from projections.read_service import Reading, ReadService
+from projections.runner import CatchUp, Projector, stops_line
 from projections.state import Zones
 
 
@@ -325,20 +325,14 @@ def existing_store(db: str | None, create: bool) -> str:
 
 
 @contextmanager
-def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
-               ledger_required: bool = True) -> Iterator[Projector]:
-    """A Projector on the store, caught up (quietly) unless told otherwise."""
-    log = EventLog.open(db_url, ledger_required=ledger_required)
-    projector = Projector(log, page_size=page_size)
-    try:
-        if catch_up:
-            stopped = projector.catch_up().stopped
-            if stopped:  # the answer comes from the views as they are: say which ones stand still
-                print(f"ledger: views stopped: {stops_line(stopped)}", file=sys.stderr)
-        yield projector
-    finally:
-        projector.close()
-        log.close()
+def open_views(db_url: str | None) -> Iterator[Reading]:
+    """The views of the store, caught up (quietly), through the process's read service."""
+    with ReadService.open(db_url) as service:
+        stopped = service.catch_up().stopped
+        if stopped:  # the answer comes from the views as they are: say which ones stand still
+            print(f"ledger: views stopped: {stops_line(stopped)}", file=sys.stderr)
+        with service.reading() as reading:
+            yield reading
 
 
 def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:

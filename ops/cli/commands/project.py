@@ -11,7 +11,8 @@ import time
 from dataclasses import asdict
 
 from ledger.eventlog import PAGE_SIZE_MAX
-from ops.cli.options import add_db_argument, add_quiet_argument, catch_up_with_progress, int_range, open_views
+from ops.cli.options import add_db_argument, add_quiet_argument, catch_up_with_progress, int_range
+from projections.read_service import ReadService
 from projections.runner import PAGE_SIZE_DEFAULT, stops_line
 
 EPILOG = """\
@@ -44,7 +45,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # A projector may start beside the first ingest: the store must exist, its ledger may come.
-    with open_views(args.db, catch_up=False, page_size=args.page_size, ledger_required=False) as projector:
+    with ReadService.open(args.db, ledger_required=False, page_size=args.page_size) as service, \
+            service.projector() as projector:
         if args.rebuild:
             projector.rebuild()
         result = catch_up_with_progress(projector, args.quiet)
