@@ -34,7 +34,7 @@ from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secr
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.health import RETRY_AFTER_S
 from ops.service.routes.deps import READS, gaming_zones
-from projections import queries
+from projections import page_queries, queries
 from projections.csvtext import csv_lines
 from projections.read_service import ReadService
 from projections.round_search import PLAYER_SORTS, RoundQuery
@@ -322,7 +322,7 @@ def round_page(request: Request, ref: str, session: UI, reads: READS,
                step: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
     doc = _document(reads, ref)
     with reads.views() as db:
-        players = data.round_players(db, doc["round_id"])
+        players = page_queries.round_players(db, doc["round_id"])
     players = list(dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])]))
     n = round_view.step_number(doc, step) if doc["steps"] else 0
     return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_view,
@@ -392,7 +392,7 @@ def player_page(request: Request, player: str, session: UI, reads: READS, since:
 
 @router.get("/tables/{table:id}")
 def table_page(request: Request, table: str, session: UI, reads: READS) -> Response:
-    facts = data.table_facts(reads.log, table)
+    facts = page_queries.table_facts(reads.log, table)
     with reads.views() as db:
         zones = gaming_zones(None)
         ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
@@ -564,11 +564,11 @@ def _finding_title(f: Any) -> str:
 def rejections_page(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
                     since: str | None = None, until: str | None = None,
                     after: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
-    rows, next_after = data.rejection_rows(reads.log, _opt(code), _opt(table),
-                                           _day(since, "since"), _day(until, "until"), after)
+    rows, next_after = page_queries.rejection_rows(reads.log, _opt(code), _opt(table), _day(since, "since"),
+                                                   _day(until, "until"), after, data.PAGE_ROWS)
     query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
     with reads.views() as db:
-        rounds_paged, tables_paged = data.with_pages(db, rows)
+        rounds_paged, tables_paged = page_queries.with_pages(db, rows)
     return _page(request, "rejections.html", session, rows=rows, next_after=next_after, query=query,
                  code=code or "", table=table or "", since=since or "", until=until or "",
                  rounds_paged=rounds_paged, tables_paged=tables_paged)
@@ -578,7 +578,7 @@ def rejections_page(request: Request, session: UI, reads: READS, code: str | Non
 def rejections_csv(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
                    since: str | None = None, until: str | None = None) -> Response:
     """Every refused command the rejections page's filters match, as CSV."""
-    rows = data.every_rejection(reads.log, _opt(code), _opt(table), _day(since, "since"),
+    rows = page_queries.every_rejection(reads.log, _opt(code), _opt(table), _day(since, "since"),
                                 _day(until, "until"))
     return csv_response("rejections", csv_lines(_REJECTION_CSV, ([r.get(c) for c in _REJECTION_CSV] for r in rows)))
 
