@@ -54,6 +54,7 @@ from domain.errors import require
 from ledger.eventlog import EventLog
 from projections import round_search
 from projections.audit_store import parse_round_ref
+from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 from projections.runner import STOPS, TRACKING, Stop, read_stops
@@ -235,9 +236,8 @@ def round_detail(log: EventLog, round_id: UUID, ref: str | None = None) -> Round
 
 
 @dataclass(frozen=True)
-class RoundReplay:
-    """The replay document (projections/replay_view.py): the timeline with the state after
-    each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
+class _ReplayFacts:
+    """The replay document's own fields, before the story's (`RoundReplay`)."""
 
     round_id: str
     round: str | None
@@ -253,16 +253,14 @@ class RoundReplay:
     refunds: list[JsonObject]
     findings: list[JsonObject]
     proof: JsonObject | None
-    status: str
-    phase: str
-    in_force: str | None
-    settlements: list[JsonObject]
-    void: JsonObject | None
-    bets: list[JsonObject]
-    players: list[JsonObject]
-    headline: JsonObject
-    outcome: JsonObject | None
-    tombstone: JsonObject | None
+
+
+# The story's fields come after the replay's own (a dataclass takes its bases' fields last base
+# first), as the document has always listed them. The docstring is the API's description.
+@dataclass(frozen=True)
+class RoundReplay(RoundStory, _ReplayFacts):
+    """The replay document (projections/replay_view.py): the timeline with the state after
+    each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
 
 
 def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str | None = None,
@@ -381,20 +379,6 @@ def round_csv_rows(rounds: Sequence[RoundSummary]) -> Iterator[list[Any]]:
 
 
 # ---------------------------------------------------------------- money views
-
-AccountKind = Literal["player", "round", "house"]
-
-
-@dataclass(frozen=True)
-class BalanceRow:
-    account: str
-    currency: str
-    kind: AccountKind
-    owner: str | None
-    balance_minor: int
-    funds_on_game_minor: int
-    last_position: int
-
 
 @dataclass(frozen=True)
 class ShownTotal:
