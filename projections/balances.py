@@ -26,9 +26,9 @@ from ledger.records import (
     Voided,
     postings_of,
 )
+from projections.folding import Rows, View, postings_delta
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table, columns_of
-from projections.state import Rows, View, postings_delta
 
 AccountKind = Literal["player", "round", "house"]
 

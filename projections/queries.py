@@ -55,11 +55,11 @@ from ledger.eventlog import EventLog
 from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
+from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
-from projections.state import Zones, as_zones, day_bounds, parse_fraction, utc_text
 
 JsonObject = dict[str, Any]
 

@@ -45,7 +45,7 @@ from ledger.records import (
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
-from projections.state import Zones, as_zones, studio_utc
+from projections.folding import Zones, as_zones, studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 # The wallet file's movement types, its format and not the ledger's words: a stake the wallet

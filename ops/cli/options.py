@@ -18,9 +18,9 @@ from uuid import UUID
 from domain.errors import Refusal
 from ops.cli.errors import CliError, ErrorCode, usage
 from projections import queries
+from projections.folding import Zones
 from projections.read_service import Reading, ReadService
 from projections.runner import CatchUp, Projector, stops_line
-from projections.state import Zones
 
 
 def int_range(low: int, high: int | None = None) -> Callable[[str], int]:

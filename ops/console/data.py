@@ -16,6 +16,7 @@ from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
 from projections.csvtext import csv_lines
+from projections.folding import Zones
 from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
@@ -26,7 +27,6 @@ from projections.monitor_deal import (
 )
 from projections.round_search import RoundQuery, search
 from projections.sql import Db
-from projections.state import Zones
 
 PAGE_ROWS = 50
 PLAYER_ROUNDS_PAGE = 50

@@ -24,8 +24,8 @@ from ledger.keys import ROLE_AUDIT, ROLE_READ
 from ops.service.auth import role
 from ops.service.problems import ProblemItem, ServiceError, documented
 from projections import queries
+from projections.folding import Zones
 from projections.read_service import ReadService
-from projections.state import Zones
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
