@@ -42,12 +42,6 @@ def _day_start(day: date | None) -> datetime | None:
     return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
-def _day_text(day: date | None) -> str | None:
-    """The studio-time text (projections/rounds.py `studio_text`) of a UTC day's start."""
-    start = _day_start(day)
-    return None if start is None else start.isoformat(timespec="microseconds")
-
-
 @dataclass(frozen=True)
 class RoundPage:
     rounds: list[queries.RoundSummary]
@@ -94,8 +88,6 @@ def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
 
 
 # ------------------------------------------------------------------ tables
-def table_ggr_days(db: Db, table_id: str) -> list[queries.GgrRow]:
-    return [r for r in queries.ggr(db).rows if r.table_id == table_id]
 
 
 @dataclass(frozen=True)

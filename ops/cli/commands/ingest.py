@@ -130,12 +130,6 @@ class Tally:
                 self.duplicate_of_refused += 1
 
 
-def summarize(results: list[Result]) -> dict[str, Any]:
-    tally = Tally()
-    tally.add(results)
-    return _summary(tally)
-
-
 def _summary(tally: Tally, blank_lines: int = 0) -> dict[str, Any]:
     by_status = tally.by_status
     return {
