@@ -289,6 +289,27 @@ def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], 
     return show
 
 
+Subparsers = argparse._SubParsersAction  # what `register(sub)` is given (ops/cli/__init__.py)
+JSON_HELP = "JSON on stdout"
+
+
+def add_command(sub: Subparsers[argparse.ArgumentParser], name: str, help: str,
+                run: Callable[[argparse.Namespace], int] | None = None, *,
+                description: str | None = None, epilog: str | None = None,
+                wrap: bool = False) -> argparse.ArgumentParser:
+    """A (sub)command's parser: its one-line help, description and examples (shown as written;
+    `wrap`: the description refilled to the terminal instead) and the function it runs (none: a
+    group of actions, whose run is its help)."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.HelpFormatter if wrap else argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=run or help_for(p))
+    return p
+
+
+def add_json_argument(p: argparse._ActionsContainer, help: str = JSON_HELP) -> None:
+    p.add_argument("--json", action="store_true", help=help)
+
+
 def add_db_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
 
