@@ -259,7 +259,7 @@ class _ReplayFacts:
 # first), as the document has always listed them. The docstring is the API's description.
 @dataclass(frozen=True)
 class RoundReplay(RoundStory, _ReplayFacts):
-    """The replay document (projections/replay_view.py): the timeline with the state after
+    """The replay document (projections/document.py): the timeline with the state after
     each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
 
 
@@ -267,7 +267,7 @@ def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str 
                  with_proof: bool = False) -> RoundReplay | None:
     """The round replayed up to its `at`-th event (all of them: None); None when the store
     has no event of that round."""
-    from projections.replay_view import round_document
+    from projections.document import round_document
 
     document = round_document(log, round_id, at=at, ref=ref, with_proof=with_proof)
     return None if document is None else RoundReplay(**_plain(document))

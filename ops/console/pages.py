@@ -27,7 +27,7 @@ from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
 from ledger.startup import tables_created_alone
-from ops.console import data, round_view
+from ops.console import data, round_drawing
 from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
@@ -324,10 +324,10 @@ def round_page(request: Request, ref: str, session: UI, reads: READS,
     with reads.views() as db:
         players = page_queries.round_players(db, doc["round_id"])
     players = list(dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])]))
-    n = round_view.step_number(doc, step) if doc["steps"] else 0
-    return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_view,
-                 hands=round_view.table_at(doc, n) if n else [], players=players,
-                 results=[round_view.result_line(doc, c) for c in doc["results"]])
+    n = round_drawing.step_number(doc, step) if doc["steps"] else 0
+    return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_drawing,
+                 hands=round_drawing.table_at(doc, n) if n else [], players=players,
+                 results=[round_drawing.result_line(doc, c) for c in doc["results"]])
 
 
 @router.get("/rounds/{ref:id}/proof")

@@ -68,8 +68,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
-    from projections import replay_view
     from projections.audit_store import round_events
+    from projections.document import replay_document
     from projections.replay import recompute, table_config_findings
 
     round_id = round_uuid_of(args.round)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bundle:
         return _bundle(args, log, round_id, events, replay)
     proof = _checked_proof(log, {e.position for e in events}) if wants_proof else None
-    document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
+    document = replay_document(round_id, events, replay, proof, args.at, args.round)
     if args.html:
         return _write_files(args, log, document)
     if args.json:
@@ -112,7 +112,8 @@ def _checked_proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
 def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list[Record], replay: Any) -> int:
     """--bundle: the proof from the audit chain kept in the store (projections/chain_index.py,
     extended first), so the bundle costs the same at any store size."""
-    from projections import chain_index, replay_view
+    from projections import chain_index
+    from projections.document import replay_document
     from projections.sql import Db
 
     views = Db.for_store(log.backend)
@@ -122,7 +123,7 @@ def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list
         except chain_index.ChainMismatch as exc:  # say so, do not bundle
             raise CliError(ErrorCode.CHAIN_MISMATCH, str(exc)) from None
         proof = chain_index.proof(views, {e.position for e in events})
-        document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
+        document = replay_document(round_id, events, replay, proof, args.at, args.round)
         return _write_files(args, log, document, views)
     finally:
         views.close()
