@@ -417,13 +417,6 @@ class TreeBuilder:
         return {f"{lo}-{hi}": digest.hex() for (lo, hi), digest in sorted(self.nodes.items())}
 
 
-def tree_root(link_hashes: Iterable[str]) -> str:
-    builder = TreeBuilder()
-    for h in link_hashes:
-        builder.add(h)
-    return builder.root() if builder.size else GENESIS_HEX
-
-
 def root_from_path(index: int, size: int, link_hash_hex: str, nodes: dict[str, str]) -> str | None:
     """The root that leaf `index` (holding link hash `link_hash_hex`) and the sibling roots
     in `nodes` give; None when a sibling is missing."""

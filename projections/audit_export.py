@@ -35,7 +35,7 @@ from projections.audit import (
     parse_line,
     verify_links,
 )
-from projections.state import gaming_day, studio_utc_text
+from projections.folding import gaming_day, studio_utc_text
 
 EVENTS_JSONL = "events.jsonl"
 EVENTS_CSV = "events.csv"

@@ -1,19 +1,15 @@
 """Reading the live store for audits and replays (read only), through the
 ledger's `EventLog`: one round's records with their global positions
-(`round_records`, one indexed query) and every round with an event in a
-position range (`rounds_in_range`, the reference grouping of all records).
+(`round_records`, one indexed query), and round references (TABLE#NO or a UUID).
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterator
-from typing import Any
 from uuid import UUID
 
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
-from ledger.records import Record, is_round
+from ledger.records import Record
 from ledger.round import round_id_for
 
 ROUND_REF_MAX = 200
@@ -45,27 +41,3 @@ def round_ref_parts(ref: str) -> tuple[str, int] | None:
 def round_events(log: EventLog, round_id: UUID) -> list[Record]:
     """Every event of one round, in round order, with global positions."""
     return log.round_records(round_id)
-
-
-def rounds_in_range(log: EventLog, start: int = 1, stop: int | None = None,
-                    progress: Callable[[int], Any] | None = None) -> Iterator[tuple[str, list[Record]]]:
-    """Every round with an event in positions [start, stop], with ALL its events.
-
-    One pass over the sequence from position 1 to the head (a round's first
-    events may lie before `start` and a reversal after `stop`), grouping round
-    records in memory; a round is yielded once the pass is complete.
-    `progress(n)` is called per event read.
-    """
-    by_round: dict[str, list[Record]] = defaultdict(list)
-    wanted: set[str] = set()
-    for event in log.records(1, page_size=5000):
-        if progress is not None:
-            progress(1)
-        if not is_round(event):
-            continue
-        by_round[event.originator_id].append(event)
-        if event.position >= start and (stop is None or event.position <= stop):
-            wanted.add(event.originator_id)
-    for round_id, events in by_round.items():
-        if round_id in wanted:
-            yield round_id, events

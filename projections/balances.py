@@ -11,7 +11,8 @@ void or reversal can release or restore them exactly.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from domain.errors import require
 from ledger.records import (
@@ -25,18 +26,27 @@ from ledger.records import (
     Voided,
     postings_of,
 )
+from projections.folding import Rows, View, postings_delta
 from projections.rounds import ROUNDS
-from projections.sql import Db, Table
-from projections.state import Rows, View, postings_delta
+from projections.sql import Db, Table, columns_of
 
-BALANCES = Table(
-    "proj_balances",
-    key=("account", "currency"),
-    columns=(
-        ("account", "text"), ("currency", "text"), ("kind", "text"), ("owner", "text"),
-        ("balance_minor", "int"), ("funds_on_game_minor", "int"), ("last_position", "int"),
-    ),
-)
+AccountKind = Literal["player", "round", "house"]
+
+
+@dataclass(frozen=True)
+class BalanceRow:
+    """A row of `proj_balances`, as `queries.balances` answers it (the table's columns are its fields)."""
+
+    account: str
+    currency: str
+    kind: AccountKind
+    owner: str | None
+    balance_minor: int
+    funds_on_game_minor: int
+    last_position: int
+
+
+BALANCES = Table("proj_balances", key=("account", "currency"), columns=columns_of(BalanceRow))
 HOLDS = Table(
     "proj_balance_holds",
     key=("round_id",),

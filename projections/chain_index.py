@@ -7,7 +7,7 @@ root) otherwise reads and hashes every event from genesis: minutes at a million 
 Kept here, it costs one pass once, then only the events recorded since, and a proof is
 a few indexed reads. Links are derived data, like the views: the same events always
 give the same rows (a second writer at the same time writes the same values), and
-`proof` gives what projections/replay_view.py `proof` computes from the whole store.
+`proof` gives what projections/document.py `proof` computes from the whole store.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def _complete_nodes(db: Db, size: int, peaks: list[str]) -> None:
 
 
 def proof(db: Db, positions: set[int]) -> dict[str, Any]:
-    """As projections/replay_view.py `proof`, from the links kept (call `extend` first)."""
+    """As projections/document.py `proof`, from the links kept (call `extend` first)."""
     wanted = sorted(positions)
     events: dict[int, dict[str, Any]] = {}
     for start in range(0, len(wanted), 500):

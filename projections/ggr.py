@@ -25,9 +25,7 @@ from typing import Any
 
 from domain.errors import InvariantBroken
 from ledger.records import Record, Settled, SettlementReversed, Voided
-from projections.rounds import round_row
-from projections.sql import Db, Table
-from projections.state import (
+from projections.folding import (
     Rows,
     View,
     Zones,
@@ -39,6 +37,8 @@ from projections.state import (
     plus_fraction_text,
     studio_quarter_hour,
 )
+from projections.rounds import round_row
+from projections.sql import Db, Table
 
 GGR = Table(
     "proj_ggr",

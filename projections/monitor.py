@@ -58,11 +58,7 @@ from ledger.records import (
     TableApplied,
     Voided,
 )
-from projections.monitor_deal import deal_outcome, new_deal, on_card, on_decision
-from projections.monitor_math import bet_math_texts, ratio_text
-from projections.rounds import round_row
-from projections.sql import Db, Table
-from projections.state import (
+from projections.folding import (
     Rows,
     View,
     Zones,
@@ -73,6 +69,10 @@ from projections.state import (
     plus_fraction_text,
     studio_quarter_hour,
 )
+from projections.monitor_deal import deal_outcome, new_deal, on_card, on_decision
+from projections.monitor_math import bet_math_texts, ratio_text
+from projections.rounds import round_row
+from projections.sql import Db, Table
 
 HUMAN_ERROR = "human_error"
 

@@ -124,10 +124,6 @@ def dealer_outcome_probabilities(stands_soft_17: bool, decks: int) -> dict[str, 
     return {up: {o: Fraction(p) for o, p in dist.items()} for up, dist in table.items()}
 
 
-def dealer_table_keys() -> list[tuple[bool, int]]:
-    return sorted(_DEALER)
-
-
 # ------------------------------------------------------------------ one round's deal
 def new_deal() -> dict[str, Any]:
     """A round's deal as the view keeps it (JSON): the dealer's cards, each hand's cards

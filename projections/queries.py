@@ -54,11 +54,12 @@ from domain.errors import require
 from ledger.eventlog import EventLog
 from projections import round_search
 from projections.audit_store import parse_round_ref
+from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
+from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
-from projections.state import Zones, as_zones, day_bounds, parse_fraction, utc_text
 
 JsonObject = dict[str, Any]
 
@@ -235,9 +236,8 @@ def round_detail(log: EventLog, round_id: UUID, ref: str | None = None) -> Round
 
 
 @dataclass(frozen=True)
-class RoundReplay:
-    """The replay document (projections/replay_view.py): the timeline with the state after
-    each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
+class _ReplayFacts:
+    """The replay document's own fields, before the story's (`RoundReplay`)."""
 
     round_id: str
     round: str | None
@@ -253,23 +253,21 @@ class RoundReplay:
     refunds: list[JsonObject]
     findings: list[JsonObject]
     proof: JsonObject | None
-    status: str
-    phase: str
-    in_force: str | None
-    settlements: list[JsonObject]
-    void: JsonObject | None
-    bets: list[JsonObject]
-    players: list[JsonObject]
-    headline: JsonObject
-    outcome: JsonObject | None
-    tombstone: JsonObject | None
+
+
+# The story's fields come after the replay's own (a dataclass takes its bases' fields last base
+# first), as the document has always listed them. The docstring is the API's description.
+@dataclass(frozen=True)
+class RoundReplay(RoundStory, _ReplayFacts):
+    """The replay document (projections/document.py): the timeline with the state after
+    each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
 
 
 def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str | None = None,
                  with_proof: bool = False) -> RoundReplay | None:
     """The round replayed up to its `at`-th event (all of them: None); None when the store
     has no event of that round."""
-    from projections.replay_view import round_document
+    from projections.document import round_document
 
     document = round_document(log, round_id, at=at, ref=ref, with_proof=with_proof)
     return None if document is None else RoundReplay(**_plain(document))
@@ -381,20 +379,6 @@ def round_csv_rows(rounds: Sequence[RoundSummary]) -> Iterator[list[Any]]:
 
 
 # ---------------------------------------------------------------- money views
-
-AccountKind = Literal["player", "round", "house"]
-
-
-@dataclass(frozen=True)
-class BalanceRow:
-    account: str
-    currency: str
-    kind: AccountKind
-    owner: str | None
-    balance_minor: int
-    funds_on_game_minor: int
-    last_position: int
-
 
 @dataclass(frozen=True)
 class ShownTotal:

@@ -47,9 +47,7 @@ from ledger.records import (
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
-from projections.rounds import ROUNDS
-from projections.sql import Db, Table
-from projections.state import (
+from projections.folding import (
     Rows,
     View,
     Zones,
@@ -58,6 +56,8 @@ from projections.state import (
     iso,
     studio_utc_text,
 )
+from projections.rounds import ROUNDS
+from projections.sql import Db, Table
 
 RECALL_ROUNDS = Table(
     "proj_recall_rounds",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from ledger.records import (
     Voided,
 )
 from projections.balances import PLAYER_PREFIX
-from projections.state import Zones, as_zones, studio_utc
+from projections.folding import Zones, as_zones, studio_utc
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 # The wallet file's movement types, its format and not the ledger's words: a stake the wallet
@@ -286,10 +286,6 @@ def _differences(m: Movement, row: dict[str, Any]) -> list[tuple[str, Any, Any]]
     pairs = (("amount_differs", m.amount_minor, row["amount_minor"]), ("player_differs", m.player, row["player"]),
              ("currency_differs", m.currency, row["currency"]))
     return [(category, mine, theirs) for category, mine, theirs in pairs if mine != theirs]
-
-
-def movement_dicts(movements: list[Movement]) -> list[dict[str, Any]]:
-    return [asdict(m) for m in movements]
 
 
 SHOWN_APART = ("category", "day", "table_id", "type", "reference", "round", "round_id", "currency")

@@ -14,9 +14,7 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from ledger.records import Record, Voided
-from projections.rounds import round_row
-from projections.sql import Db, Table
-from projections.state import (
+from projections.folding import (
     Rows,
     View,
     Zones,
@@ -26,6 +24,8 @@ from projections.state import (
     iso,
     studio_utc_text,
 )
+from projections.rounds import round_row
+from projections.sql import Db, Table
 
 REFUNDS = Table(
     "proj_refunds",

@@ -1,7 +1,7 @@
 """The dispute page: one round's replay as one self-contained HTML file.
 
 The page is drawn in the browser from the replay document of
-projections/replay_view.py (the very data `ledger replay --json` prints),
+projections/document.py (the very data `ledger replay --json` prints),
 embedded as JSON in the page; the template (templates/replay_page.html, package
 data) holds the CSS and the script inline, so the file needs no network.
 `render_round_html(eventlog, round_ref)` is the call for the HTTP service.
@@ -16,7 +16,7 @@ from typing import Any
 
 from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
-from projections.replay_view import round_document
+from projections.document import round_document
 
 TEMPLATE = "replay_page.html"
 DATA_SLOT = "/*REPLAY_DATA*/null"
@@ -41,7 +41,7 @@ def embedded_json(document: dict[str, Any]) -> str:
 
 
 def render_html(document: dict[str, Any]) -> str:
-    """The page for one replay document (projections/replay_view.py)."""
+    """The page for one replay document (projections/document.py)."""
     title = f"Round {document.get('round') or document.get('round_id')}: dispute replay"
     return _template().replace(TITLE_SLOT, escape(title)).replace(DATA_SLOT, embedded_json(document), 1)
 

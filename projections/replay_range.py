@@ -215,15 +215,6 @@ def _pages(log: EventLog, position: int, through: int, progress: Callable[[int],
         position = rows[-1][0] + 1
 
 
-def rounds_to_replay(log: EventLog, start: int = 1, stop: int | None = None,
-                     progress: Callable[[int], Any] | None = None) -> list[Rows]:
-    """The stored rows (undecoded) of every round with an event in [start, stop], each
-    round's in global order, rounds in the order of their first event: what `replay_range`
-    replays, gathered by its own two passes (for callers that want the rounds, not a replay)."""
-    rounds = [r for chunk in _completed_rounds(log, Plan(log, start, stop), CHUNK_EVENTS, progress) for r in chunk]
-    return sorted(rounds, key=lambda r: r[0][0])
-
-
 def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
     """Decode and recompute each round (bulk mode); counts and findings, in round order."""
     from projections import replay  # looked up per call: tests may stand in for recompute

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
+from projections.folding import Rows, View, iso, utc_form
 from projections.sql import Db, Table
-from projections.state import Rows, View, iso, utc_form
 from projections.tables import config_row
 
 ROUNDS = Table(

@@ -31,8 +31,8 @@ from domain.text import storable
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog, no_cyclic_gc
 from ledger.records import Record, RecordType
 from projections import balances, ggr, monitor, recall, refunds, rounds, tables
+from projections.folding import CachedRows, View
 from projections.sql import Db, Table
-from projections.state import CachedRows, View
 
 # Order matters: a view reads only views listed before it (View.reads).
 ALL_VIEWS: tuple[View, ...] = (tables.VIEW, rounds.VIEW, balances.VIEW, recall.VIEW, recall.TIMELINE_VIEW, refunds.VIEW, ggr.VIEW,

@@ -12,10 +12,11 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from domain.errors import require
 from domain.text import storable
@@ -58,6 +59,27 @@ class Table:
     @property
     def json_columns(self) -> tuple[str, ...]:
         return tuple(c for c, t in self.columns if t == "json")
+
+def columns_of(row: type) -> tuple[tuple[str, str], ...]:
+    """A view table's columns from the dataclass its query answers with, field for field (the
+    row's fields are declared once): `int` -> int, `str` or a Literal of texts -> text, a list
+    or dict -> json; `X | None` as X."""
+    hints = get_type_hints(row)
+    return tuple((f.name, _column_type(hints[f.name])) for f in fields(row))
+
+
+def _column_type(hint: Any) -> str:
+    args = [a for a in get_args(hint) if a is not type(None)]
+    if get_origin(hint) in (Union, UnionType) and len(args) == 1:
+        return _column_type(args[0])
+    if hint is int:
+        return "int"
+    if hint is str or (get_origin(hint) is Literal and all(isinstance(a, str) for a in args)):
+        return "text"
+    if get_origin(hint) in (list, dict):
+        return "json"
+    raise TypeError(f"no column type for {hint!r}")
+
 
 _SQL_TYPES = {"int": "BIGINT", "text": "TEXT", "json": "TEXT"}
 _PG_ARRAY_TYPES = {"int": "bigint[]", "text": "text[]", "json": "text[]"}  # binary arrays for unnest upserts

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.records import Record, TableConfigured
+from projections.folding import Rows, View
 from projections.sql import Db, Table
-from projections.state import Rows, View
 
 TABLE_CONFIGS = Table(
     "proj_table_configs",

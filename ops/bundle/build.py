@@ -10,7 +10,7 @@ Members (README.txt says the same to whoever receives it):
   manifest.json  the anchor: the audit export manifest given with --manifest, copied byte
                  for byte (it publishes the tree_root), or else a statement of the store's
                  head and tree root when the bundle was made;
-  replay.json    `ledger replay ROUND --json --proof` (projections/replay_view.py);
+  replay.json    `ledger replay ROUND --json --proof` (projections/document.py);
   replay.html    the dispute page (projections/replay_page.py);
   verify.py      ops/bundle/verify.py: standard library only, checks all of it;
   SHA256SUMS     each member's SHA-256.

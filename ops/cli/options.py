@@ -16,11 +16,11 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import Refusal
-from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, usage
 from projections import queries
-from projections.runner import PAGE_SIZE_DEFAULT, CatchUp, Projector, stops_line
-from projections.state import Zones
+from projections.folding import Zones
+from projections.read_service import Reading, ReadService
+from projections.runner import CatchUp, Projector, stops_line
 
 
 def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -289,6 +289,27 @@ def help_for(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], 
     return show
 
 
+Subparsers = argparse._SubParsersAction  # what `register(sub)` is given (ops/cli/__init__.py)
+JSON_HELP = "JSON on stdout"
+
+
+def add_command(sub: Subparsers[argparse.ArgumentParser], name: str, help: str,
+                run: Callable[[argparse.Namespace], int] | None = None, *,
+                description: str | None = None, epilog: str | None = None,
+                wrap: bool = False) -> argparse.ArgumentParser:
+    """A (sub)command's parser: its one-line help, description and examples (shown as written;
+    `wrap`: the description refilled to the terminal instead) and the function it runs (none: a
+    group of actions, whose run is its help)."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.HelpFormatter if wrap else argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=run or help_for(p))
+    return p
+
+
+def add_json_argument(p: argparse._ActionsContainer, help: str = JSON_HELP) -> None:
+    p.add_argument("--json", action="store_true", help=help)
+
+
 def add_db_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
 
@@ -325,20 +346,14 @@ def existing_store(db: str | None, create: bool) -> str:
 
 
 @contextmanager
-def open_views(db_url: str | None, *, catch_up: bool = True, page_size: int = PAGE_SIZE_DEFAULT,
-               ledger_required: bool = True) -> Iterator[Projector]:
-    """A Projector on the store, caught up (quietly) unless told otherwise."""
-    log = EventLog.open(db_url, ledger_required=ledger_required)
-    projector = Projector(log, page_size=page_size)
-    try:
-        if catch_up:
-            stopped = projector.catch_up().stopped
-            if stopped:  # the answer comes from the views as they are: say which ones stand still
-                print(f"ledger: views stopped: {stops_line(stopped)}", file=sys.stderr)
-        yield projector
-    finally:
-        projector.close()
-        log.close()
+def open_views(db_url: str | None) -> Iterator[Reading]:
+    """The views of the store, caught up (quietly), through the process's read service."""
+    with ReadService.open(db_url) as service:
+        stopped = service.catch_up().stopped
+        if stopped:  # the answer comes from the views as they are: say which ones stand still
+            print(f"ledger: views stopped: {stops_line(stopped)}", file=sys.stderr)
+        with service.reading() as reading:
+            yield reading
 
 
 def catch_up_with_progress(projector: Projector, quiet: bool) -> CatchUp:

@@ -1,9 +1,8 @@
-"""What the console's pages show that the read service (projections/queries.py) has no
-query for: a page of rounds and their count (the read service's search) and every round of a
-search as CSV, a player's rounds over a period with the running balance, a table's own events
-(configurations and seats), the monitor's tests with per-day figures for charts, and the
-rejections filtered by table and period. Everything else the pages read through the read
-service, as the command line and the JSON API do.
+"""What the console's pages compute from the read service's answers (projections/queries.py,
+and projections/page_queries.py for the queries only the pages ask): a page of rounds and
+their count and every round of a search as CSV, a player's rounds over a period with the
+running balance, the monitor's tests with per-day figures for charts. The pages read only
+through the read service, as the command line and the JSON API do; no SQL here.
 """
 from __future__ import annotations
 
@@ -13,12 +12,11 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from ledger.eventlog import EventLog
-from ledger.records import TableConfigured, TableSeatingChanged
 from ops.gamemath.monitor_stats import Group, evaluate, untested_tables
 from projections import queries
 from projections.balances import PLAYER_PREFIX
 from projections.csvtext import csv_lines
+from projections.folding import Zones
 from projections.monitor import deal_rows, in_days, monitor_rows, ops_rows
 from projections.monitor_deal import (
     NOT_PLAYED_OUT,
@@ -27,12 +25,8 @@ from projections.monitor_deal import (
     dealer_outcome_probabilities,
     up_card_probability,
 )
-from projections.recall import RECALL
 from projections.round_search import RoundQuery, search
-from projections.rounds import ROUNDS
 from projections.sql import Db
-from projections.state import Zones
-from projections.tables import TABLE_CONFIGS
 
 PAGE_ROWS = 50
 PLAYER_ROUNDS_PAGE = 50
@@ -46,12 +40,6 @@ def period(since: date | None, until: date | None) -> tuple[datetime | None, dat
 
 def _day_start(day: date | None) -> datetime | None:
     return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
-
-
-def _day_text(day: date | None) -> str | None:
-    """The studio-time text (projections/rounds.py `studio_text`) of a UTC day's start."""
-    start = _day_start(day)
-    return None if start is None else start.isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
@@ -87,11 +75,6 @@ def _every_round(db: Db, q: RoundQuery) -> Iterator[list[Any]]:
 CSV_PAGE_ROWS = 2000
 
 
-def round_players(db: Db, round_id: str) -> list[str]:
-    return [r[0] for r in db.query(f"SELECT player_id FROM {RECALL.name} WHERE round_id = ? ORDER BY seq",
-                                   (round_id,))]
-
-
 # ------------------------------------------------------------------ players
 def player_story(db: Db, player: str, since: date | None, until: date | None, page: int = 1) -> queries.PlayerStory:
     """The player's rounds in the period (studio days, UTC, [since, until)), PLAYER_ROUNDS_PAGE a
@@ -105,34 +88,6 @@ def player_balances(db: Db, player: str) -> list[queries.BalanceRow]:
 
 
 # ------------------------------------------------------------------ tables
-@dataclass
-class TableFacts:
-    configs: list[TableConfigured]
-    seating: TableSeatingChanged | None
-
-
-def table_facts(log: EventLog, table_id: str) -> TableFacts:
-    """The table's configuration versions and its last seating: the table aggregate's own
-    events, read once by its id (EventLog.table_history reads the same rows, keeping the
-    configurations only)."""
-    configs: list[TableConfigured] = []
-    seating = None
-    for record in map(log.decode, log._rows_where("originator_id", _table_aggregate(table_id))):
-        if isinstance(record, TableConfigured):
-            configs.append(record)
-        elif isinstance(record, TableSeatingChanged):
-            seating = record
-    return TableFacts(configs, seating)
-
-
-def _table_aggregate(table_id: str) -> Any:
-    from ledger.table import table_id_for
-
-    return table_id_for(table_id)
-
-
-def table_ggr_days(db: Db, table_id: str) -> list[queries.GgrRow]:
-    return [r for r in queries.ggr(db).rows if r.table_id == table_id]
 
 
 @dataclass(frozen=True)
@@ -291,55 +246,3 @@ def rate_points(rows: list[dict[str, Any]], level: str) -> list[RatePoint]:
     return out
 
 
-# ------------------------------------------------------------------ rejections
-def rejection_rows(log: EventLog, code: str | None, table: str | None, since: date | None, until: date | None,
-                   after_id: int = 0, limit: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], int | None]:
-    """Refused commands matching the filters, oldest first, read a thousand at a time from
-    `after_id`; and the id to continue after (None at the end)."""
-    out: list[dict[str, Any]] = []
-    while len(out) < limit:
-        batch = log.rejections(after_id=after_id, limit=1000)
-        if not batch:
-            return out, None
-        for row in batch:
-            after_id = row["id"]
-            if _rejection_matches(row, code, table, since, until):
-                out.append(row)
-                if len(out) == limit:
-                    return out, after_id
-    return out, after_id
-
-
-def _rejection_matches(row: dict[str, Any], code: str | None, table: str | None,
-                       since: date | None, until: date | None) -> bool:
-    if code and row.get("code") != code:
-        return False
-    if table and row.get("table_id") != table:
-        return False
-    day = str(row.get("received_at") or row.get("server_time") or "")[:10]
-    return not ((since and day < since.isoformat()) or (until and day >= until.isoformat()))
-
-
-def with_pages(db: Db, rows: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
-    """Which of the rounds (TABLE#NO) and tables the rejections name have a page: a refused
-    command may name a round never opened or a table never seen, and a link never leads to a
-    404. Two reads of the views, bounded by the page's own tables and round numbers."""
-    tables = sorted({r["table_id"] for r in rows if r.get("table_id")})
-    if not tables:
-        return set(), set()
-    numbers = sorted({r["round_no"] for r in rows if isinstance(r.get("round_no"), int)}) or [0]
-    marks, nos = ", ".join("?" * len(tables)), ", ".join("?" * len(numbers))
-    rounds = db.query(f"SELECT table_id, round_no FROM {ROUNDS.name} WHERE table_id IN ({marks}) "
-                      f"AND round_no IN ({nos})", [*tables, *numbers])
-    seen = db.query(f"SELECT table_id FROM {ROUNDS.name} WHERE table_id IN ({marks}) UNION "
-                    f"SELECT table_id FROM {TABLE_CONFIGS.name} WHERE table_id IN ({marks})", [*tables, *tables])
-    return {f"{t}#{n}" for t, n in rounds}, {t for (t,) in seen}
-
-
-def every_rejection(log: EventLog, code: str | None, table: str | None, since: date | None,
-                    until: date | None) -> Iterator[dict[str, Any]]:
-    """Every refused command matching the filters, oldest first (the rejections page's, all pages)."""
-    after: int | None = 0
-    while after is not None:
-        rows, after = rejection_rows(log, code, table, since, until, after, limit=1000)
-        yield from rows

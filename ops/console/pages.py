@@ -10,6 +10,7 @@ import io
 import json
 import re
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict
@@ -26,16 +27,16 @@ from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
 from ledger.startup import tables_created_alone
-from ops.console import data, round_view
+from ops.console import data, round_drawing
 from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent
-from ops.console.reading import made_once, page_reads
 from ops.console.render import render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.health import RETRY_AFTER_S
-from ops.service.routes.deps import gaming_zones
-from projections import queries
+from ops.service.routes.deps import READS, gaming_zones
+from projections import page_queries, queries
 from projections.csvtext import csv_lines
+from projections.read_service import ReadService
 from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import STATUSES
 
@@ -80,9 +81,20 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=ConsoleRou
 
 
 # ------------------------------------------------------------------ sessions
+_MADE = threading.Lock()
+
+
 def sessions(request: Request) -> SessionStore:
-    """The process's session store, made on first use (its tables beside the API keys)."""
-    return made_once(request, "ui_sessions", _session_store)
+    """The process's session store, made on first use (its tables beside the API keys), once
+    whatever the threads of the worker."""
+    state = request.app.state
+    found: SessionStore | None = getattr(state, "ui_sessions", None)
+    if found is None:
+        with _MADE:
+            found = getattr(state, "ui_sessions", None)
+            if found is None:
+                found = state.ui_sessions = _session_store(state)
+    return found
 
 
 def _session_store(state: Any) -> SessionStore:
@@ -226,12 +238,12 @@ def _opt(text: str | None) -> str | None:
 
 
 @router.get("/rounds")
-def rounds_page(request: Request, session: UI, table: str | None = None, player: str | None = None,
+def rounds_page(request: Request, session: UI, reads: READS, table: str | None = None, player: str | None = None,
                 status: str | None = None, dealer: str | None = None, since: str | None = None, until: str | None = None,
                 time_from: str | None = None, time_to: str | None = None, sort: str | None = None,
                 page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     q, query = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
-    with _views(request) as db:
+    with reads.views() as db:
         found = data.round_page(db, q, page)
     return _page(request, "rounds.html", session, found=found, rows=found.rounds, f=q, statuses=STATUSES,
                  sorts=_SORT_NAMES, page=page, query=query, since=since or "", until=until or "",
@@ -239,13 +251,13 @@ def rounds_page(request: Request, session: UI, table: str | None = None, player:
 
 
 @router.get("/rounds.csv")
-def rounds_csv(request: Request, session: UI, table: str | None = None, player: str | None = None,
+def rounds_csv(request: Request, session: UI, reads: READS, table: str | None = None, player: str | None = None,
                status: str | None = None, dealer: str | None = None, since: str | None = None,
                until: str | None = None, time_from: str | None = None, time_to: str | None = None,
                sort: str | None = None) -> Response:
     """Every round the rounds page's search matches (not only its page), as CSV."""
     q, _ = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
-    with _views(request) as db:
+    with reads.views() as db:
         lines = list(data.round_csv(db, q))
     return csv_response("rounds", lines)
 
@@ -290,10 +302,6 @@ def _time(text: str | None, name: str) -> time | None:
         raise HTTPException(422, f"{name}={text!r} is not a time of day (HH:MM)") from None
 
 
-def _views(request: Request) -> Any:
-    return page_reads(request).views(request)
-
-
 def _round_id(ref: str) -> Any:
     try:
         return queries.round_ref(ref)
@@ -301,45 +309,45 @@ def _round_id(ref: str) -> Any:
         raise HTTPException(422, f"{refusal.code}: {refusal.message}") from None
 
 
-def _document(request: Request, ref: str, with_proof: bool = False) -> dict[str, Any]:
+def _document(reads: ReadService, ref: str, with_proof: bool = False) -> dict[str, Any]:
     """The round's replay document (the read service's, as `ledger replay --json` prints it)."""
-    replay = queries.round_replay(request.app.state.reader, _round_id(ref), ref=ref, with_proof=with_proof)
+    replay = queries.round_replay(reads.log, _round_id(ref), ref=ref, with_proof=with_proof)
     if replay is None:
         raise HTTPException(404, f"no round {ref} in the store")
     return asdict(replay)
 
 
 @router.get("/rounds/{ref:id}")
-def round_page(request: Request, ref: str, session: UI,
+def round_page(request: Request, ref: str, session: UI, reads: READS,
                step: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
-    doc = _document(request, ref)
-    with _views(request) as db:
-        players = data.round_players(db, doc["round_id"])
+    doc = _document(reads, ref)
+    with reads.views() as db:
+        players = page_queries.round_players(db, doc["round_id"])
     players = list(dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])]))
-    n = round_view.step_number(doc, step) if doc["steps"] else 0
-    return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_view,
-                 hands=round_view.table_at(doc, n) if n else [], players=players,
-                 results=[round_view.result_line(doc, c) for c in doc["results"]])
+    n = round_drawing.step_number(doc, step) if doc["steps"] else 0
+    return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_drawing,
+                 hands=round_drawing.table_at(doc, n) if n else [], players=players,
+                 results=[round_drawing.result_line(doc, c) for c in doc["results"]])
 
 
 @router.get("/rounds/{ref:id}/proof")
-def round_proof(request: Request, ref: str, session: UI) -> Response:
+def round_proof(request: Request, ref: str, session: UI, reads: READS) -> Response:
     """The round's events in the audit chain, from the chain kept in the store (projections/
     chain_index.py: extended by the events recorded since the last page that asked)."""
 
-    doc = _document(request, ref)
-    with _views(request) as db:
-        doc["proof"] = _kept_proof(request, db, doc)
+    doc = _document(reads, ref)
+    with reads.views() as db:
+        doc["proof"] = _kept_proof(reads, db, doc)
     return _page(request, "proof.html", session, doc=doc, ref=ref)
 
 
-def _kept_proof(request: Request, db: Any, doc: dict[str, Any], as_json: bool = False) -> dict[str, Any]:
+def _kept_proof(reads: ReadService, db: Any, doc: dict[str, Any], as_json: bool = False) -> dict[str, Any]:
     """The round's proof from the chain kept in the store, extended first; a kept chain that
     disagrees with the store (or with its own head) is a finding to show, not a crash."""
     from projections import chain_index
 
     try:
-        chain_index.extend(request.app.state.reader, db)
+        chain_index.extend(reads.log, db)
         proof: dict[str, Any] = chain_index.proof(db, {s["position"] for s in doc["steps"]})
     except chain_index.ChainMismatch as exc:
         raise HTTPException(409, f"the audit chain kept in the store cannot prove this round: {exc}") from None
@@ -350,17 +358,17 @@ _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]")  # `/` would make a folder, `:` a
 
 
 @router.get("/rounds/{ref:id}/bundle")
-def round_bundle(request: Request, ref: str, session: UI) -> Response:
+def round_bundle(request: Request, ref: str, session: UI, reads: READS) -> Response:
     """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
     from ops.bundle.build import BundleError, write_bundle
     from projections.chain_index import ChainMismatch
 
-    doc = _document(request, ref)
+    doc = _document(reads, ref)
     name = f"round-{_FILE_UNSAFE.sub('-', doc.get('round') or doc['round_id'])}.zip"
-    with _views(request) as db, tempfile.TemporaryDirectory() as tmp:
-        doc["proof"] = _kept_proof(request, db, doc, as_json=True)
+    with reads.views() as db, tempfile.TemporaryDirectory() as tmp:
+        doc["proof"] = _kept_proof(reads, db, doc, as_json=True)
         try:
-            write_bundle(Path(tmp) / name, request.app.state.reader, doc, views=db)
+            write_bundle(Path(tmp) / name, reads.log, doc, views=db)
         except (BundleError, ChainMismatch) as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()
@@ -370,10 +378,10 @@ def round_bundle(request: Request, ref: str, session: UI) -> Response:
 
 # ------------------------------------------------------------------ players and tables
 @router.get("/players/{player:id}")
-def player_page(request: Request, player: str, session: UI, since: str | None = None,
+def player_page(request: Request, player: str, session: UI, reads: READS, since: str | None = None,
                 until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     first, last = _day(since, "since"), _day(until, "until")
-    with _views(request) as db:
+    with reads.views() as db:
         story = data.player_story(db, player, first, last, page)
         balances = data.player_balances(db, player)
     refunds = [(r, f) for r in story.rounds for f in r.refunds]
@@ -383,10 +391,9 @@ def player_page(request: Request, player: str, session: UI, since: str | None = 
 
 
 @router.get("/tables/{table:id}")
-def table_page(request: Request, table: str, session: UI) -> Response:
-    facts = data.table_facts(request.app.state.reader, table)
-    reads = page_reads(request)
-    with reads.views(request) as db:
+def table_page(request: Request, table: str, session: UI, reads: READS) -> Response:
+    facts = page_queries.table_facts(reads.log, table)
+    with reads.views() as db:
         zones = gaming_zones(None)
         ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
         report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones))
@@ -494,7 +501,7 @@ MONITOR_KINDS = {"table": "Return of a table", "dealer": "Return of a dealer",
 
 
 @router.get("/monitor")
-def monitor_page(request: Request, session: UI, all: str = "", table: str | None = None, kind: str | None = None,
+def monitor_page(request: Request, session: UI, reads: READS, all: str = "", table: str | None = None, kind: str | None = None,
                  since: str | None = None, until: str | None = None) -> Response:
     """The monitor's tests over the gaming days of play [since, until) (as `ledger monitor`,
     every day by default): the flagged ones, or every one (`all=1`; the filter's form sends
@@ -504,16 +511,15 @@ def monitor_page(request: Request, session: UI, all: str = "", table: str | None
         raise HTTPException(422, f"kind must be one of {', '.join(MONITOR_KINDS)}")
     first, last = _gaming_days(since, until)
     zones = gaming_zones(None)
-    reads = page_reads(request)
     period = f"{first}..{last}"
-    with reads.views(request) as db:
+    with reads.views() as db:
         report = reads.figures(f"monitor-{period}", lambda: data.monitor_report(db, zones, first, last))
     listed = [f for f in report.findings if every or f.flagged]
     charts = reads.figures(f"monitor-charts-{every}-{period}", lambda: {_finding_key(f): finding_chart(report, f)
                                                                        for f in listed})
     shown = [f for f in listed if (table is None or f.table_id == table) and (kind is None or f.level == kind)]
     empty = None if report.rtp_rows or report.ops_rows or report.deal_rows else queries.empty_period(
-        request.app.state.reader, first, last, zones)
+        reads.log, first, last, zones)
     return _page(request, "monitor.html", session,
                  findings=[(f, charts.get(_finding_key(f)), _finding_anchor(f)) for f in shown],
                  total=len(report.findings), flagged=sum(f.flagged for f in report.findings),
@@ -555,24 +561,24 @@ def _finding_title(f: Any) -> str:
 
 
 @router.get("/rejections")
-def rejections_page(request: Request, session: UI, code: str | None = None, table: str | None = None,
+def rejections_page(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
                     since: str | None = None, until: str | None = None,
                     after: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
-    rows, next_after = data.rejection_rows(request.app.state.reader, _opt(code), _opt(table),
-                                           _day(since, "since"), _day(until, "until"), after)
+    rows, next_after = page_queries.rejection_rows(reads.log, _opt(code), _opt(table), _day(since, "since"),
+                                                   _day(until, "until"), after, data.PAGE_ROWS)
     query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
-    with page_reads(request).views(request) as db:
-        rounds_paged, tables_paged = data.with_pages(db, rows)
+    with reads.views() as db:
+        rounds_paged, tables_paged = page_queries.with_pages(db, rows)
     return _page(request, "rejections.html", session, rows=rows, next_after=next_after, query=query,
                  code=code or "", table=table or "", since=since or "", until=until or "",
                  rounds_paged=rounds_paged, tables_paged=tables_paged)
 
 
 @router.get("/rejections.csv")
-def rejections_csv(request: Request, session: UI, code: str | None = None, table: str | None = None,
+def rejections_csv(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
                    since: str | None = None, until: str | None = None) -> Response:
     """Every refused command the rejections page's filters match, as CSV."""
-    rows = data.every_rejection(request.app.state.reader, _opt(code), _opt(table), _day(since, "since"),
+    rows = page_queries.every_rejection(reads.log, _opt(code), _opt(table), _day(since, "since"),
                                 _day(until, "until"))
     return csv_response("rejections", csv_lines(_REJECTION_CSV, ([r.get(c) for c in _REJECTION_CSV] for r in rows)))
 
@@ -587,7 +593,7 @@ def reconcile_page(request: Request, session: UI) -> Response:
 
 
 @router.post("/reconcile")
-def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile, File()],
+def reconcile_upload(request: Request, session: UI, reads: READS, wallet: Annotated[UploadFile, File()],
                      csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
     from projections.reconcile import WalletFormatError
 
@@ -595,7 +601,7 @@ def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile
     with tempfile.TemporaryDirectory() as tmp:
         path = _save(wallet, Path(tmp) / "wallet.csv")
         try:
-            report = queries.reconcile_wallet(request.app.state.reader, path)
+            report = queries.reconcile_wallet(reads.log, path)
         except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
             return _page(request, "reconcile.html", session, status=422, report=None,
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
@@ -604,7 +610,7 @@ def reconcile_upload(request: Request, session: UI, wallet: Annotated[UploadFile
 
 
 @router.post("/reconcile.csv")
-def reconcile_csv(request: Request, session: UI, wallet: Annotated[UploadFile, File()],
+def reconcile_csv(request: Request, session: UI, reads: READS, wallet: Annotated[UploadFile, File()],
                   csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
     """The upload form's other button: every finding of the wallet file as CSV (the page keeps
     no upload, so the file is sent again)."""
@@ -614,7 +620,7 @@ def reconcile_csv(request: Request, session: UI, wallet: Annotated[UploadFile, F
     with tempfile.TemporaryDirectory() as tmp:
         path = _save(wallet, Path(tmp) / "wallet.csv")
         try:
-            report = queries.reconcile_wallet(request.app.state.reader, path)
+            report = queries.reconcile_wallet(reads.log, path)
         except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
             return _page(request, "reconcile.html", session, status=422, report=None,
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
@@ -635,15 +641,15 @@ def _save(upload: UploadFile, path: Path) -> Path:
 
 # ------------------------------------------------------------------ audit
 @router.get("/audit")
-def audit_page(request: Request, session: UI) -> Response:
+def audit_page(request: Request, session: UI, reads: READS) -> Response:
     if not session.may_audit:
         return _forbidden(request, session, "the audit pages (auditor or admin keys only)")
-    return _page(request, "audit.html", session, verified=None, head=request.app.state.reader.head(),
+    return _page(request, "audit.html", session, verified=None, head=reads.log.head(),
                  zone=str(gaming_zones(None).fallback))
 
 
 @router.post("/audit/export")
-def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
+def audit_export(request: Request, session: UI, reads: READS, csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
                  until: Annotated[str | None, Form(max_length=10)] = None,
                  days: Annotated[Literal["played", "recorded"], Form()] = "played") -> Response:
@@ -655,7 +661,7 @@ def audit_export(request: Request, session: UI, csrf: Annotated[str | None, Form
     if not session.may_audit:
         return _forbidden(request, session, "the audit export (auditor or admin keys only)")
     checked_form(request, session, csrf)
-    log = request.app.state.reader
+    log = reads.log
     exported_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     zones = gaming_zones(None)
     first, last = _gaming_days(since, until)
@@ -689,7 +695,7 @@ def _zip_folder(folder: Path) -> bytes:
 
 
 @router.post("/audit/verify")
-def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, File()],
+def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[UploadFile, File()],
                  csrf: Annotated[str | None, Form(max_length=200)] = None,
                  against_store: Annotated[bool, Form()] = False) -> Response:
     """Verify an export as the export page gives it (a zip of events.jsonl, events.csv and manifest.json)."""
@@ -698,7 +704,7 @@ def audit_verify(request: Request, session: UI, export: Annotated[UploadFile, Fi
     if not session.may_audit:
         return _forbidden(request, session, "the audit verification (auditor or admin keys only)")
     checked_form(request, session, csrf)
-    log = request.app.state.reader
+    log = reads.log
     with tempfile.TemporaryDirectory() as tmp:
         try:
             with zipfile.ZipFile(_save(export, Path(tmp) / "export.zip")) as zf:

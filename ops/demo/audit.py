@@ -15,9 +15,9 @@ from ops.cli.commands.audit import replay_all
 from ops.demo.report import DemoData, Section
 from projections.audit_export import export, verify_against_store, verify_files
 from projections.balances import balance_totals
+from projections.folding import parse_fraction
 from projections.ggr import ggr_rows
 from projections.runner import Projector
-from projections.state import parse_fraction
 
 
 def projections_section(d: DemoData) -> Section:

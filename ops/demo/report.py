@@ -1,8 +1,7 @@
 """The back-office summary `ledger demo` prints, as a list of report sections.
 
 Every section is a function `(DemoData) -> Section`, registered in
-`SECTIONS`; another module adds its own with `add_section(fn)` (e.g. the
-projections' balances or GGR summaries) and it is printed after these.
+`SECTIONS`, printed in that order.
 Everything is computed by reading the recorded events (read-only) as typed
 records through the ledger's `EventLog`; nothing here writes an event.
 """
@@ -250,13 +249,6 @@ SectionFn = Callable[[DemoData], Section]
 SECTIONS: list[SectionFn] = [
     feed_section, rounds_section, voids_section, money_section, refusals_section, invariants_section,
 ]
-
-
-def add_section(fn: SectionFn) -> SectionFn:
-    """Register another section (usable as a decorator); printed after the built-in ones."""
-    if fn not in SECTIONS:
-        SECTIONS.append(fn)
-    return fn
 
 
 def build_report(d: DemoData, sections: list[SectionFn] | None = None) -> list[Section]:

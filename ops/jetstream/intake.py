@@ -78,12 +78,6 @@ def token_for(table_id: str | None) -> str:
     return _UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), table_id)
 
 
-def table_of_token(token: str) -> str:
-    from urllib.parse import unquote
-
-    return unquote(token)
-
-
 def is_partition_count(n: int) -> bool:
     """N consumers must be a power of two up to 64: then partition_of(table, N) is the low bits of
     the table's slot, which one filter subject can select."""

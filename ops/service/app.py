@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +55,7 @@ from ops.service.paths import EscapedSlashes, clean_parameters
 from ops.service.routes.commands import COMMANDS_PATH
 from ops.service.trace import from_env as trace_from_env
 from projections import queries
+from projections.read_service import ReadService
 
 # How long the event loop may hold the GIL while the writer waits for it (Python's default
 # is 5 ms). The writer gives the GIL up at every database round trip; each time, a busy
@@ -112,7 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
                                              max_batch=settings.max_batch, locks=locks, on_commit=_observe)
-        api.state.views_lock = threading.Lock()
+        api.state.reads = ReadService(api.state.reader, gc_off_per_run=False)  # the collector is the process's
         api.state.trace = trace_from_env()
         if api.state.trace is not None:
             api.state.trace.start()
@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             api.state.committer.close()
             api.state.keys.close()
             writer_app.close()
+            api.state.reads.close()
             api.state.reader.close()
             if frozen_here:
                 gc.unfreeze()

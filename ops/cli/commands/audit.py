@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ops.cli.errors import CliError, ErrorCode, usage
 from ops.cli.options import (
     Progress,
+    add_command,
+    add_json_argument,
     add_period_arguments,
     add_quiet_argument,
     add_timezone_argument,
     check_period,
     day,
     gaming_day_zones,
-    help_for,
     int_range,
 )
 
@@ -50,12 +51,12 @@ The canonical form, chain, manifest and finding kinds: docs/audit.md.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("audit", help="export the hash-chained audit trail, verify an export, replay every round",
-                       description="Audit trail: export (events.jsonl, events.csv, manifest.json), verify, replay.",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "audit", "export the hash-chained audit trail, verify an export, replay every round",
+                    description="Audit trail: export (events.jsonl, events.csv, manifest.json), verify, replay.",
+                    epilog=EPILOG)
     actions = p.add_subparsers(dest="audit_action", metavar="ACTION")
 
-    e = actions.add_parser("export", help="write events.jsonl, events.csv and manifest.json to DIR")
+    e = add_command(actions, "export", "write events.jsonl, events.csv and manifest.json to DIR", run_export)
     e.add_argument("directory", metavar="DIR", help="a new or empty folder (an export is never overwritten)")
     _range_args(e)
     add_period_arguments(e, "events the ledger recorded (server time, not the time of play: see --played-since)")
@@ -71,25 +72,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the earlier export's manifest.json to link to (default: the sibling export in DIR's "
                    "parent that ends latest before this one starts)")
     _common(e)
-    e.set_defaults(func=run_export)
 
-    v = actions.add_parser("verify", help="recompute an export's chain from its files (and, with --db, the store)")
+    v = add_command(actions, "verify", "recompute an export's chain from its files (and, with --db, the store)",
+                    run_verify)
     v.add_argument("directory", metavar="DIR")
     v.add_argument("--db", metavar="URL", help="also compare with the live store at URL")
-    v.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_argument(v, "print machine-readable JSON")
     v.add_argument("--findings", type=int_range(0), default=FINDINGS_SHOWN, metavar="N",
                    help=f"print at most N findings, then a count by kind (default {FINDINGS_SHOWN}; --json lists all)")
-    v.set_defaults(func=run_verify)
 
-    r = actions.add_parser("replay", help="replay every round with an event in a position range")
+    r = add_command(actions, "replay", "replay every round with an event in a position range", run_replay)
     _range_args(r)
     _common(r)
     r.add_argument("--workers", type=_workers, metavar="N",
                    help=f"processes replaying rounds in parallel, 1..{WORKERS_MAX} (default: one per core, "
                    "fewer for a small range); the output is the same for any N")
-    r.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    r.set_defaults(func=run_replay)
-    p.set_defaults(func=help_for(p))
+    add_json_argument(r, "print machine-readable JSON")
 
 
 def _workers(text: str) -> int:

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 
 from domain.money import format_minor
-from ops.cli.options import add_db_argument, open_views
+from ops.cli.options import add_command, add_db_argument, add_json_argument, open_views
 from projections import queries
 
 EPILOG = """\
@@ -23,14 +23,13 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("balances", help="account balances and funds on game (players, rounds, house)",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "balances", "account balances and funds on game (players, rounds, house)", run,
+                    description=__doc__, epilog=EPILOG)
     add_db_argument(p)
     p.add_argument("--account", action="append", default=[], metavar="ACCOUNT", help="only this account (repeatable)")
     p.add_argument("--kind", choices=("player", "round", "house"), help="only accounts of this kind")
     p.add_argument("--nonzero", action="store_true", help="hide accounts at zero with nothing on game")
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.set_defaults(func=run)
+    add_json_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

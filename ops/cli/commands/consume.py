@@ -9,7 +9,7 @@ import signal
 from collections.abc import Callable
 
 from ops.cli.errors import usage
-from ops.cli.options import add_create_argument, existing_store, int_range
+from ops.cli.options import add_command, add_create_argument, existing_store, int_range
 
 EPILOG = """\
 Consumer I of N owns the tables whose stable hash mod N is I (run N processes,
@@ -34,8 +34,8 @@ Exit status: 0 stopped (SIGTERM, or drained with --idle-exit); 2 could not run
 """
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("consume", help="apply commands from NATS JetStream (one partition of the tables)",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "consume", "apply commands from NATS JetStream (one partition of the tables)", run,
+                    epilog=EPILOG)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     add_create_argument(p)
     p.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL")
@@ -49,7 +49,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ack-wait-s", type=float, default=30.0, metavar="S",
                    help="redeliver what is unacked after S seconds (longer than two batches' commit; default 30)")
     p.add_argument("--idle-exit", action="store_true", help="exit once the stream has nothing left for us")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ops.cli.errors import CliError, ErrorCode
-from ops.cli.options import int_range
+from ops.cli.options import add_command, int_range
 from ops.sim.simulator import ROUNDS_MAX, TABLES_MAX, Studio
 
 if TYPE_CHECKING:
@@ -48,13 +48,10 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="simulate a studio, ingest it into a fresh store, print the back-office summary",
-        description="Simulate a studio of every rule set, ingest its feed, and print what a back office sees.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "demo", "simulate a studio, ingest it into a fresh store, print the back-office summary",
+                    run_demo, epilog=EPILOG,
+                    description="Simulate a studio of every rule set, ingest its feed, and print what a back office "
+                    "sees.")
     p.add_argument("--db", metavar="URL", help=f"store URL (default {DEFAULT_DEMO_DB}, deleted first)")
     p.add_argument("--tables", type=int_range(1, TABLES_MAX), default=DEFAULT_TABLES, metavar="N",
                    help=f"tables, dealt over the rule sets (default {DEFAULT_TABLES})")
@@ -67,7 +64,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="where the audit export goes (default ./casino-ledger-demo-audit, replaced)")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.add_argument("--force", action="store_true", help="delete a --db SQLite file that holds events first")
-    p.set_defaults(func=run_demo)
 
 
 def _fresh_store(db_url: str, force: bool) -> None:

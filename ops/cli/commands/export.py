@@ -13,7 +13,15 @@ from typing import Any, BinaryIO
 from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, check_input_file, usage
-from ops.cli.options import add_db_argument, add_period_arguments, check_period, help_for, number_range, text_length
+from ops.cli.options import (
+    add_command,
+    add_db_argument,
+    add_json_argument,
+    add_period_arguments,
+    check_period,
+    number_range,
+    text_length,
+)
 from projections.dgoj import (
     SESSION_GAP_DEFAULT,
     SESSION_GAP_MAX,
@@ -55,11 +63,10 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("export", help="regulator exports (dgoj: Spain's monitoring batch v3.3)")
+    p = add_command(sub, "export", "regulator exports (dgoj: Spain's monitoring batch v3.3)")
     esub = p.add_subparsers(dest="export_format", metavar="FORMAT")
-    d = esub.add_parser("dgoj", help="Spain DGOJ monitoring batch v3.3 (RegistroOtrosJuegos per session)",
-                        description=DGOJ_DESCRIPTION, epilog=DGOJ_EPILOG,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = add_command(esub, "dgoj", "Spain DGOJ monitoring batch v3.3 (RegistroOtrosJuegos per session)", run_dgoj,
+                    description=DGOJ_DESCRIPTION, epilog=DGOJ_EPILOG)
     add_db_argument(d)
     add_period_arguments(d, "sessions whose first bet is")
     d.add_argument("--operator-id", required=True, type=text_length(1, 4), metavar="ID",
@@ -77,9 +84,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "under TipoJuego COM or AZA")
     d.add_argument("--no-register", action="store_true",
                    help="a preview: write the file but do not record it (a later export sends the same again)")
-    d.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
-    d.set_defaults(func=run_dgoj)
-    p.set_defaults(func=help_for(p))
+    add_json_argument(d, "the summary as JSON on stdout")
 
 
 def run_dgoj(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ from fractions import Fraction
 
 from domain.money import format_minor
 from ops.cli.options import (
+    add_command,
     add_db_argument,
+    add_json_argument,
     add_period_arguments,
     add_timezone_argument,
     gaming_day_zones,
@@ -37,13 +39,11 @@ yet (the store's last event was recorded before the period began); --json: "empt
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ggr", help="gross gaming revenue per table, game and day",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "ggr", "gross gaming revenue per table, game and day", run, description=__doc__, epilog=EPILOG)
     add_db_argument(p)
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_json_argument(p)
     add_timezone_argument(p)
     add_period_arguments(p, "gaming days", days="gaming days")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from ledger.app import BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, LedgerApp, Result
 from ledger.partitions import WORKERS_MAX
 from ledger.store import db_url_from, open_app
 from ops.cli.errors import CliError, ErrorCode, check_input_file
-from ops.cli.options import Progress, add_quiet_argument, int_range
+from ops.cli.options import Progress, add_command, add_json_argument, add_quiet_argument, int_range
 from ops.service.stream import STREAM_MAX_WAIT_MS_DEFAULT, results_writer, stream_batches
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -40,8 +40,7 @@ conflicted (use --allow-refusals when refusals are expected, e.g. fault feeds);
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ingest", help="apply a JSONL feed of commands to the store", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "ingest", "apply a JSONL feed of commands to the store", run, epilog=EPILOG)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--batch-size", type=int_range(1, BATCH_SIZE_MAX), default=BATCH_SIZE_DEFAULT,
@@ -52,11 +51,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="with FEED '-': commit what has arrived after MS milliseconds (default 50)")
     p.add_argument("--results", metavar="FILE", help="one JSON result per command, in feed order ('-': stdout)")
     p.add_argument("--allow-refusals", action="store_true", help="exit 0 even when commands were refused")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json_argument(p, "print the summary as JSON")
     p.add_argument("--log-level", choices=LOG_LEVELS,
                    help="debug logs one line per command (default info: the summary line; warning with --quiet)")
     add_quiet_argument(p, "and no log line below warning (the 'ingest finished' line)")
-    p.set_defaults(func=run)
 
 
 BOM = b"\xef\xbb\xbf"
@@ -128,12 +126,6 @@ class Tally:
                 self.refused[str(r.code)] += 1
             elif r.status == "duplicate" and r.original_status == "refused":
                 self.duplicate_of_refused += 1
-
-
-def summarize(results: list[Result]) -> dict[str, Any]:
-    tally = Tally()
-    tally.add(results)
-    return _summary(tally)
 
 
 def _summary(tally: Tally, blank_lines: int = 0) -> dict[str, Any]:

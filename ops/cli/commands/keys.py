@@ -6,7 +6,7 @@ import json
 import sys
 
 from ledger.keys import ROLES
-from ops.cli.options import help_for
+from ops.cli.options import add_command, add_json_argument
 
 EPILOG = """\
 Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
@@ -21,28 +21,23 @@ The key is printed once; only its hash is stored.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("keys", help="API keys of `ledger serve`: add, list, revoke", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "keys", "API keys of `ledger serve`: add, list, revoke", epilog=EPILOG)
     actions = p.add_subparsers(dest="keys_action", metavar="ACTION")
-    add = actions.add_parser("add", help="make a key (printed once)")
+    add = add_command(actions, "add", "make a key (printed once)", run_add)
     add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--tables", default="", help="comma-separated table ids a studio key may write (default all)")
     add.add_argument("--name", default="", help="a name to find the key by (default role-keyid)")
     _common(add)
-    add.set_defaults(func=run_add)
-    ls = actions.add_parser("list", help="every key (never the secret)")
+    ls = add_command(actions, "list", "every key (never the secret)", run_list)
     _common(ls)
-    ls.set_defaults(func=run_list)
-    rev = actions.add_parser("revoke", help="revoke a key by key id or name")
+    rev = add_command(actions, "revoke", "revoke a key by key id or name", run_revoke)
     rev.add_argument("key", metavar="KEY_ID_OR_NAME")
     _common(rev)
-    rev.set_defaults(func=run_revoke)
-    p.set_defaults(func=help_for(p))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_json_argument(p)
 
 
 def _store(db: str | None, *, existing: bool = True):  # type: ignore[no-untyped-def]

@@ -9,7 +9,9 @@ import argparse
 import json
 
 from ops.cli.options import (
+    add_command,
     add_db_argument,
+    add_json_argument,
     add_period_arguments,
     add_timezone_argument,
     gaming_day_zones,
@@ -48,16 +50,15 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("monitor", help="RTP and integrity monitor: flag tables, dealers and bet types (exit 1)",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "monitor", "RTP and integrity monitor: flag tables, dealers and bet types (exit 1)", run,
+                    description=__doc__, epilog=EPILOG)
     add_db_argument(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per test line on stdout")
+    add_json_argument(p, "one JSON object per test line on stdout")
     p.add_argument("--alpha", type=number_range(0, 1, low_open=True, high_open=True), default=ALPHA_DEFAULT,
                    help=f"family-wise false-alarm rate per family of tests (default {ALPHA_DEFAULT})")
     p.add_argument("--all", action="store_true", help="list every test, not only the flagged ones")
     add_timezone_argument(p)
     add_period_arguments(p, "tests over the play of gaming days", days="gaming days, as `ledger ggr`")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

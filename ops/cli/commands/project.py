@@ -11,7 +11,15 @@ import time
 from dataclasses import asdict
 
 from ledger.eventlog import PAGE_SIZE_MAX
-from ops.cli.options import add_db_argument, add_quiet_argument, catch_up_with_progress, int_range, open_views
+from ops.cli.options import (
+    add_command,
+    add_db_argument,
+    add_json_argument,
+    add_quiet_argument,
+    catch_up_with_progress,
+    int_range,
+)
+from projections.read_service import ReadService
 from projections.runner import PAGE_SIZE_DEFAULT, stops_line
 
 EPILOG = """\
@@ -30,21 +38,21 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("project", help="bring the query views up to date (exactly once); --rebuild from scratch",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "project", "bring the query views up to date (exactly once); --rebuild from scratch", run,
+                    description=__doc__, epilog=EPILOG)
     add_db_argument(p)
     p.add_argument("--rebuild", action="store_true", help="empty every view and replay from position 0")
     p.add_argument("--page-size", type=int_range(1, PAGE_SIZE_MAX), default=PAGE_SIZE_DEFAULT, metavar="N",
                    help=f"events per transaction (default {PAGE_SIZE_DEFAULT})")
-    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_json_argument(p, "print the result as JSON on stdout")
     add_quiet_argument(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # A projector may start beside the first ingest: the store must exist, its ledger may come.
-    with open_views(args.db, catch_up=False, page_size=args.page_size, ledger_required=False) as projector:
+    with ReadService.open(args.db, ledger_required=False, page_size=args.page_size) as service, \
+            service.projector() as projector:
         if args.rebuild:
             projector.rebuild()
         result = catch_up_with_progress(projector, args.quiet)

@@ -6,6 +6,8 @@ import asyncio
 import json
 import sys
 
+from ops.cli.options import add_command
+
 EPILOG = """\
 Each line goes to subject ledger.feed.<slot bits>.<table_id> of the stream (created
 if missing; the slot bits route it to its consumer partition, docs/scaling.md), with
@@ -23,14 +25,13 @@ but some command ids were reused with another payload within this feed (conflict
 """
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("publish", help="send a JSONL feed to NATS JetStream (ledger.feed.<slot bits>.<table>)", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "publish", "send a JSONL feed to NATS JetStream (ledger.feed.<slot bits>.<table>)", run,
+                    epilog=EPILOG)
     p.add_argument("feed", metavar="FEED.jsonl", help="feed file ('-' for standard input)")
     p.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL")
     p.add_argument("--stream", default="LEDGER_FEED")
     p.add_argument("--subject-prefix", default="ledger", metavar="P",
                    help="subjects P.feed.<table> and P.results.<table> (default ledger)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,15 @@ from dataclasses import asdict
 from typing import Any
 
 from domain.money import format_minor
-from ops.cli.options import add_db_argument, add_timezone_argument, gaming_day_zones, int_range, open_views
+from ops.cli.options import (
+    add_command,
+    add_db_argument,
+    add_json_argument,
+    add_timezone_argument,
+    gaming_day_zones,
+    int_range,
+    open_views,
+)
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
@@ -24,15 +32,13 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("recall", help="a player's last N rounds (game recall)",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "recall", "a player's last N rounds (game recall)", run, description=__doc__, epilog=EPILOG)
     p.add_argument("player", metavar="PLAYER", help="player id as in the feed")
     add_db_argument(p)
     p.add_argument("--last", type=int_range(RECALL_LAST_MIN, RECALL_LAST_MAX), default=RECALL_LAST_DEFAULT, metavar="N",
                    help=f"how many rounds ({RECALL_LAST_MIN}..{RECALL_LAST_MAX}, default {RECALL_LAST_DEFAULT})")
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_json_argument(p)
     add_timezone_argument(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,14 @@ from dataclasses import asdict
 
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, check_input_file
-from ops.cli.options import add_db_argument, add_timezone_argument, gaming_day_zones, int_range
+from ops.cli.options import (
+    add_command,
+    add_db_argument,
+    add_json_argument,
+    add_timezone_argument,
+    gaming_day_zones,
+    int_range,
+)
 from projections import queries
 from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, finding_text, read_wallet
 
@@ -30,14 +37,13 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("reconcile", help="reconcile an operator wallet file with the ledger (exit 1 on discrepancies)",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "reconcile", "reconcile an operator wallet file with the ledger (exit 1 on discrepancies)",
+                    run, description=__doc__, epilog=EPILOG)
     p.add_argument("wallet", metavar="WALLET.csv", help="the operator's wallet transactions")
     add_db_argument(p)
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_json_argument(p)
     p.add_argument("--findings", type=int_range(0), default=50, metavar="N", help="list at most N findings (default 50)")
     add_timezone_argument(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ from dataclasses import asdict
 from domain.money import format_minor
 from domain.text import escaped
 from ops.cli.options import (
+    add_command,
     add_db_argument,
+    add_json_argument,
     add_period_arguments,
     add_timezone_argument,
     gaming_day_zones,
@@ -30,14 +32,13 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("refunds", help="refunded bets with cause, who and when; totals by cause and day",
-                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "refunds", "refunded bets with cause, who and when; totals by cause and day", run,
+                    description=__doc__, epilog=EPILOG)
     add_db_argument(p)
     add_period_arguments(p, "refunds", days="gaming days", old_day_options=True)
     p.add_argument("--totals", action="store_true", help="only the totals")
     add_timezone_argument(p)
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.set_defaults(func=run)
+    add_json_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,23 +7,22 @@ from dataclasses import asdict
 
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
-from ops.cli.options import int_range, say_cut
+from ops.cli.options import add_command, add_json_argument, int_range, say_cut
 from projections import queries
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("rejections", help="list refused commands (code, reason, payload)",
-                       description="Every refused command is kept: command id, round, code, message, raw payload, "
-                       "and when the ledger received it (`received_at`, UTC, server time). Rejections are listed by "
-                       "the time they were received, never by gaming day: a refused line may name no table (or not "
-                       "be JSON at all), so it has no gaming day.")
+    p = add_command(sub, "rejections", "list refused commands (code, reason, payload)", run, wrap=True,
+                    description="Every refused command is kept: command id, round, code, message, raw payload, "
+                    "and when the ledger received it (`received_at`, UTC, server time). Rejections are listed by "
+                    "the time they were received, never by gaming day: a refused line may name no table (or not "
+                    "be JSON at all), so it has no gaming day.")
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     p.add_argument("--code", type=refusal_code, help="only this refusal code (docs/refusals.md)")
     p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")
     p.add_argument("--after", type=int_range(0), default=0, metavar="ID",
                    help="only rejections after this id (the first column): the next page of a cut list")
-    p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.set_defaults(func=run)
+    add_json_argument(p, "one JSON object per line")
 
 
 def refusal_code(text: str) -> str:

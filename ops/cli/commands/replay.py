@@ -12,7 +12,7 @@ from domain.money import format_minor
 from domain.text import escaped
 from ledger.records import Opened, Record, Voided
 from ops.cli.errors import CliError, ErrorCode, usage
-from ops.cli.options import int_range, round_uuid_of
+from ops.cli.options import add_command, add_json_argument, int_range, round_uuid_of
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -41,15 +41,14 @@ Exit status: 0 no findings; 1 findings (printed) or no such round; 2 bad argumen
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "replay", help="replay one round: timeline, state per step, settlement recomputed and compared",
+    p = add_command(
+        sub, "replay", "replay one round: timeline, state per step, settlement recomputed and compared", run,
         description="Replay one round for a dispute: every event with its position, studio and server time, "
-        "the state after each step, and each bet's payout recomputed under the recorded rule set.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "the state after each step, and each bet's payout recomputed under the recorded rule set.", epilog=EPILOG,
     )
     p.add_argument("round", metavar="ROUND", help="round UUID or TABLE#ROUND_NO")
     p.add_argument("--at", type=int_range(1), metavar="N", help="show the round as of its N-th event (1-based)")
-    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_argument(p, "print machine-readable JSON")
     p.add_argument("--proof", action="store_true",
                    help="also print each event's audit-chain hash and the store's head hash, from the audit chain "
                    "kept in the store (extended first; the round's events checked against it: chain_mismatch "
@@ -65,13 +64,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="with --bundle: anchor the proof to this audit export's manifest.json (its tree_root and head) "
                    "(default: the store's head now)")
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
-    from projections import replay_view
     from projections.audit_store import round_events
+    from projections.document import replay_document
     from projections.replay import recompute, table_config_findings
 
     round_id = round_uuid_of(args.round)
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bundle:
         return _bundle(args, log, round_id, events, replay)
     proof = _checked_proof(log, {e.position for e in events}) if wants_proof else None
-    document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
+    document = replay_document(round_id, events, replay, proof, args.at, args.round)
     if args.html:
         return _write_files(args, log, document)
     if args.json:
@@ -114,7 +112,8 @@ def _checked_proof(log: EventLog, positions: set[int]) -> dict[str, Any]:
 def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list[Record], replay: Any) -> int:
     """--bundle: the proof from the audit chain kept in the store (projections/chain_index.py,
     extended first), so the bundle costs the same at any store size."""
-    from projections import chain_index, replay_view
+    from projections import chain_index
+    from projections.document import replay_document
     from projections.sql import Db
 
     views = Db.for_store(log.backend)
@@ -124,7 +123,7 @@ def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list
         except chain_index.ChainMismatch as exc:  # say so, do not bundle
             raise CliError(ErrorCode.CHAIN_MISMATCH, str(exc)) from None
         proof = chain_index.proof(views, {e.position for e in events})
-        document = replay_view.replay_document(round_id, events, replay, proof, args.at, args.round)
+        document = replay_document(round_id, events, replay, proof, args.at, args.round)
         return _write_files(args, log, document, views)
     finally:
         views.close()

@@ -14,10 +14,11 @@ from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ops.cli.errors import usage
 from ops.cli.options import (
+    add_command,
     add_db_argument,
+    add_json_argument,
     add_period_arguments,
     check_period,
-    help_for,
     int_range,
     open_views,
     round_uuid_of,
@@ -30,17 +31,16 @@ from projections.rounds import LIST_LIMIT_MAX, STATUSES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("round", help="look at one round")
+    p = add_command(sub, "round", "look at one round")
     rsub = p.add_subparsers(dest="round_command", metavar="ACTION")
-    show = rsub.add_parser("show", help="events, cards, bets and settlement of one round",
-                           description="ID is the round UUID or TABLE#ROUND_NO, e.g. bacc-1#12.")
+    show = add_command(rsub, "show", "events, cards, bets and settlement of one round", run_show,
+                       description="ID is the round UUID or TABLE#ROUND_NO, e.g. bacc-1#12.", wrap=True)
     show.add_argument("id", metavar="ID")
     show.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
-    show.add_argument("--json", action="store_true", help="machine-readable JSON")
-    show.set_defaults(func=run_show)
-    listing = rsub.add_parser(
-        "list", help="rounds by status, player, table and studio time (--json: one object per line; --csv)",
-        description=LIST_DESCRIPTION, epilog=LIST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_json_argument(show, "machine-readable JSON")
+    listing = add_command(rsub, "list",
+                          "rounds by status, player, table and studio time (--json: one object per line; --csv)",
+                          run_list, description=LIST_DESCRIPTION, epilog=LIST_EPILOG)
     listing.add_argument("--status", choices=STATUSES,
                          help="only rounds in this state now; reversed: every round with a settlement reversed")
     listing.add_argument("--player", metavar="P", help="a player's rounds, with the player's own stake, result and "
@@ -59,11 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
     add_db_argument(listing)
     shape = listing.add_mutually_exclusive_group()
-    shape.add_argument("--json", action="store_true",
-                       help="one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
+    add_json_argument(shape, "one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
     shape.add_argument("--csv", action="store_true", help="CSV with a header line (money as plain amounts)")
-    listing.set_defaults(func=run_list)
-    p.set_defaults(func=help_for(p))
 
 
 LIST_DESCRIPTION = """\

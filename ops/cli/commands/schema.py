@@ -5,12 +5,12 @@ import argparse
 import json
 
 from ledger.commands import command_json_schema
+from ops.cli.options import add_command
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("schema", help="print the JSON Schema of the feed commands",
-                       description="The JSON Schema of every feed command (docs/feed.md), for studio integrators.")
-    p.set_defaults(func=run)
+    add_command(sub, "schema", "print the JSON Schema of the feed commands", run,
+                description="The JSON Schema of every feed command (docs/feed.md), for studio integrators.", wrap=True)
 
 
 def run(args: argparse.Namespace) -> int:

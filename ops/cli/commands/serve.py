@@ -9,7 +9,14 @@ import sys
 import tempfile
 
 from ops.cli.errors import CliError, ErrorCode
-from ops.cli.options import add_create_argument, check_address_free, existing_store, int_range, number_range
+from ops.cli.options import (
+    add_command,
+    add_create_argument,
+    check_address_free,
+    existing_store,
+    int_range,
+    number_range,
+)
 
 EPILOG = """\
 Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs and
@@ -32,8 +39,7 @@ and commit what was taken, then exit.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="run the live HTTP API (commands, reads, health, metrics)", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "serve", "run the live HTTP API (commands, reads, health, metrics)", run, epilog=EPILOG)
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
     add_create_argument(p)
     p.add_argument("--host", default="127.0.0.1")
@@ -59,7 +65,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--body-timeout-s", type=float, default=None, metavar="S",
                    help="a request's body must arrive within this after its headers, else 408 (default 30)")
     p.add_argument("--log-level", default="info")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from domain.refusals import RefusalCode
 from domain.roundfile import Played, play
 from domain.tableconfig import describe_settings
 from ops.cli.errors import check_input_file
+from ops.cli.options import add_command, add_json_argument
 
 EPILOG = """\
 The round file names the rule set and version, the bets, and the cards and
@@ -34,17 +35,14 @@ could not be read (one line on standard error).
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "settle",
-        help="settle one round file (rule set, bets, cards, decisions) without storage",
+    p = add_command(
+        sub, "settle", "settle one round file (rule set, bets, cards, decisions) without storage", run,
         description="Settle one round from its facts and print what happened (hands, totals, winner, "
         "categories) and each bet's outcome, payout, rounding remainder and explanation, or the refusal.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("round_file", metavar="ROUND.json", help="round file ('-' for standard input)")
-    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    p.set_defaults(func=run)
+    add_json_argument(p, "print machine-readable JSON")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,29 +14,26 @@ from typing import Any
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured
-from ops.cli.options import help_for, open_views
+from ops.cli.options import add_command, add_json_argument, open_views
 from projections.rounds import tables_played
 from projections.tables import table_ids
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("table", help="table configurations (limits, seats, time zone)")
+    p = add_command(sub, "table", "table configurations (limits, seats, time zone)")
     tsub = p.add_subparsers(dest="table_command", metavar="ACTION")
-    show = tsub.add_parser("show", help="one table's configuration, every version",
-                           description="TABLE is the table id the feed uses, e.g. bj-1.")
+    show = add_command(tsub, "show", "one table's configuration, every version", run_show,
+                       description="TABLE is the table id the feed uses, e.g. bj-1.", wrap=True)
     show.add_argument("table", metavar="TABLE")
     _common(show)
-    show.set_defaults(func=run_show)
-    listing = tsub.add_parser("list", help="every table: configured ones with their current configuration, and "
-                              "those only seen in rounds (marked not configured)")
+    listing = add_command(tsub, "list", "every table: configured ones with their current configuration, and "
+                              "those only seen in rounds (marked not configured)", run_list)
     _common(listing)
-    listing.set_defaults(func=run_list)
-    p.set_defaults(func=help_for(p))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="store URL (default: $LEDGER_DB or sqlite:///./casino-ledger.db)")
-    p.add_argument("--json", action="store_true", help="machine-readable JSON")
+    add_json_argument(p, "machine-readable JSON")
 
 
 def as_dict(r: TableConfigured) -> dict[str, Any]:

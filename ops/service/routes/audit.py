@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi import APIRouter, File, Query, UploadFile
 from fastapi.responses import StreamingResponse
 
 from domain.errorcodes import ErrorCode
 from ledger.eventlog import EventLog
 from ops.service.problems import documented
-from ops.service.routes.deps import AUDIT, KEYED, log_of, save
+from ops.service.routes.deps import AUDIT, KEYED, READS, save
 from projections import queries
 
 router = APIRouter(prefix="/v1/audit", tags=["auditor"], dependencies=AUDIT)
@@ -28,11 +28,11 @@ AUDIT_LINE_REF = "#/components/schemas/AuditLine"  # queries.AuditLine, added by
             responses={200: {"content": {NDJSON: {"schema": {"$ref": AUDIT_LINE_REF,
                                                             "description": "one AuditLine per line"}}}},
                        **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
-def get_audit_export(request: Request,
+def get_audit_export(reads: READS,
                      from_position: Annotated[int | None, Query(alias="from", ge=1, le=2**62)] = None,
                      to_position: Annotated[int | None, Query(alias="to", ge=1, le=2**62)] = None,
                      ) -> StreamingResponse:
-    return StreamingResponse(_encoded(log_of(request), from_position, to_position), media_type=NDJSON)
+    return StreamingResponse(_encoded(reads.log, from_position, to_position), media_type=NDJSON)
 
 
 def _encoded(log: EventLog, start: int | None, stop: int | None) -> Iterator[bytes]:
@@ -44,7 +44,7 @@ def _encoded(log: EventLog, start: int | None, stop: int | None) -> Iterator[byt
              response_model=queries.ExportCheck,
              responses=documented(*KEYED, ErrorCode.REQUEST_INVALID,
                                   ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
-def post_audit_verify(request: Request, events_jsonl: Annotated[UploadFile, File()],
+def post_audit_verify(reads: READS, events_jsonl: Annotated[UploadFile, File()],
                       manifest_json: Annotated[UploadFile, File()],
                       events_csv: Annotated[UploadFile | None, File()] = None,
                       against_store: bool = False) -> queries.ExportCheck:
@@ -55,4 +55,4 @@ def post_audit_verify(request: Request, events_jsonl: Annotated[UploadFile, File
         save(manifest_json, "manifest_json", Path(tmp) / MANIFEST)
         if events_csv is not None:
             save(events_csv, "events_csv", Path(tmp) / EVENTS_CSV)
-        return queries.verify_export(tmp, log_of(request) if against_store else None)
+        return queries.verify_export(tmp, reads.log if against_store else None)

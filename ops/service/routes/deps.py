@@ -1,10 +1,9 @@
 """What the read routes share: only the query parameters a route declares, periods
-(`since`/`until`), page cursors, the views caught up, the store's log, a round's reference,
+(`since`/`until`), page cursors, the read service, a round's reference,
 an upload."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,13 +20,12 @@ from fastapi.routing import APIRoute
 from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
-from ledger.eventlog import EventLog
 from ledger.keys import ROLE_AUDIT, ROLE_READ
 from ops.service.auth import role
 from ops.service.problems import ProblemItem, ServiceError, documented
 from projections import queries
-from projections.sql import Db
-from projections.state import Zones
+from projections.folding import Zones
+from projections.read_service import ReadService
 
 UPLOAD_BYTES_MAX = 200 * 1024 * 1024
 
@@ -171,25 +169,14 @@ def cursor_checked() -> Iterator[None]:
         raise _param_error("cursor", f"cursor: {exc}") from None
 
 
-def log_of(request: Request) -> EventLog:
-    log: EventLog = request.app.state.reader
-    return log
+def read_service(request: Request) -> ReadService:
+    """The process's read service (projections/read_service.py), made at start-up."""
+    service: ReadService = request.app.state.reads
+    return service
 
 
-@contextmanager
-def views(request: Request) -> Iterator[Db]:
-    """The views, caught up before they answer (as on the command line); one catch-up at a
-    time per process (a second runner would only roll back)."""
-    from projections.runner import Projector
-
-    lock: threading.Lock = request.app.state.views_lock
-    with lock:
-        projector = Projector(log_of(request), gc_off_per_run=False)  # the collector is the process's
-        try:
-            projector.catch_up()
-            yield projector.db
-        finally:
-            projector.close()
+# Every read of a route goes through it: the views caught up before they answer, as on the command line.
+READS = Annotated[ReadService, Depends(read_service)]
 
 
 def round_id(round_ref: str) -> UUID:

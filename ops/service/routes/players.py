@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 
 from domain.errorcodes import ErrorCode
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import documented
-from ops.service.routes.deps import CURSOR, GAMING_ZONES, KEYED, READ, READ_TAGS, cursor_checked, views
+from ops.service.routes.deps import CURSOR, GAMING_ZONES, KEYED, READ, READ_TAGS, READS, cursor_checked
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
@@ -19,7 +19,7 @@ BALANCES_LIMIT_MAX = 1_000_000
 
 @router.get("/balances", summary="account balances and funds on game (players' accounts unless `kind` says)",
             response_model=queries.Balances, responses=ERRORS)
-def get_balances(request: Request, account: Annotated[list[str] | None, Query(max_length=1000)] = None,
+def get_balances(reads: READS, account: Annotated[list[str] | None, Query(max_length=1000)] = None,
                  kind: Annotated[Literal["player", "round", "house", "all"], Query(
                      description="the accounts of players (default), of rounds (funds on game), of the house, or "
                                  "all")] = "player",
@@ -27,13 +27,13 @@ def get_balances(request: Request, account: Annotated[list[str] | None, Query(ma
                  limit: Annotated[int | None, Query(ge=1, le=BALANCES_LIMIT_MAX, description="at most this many "
                                                     "accounts (all: none given)")] = None,
                  cursor: CURSOR = None) -> queries.Balances:
-    with views(request) as db, cursor_checked():
+    with reads.views() as db, cursor_checked():
         return queries.balances(db, account or [], None if kind == "all" else kind, nonzero, limit, cursor)
 
 
 @router.get("/recall/{player:id}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
-def get_recall(request: Request, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
+def get_recall(reads: READS, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
                last: Annotated[int, Query(ge=RECALL_LAST_MIN, le=RECALL_LAST_MAX)] = RECALL_LAST_DEFAULT,
                ) -> queries.Recall:
-    with views(request) as db:
+    with reads.views() as db:
         return queries.recall(db, player, last, zones)

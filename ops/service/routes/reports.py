@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi import APIRouter, File, Query, UploadFile
 
 from domain.errorcodes import ErrorCode
 from ops.service.problems import ProblemItem, ServiceError, documented
@@ -18,10 +18,9 @@ from ops.service.routes.deps import (
     KEYED,
     READ,
     READ_TAGS,
+    READS,
     cursor_checked,
-    log_of,
     save,
-    views,
 )
 from projections import queries
 
@@ -31,16 +30,16 @@ ERRORS = documented(*KEYED, ErrorCode.REQUEST_INVALID)
 
 @router.get("/refunds", summary="refunded bets and totals by gaming day and cause",
             response_model=queries.Refunds, responses=ERRORS)
-def get_refunds(request: Request, zones: GAMING_ZONES, period: DAYS_OR_OLD) -> queries.Refunds:
-    with views(request) as db:
-        return queries.refunds(db, period.first, period.last, zones, log=log_of(request))
+def get_refunds(reads: READS, zones: GAMING_ZONES, period: DAYS_OR_OLD) -> queries.Refunds:
+    with reads.views() as db:
+        return queries.refunds(db, period.first, period.last, zones, log=reads.log)
 
 
 @router.get("/ggr", summary="gross gaming revenue per table, game and gaming day", response_model=queries.Ggr,
             responses=ERRORS)
-def get_ggr(request: Request, zones: GAMING_ZONES, period: DAYS) -> queries.Ggr:
-    with views(request) as db:
-        return queries.ggr(db, zones, period.first, period.last, log=log_of(request))
+def get_ggr(reads: READS, zones: GAMING_ZONES, period: DAYS) -> queries.Ggr:
+    with reads.views() as db:
+        return queries.ggr(db, zones, period.first, period.last, log=reads.log)
 
 
 @router.get("/rejections", summary="refused commands, oldest first, by code and the time they were received",
@@ -48,28 +47,28 @@ def get_ggr(request: Request, zones: GAMING_ZONES, period: DAYS) -> queries.Ggr:
             description="Every refused command, oldest first. `received_at` is when the ledger received it (UTC, "
             "the server's time), not a gaming day: a refused line may name no table (or not be JSON), so it has "
             "no gaming day, and `since`/`until` filter on the time received.")
-def get_rejections(request: Request, period: INSTANTS, code: Annotated[str | None, Query(max_length=64)] = None,
+def get_rejections(reads: READS, period: INSTANTS, code: Annotated[str | None, Query(max_length=64)] = None,
                    limit: Annotated[int, Query(ge=1, le=1000)] = 1000, cursor: CURSOR = None,
                    after: Annotated[int, Query(ge=0, le=2**62, deprecated=True,
                                                description="deprecated: `cursor` (after this rejection id)")] = 0,
                    ) -> queries.Rejections:
     since, until = period  # the service's time of receipt: a refused command may carry no studio time
     with cursor_checked():
-        return queries.rejection_page(log_of(request), code, limit, cursor, since, until, after)
+        return queries.rejection_page(reads.log, code, limit, cursor, since, until, after)
 
 
 @router.post("/reconcile", summary="reconcile an operator wallet CSV with the ledger",
              response_model=queries.Reconciliation,
              responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.INPUT_INVALID, ErrorCode.INPUT_EMPTY,
                                   ErrorCode.INPUT_NOT_UTF8, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
-def post_reconcile(request: Request, wallet: Annotated[UploadFile, File()], zones: GAMING_ZONES,
+def post_reconcile(reads: READS, wallet: Annotated[UploadFile, File()], zones: GAMING_ZONES,
                    ) -> queries.Reconciliation:
     from projections.reconcile import WalletEmpty, WalletFormatError
 
     with tempfile.TemporaryDirectory() as tmp:
         path = save(wallet, "wallet", Path(tmp) / "wallet.csv")
         try:
-            return queries.reconcile_wallet(log_of(request), path, zones)
+            return queries.reconcile_wallet(reads.log, path, zones)
         except UnicodeDecodeError as exc:
             raise _wallet_error(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
         except WalletEmpty as exc:

@@ -16,12 +16,11 @@ from ops.service.routes.deps import (
     KEYED,
     READ,
     READ_TAGS,
+    READS,
     ROUND_ERRORS,
     cursor_checked,
-    log_of,
     round_id,
     round_not_found,
-    views,
 )
 from projections import queries
 from projections.csvtext import csv_lines
@@ -43,7 +42,7 @@ Clock = Annotated[time | None, Query(description="time of day, UTC (HH:MM)")]
             response_model=queries.RoundList, responses={
                 200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
                 **documented(*KEYED, ErrorCode.REQUEST_INVALID)})
-def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus | None = None,
+def list_rounds(request: Request, reads: READS, period: INSTANTS, status: queries.RoundStatus | None = None,
                 player: Annotated[str | None, Query(max_length=128, description="a player id or its start")] = None,
                 table: Annotated[str | None, Query(max_length=128, description="a table id or its start")] = None,
                 dealer: Annotated[str | None, Query(max_length=128)] = None,
@@ -56,7 +55,7 @@ def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus 
     since, until = period  # the studio's time of the round's opening
     q = RoundQuery(player=player or None, table=table or None, status=status, dealer=dealer, since=since,
                    until=until, time_from=time_from, time_to=time_to, sort=sort)
-    with views(request) as db, cursor_checked():
+    with reads.views() as db, cursor_checked():
         found = queries.round_list(db, q, limit=limit, cursor=cursor)
     if "text/csv" in request.headers.get("accept", ""):
         return Response("".join(csv_lines(queries.ROUND_CSV, queries.round_csv_rows(found.rounds))),
@@ -66,9 +65,9 @@ def list_rounds(request: Request, period: INSTANTS, status: queries.RoundStatus 
 
 @router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
             response_model=queries.RoundDetail, responses=ROUND_ERRORS)
-def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
+def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
     round_uuid = round_id(round_ref)
-    detail = queries.round_detail(log_of(request), round_uuid, round_ref)
+    detail = queries.round_detail(reads.log, round_uuid, round_ref)
     if detail is None:
         raise round_not_found(round_ref, round_uuid)
     return detail
@@ -77,11 +76,11 @@ def get_round(round_ref: str, request: Request) -> queries.RoundDetail:
 @router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
             response_model=queries.RoundReplay, responses=documented(
                 *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
-def get_replay(round_ref: str, request: Request,
+def get_replay(round_ref: str, reads: READS,
                at: Annotated[int | None, Query(ge=1, le=100_000, description="cut after the at-th event")] = None,
                ) -> queries.RoundReplay:
     round_uuid = round_id(round_ref)
-    replay = queries.round_replay(log_of(request), round_uuid, at=at, ref=round_ref)
+    replay = queries.round_replay(reads.log, round_uuid, at=at, ref=round_ref)
     if replay is None:
         raise round_not_found(round_ref, round_uuid)
     return replay
@@ -90,13 +89,13 @@ def get_replay(round_ref: str, request: Request,
 @router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
                        **documented(ErrorCode.CHAIN_MISMATCH)})
-def get_replay_page(round_ref: str, request: Request) -> HTMLResponse:
+def get_replay_page(round_ref: str, reads: READS) -> HTMLResponse:
     from projections.chain_index import ChainMismatch
     from projections.replay_page import RoundNotFound, render_round_html
 
     round_uuid = round_id(round_ref)
     try:
-        return HTMLResponse(render_round_html(log_of(request), str(round_uuid)))
+        return HTMLResponse(render_round_html(reads.log, str(round_uuid)))
     except RoundNotFound:
         raise round_not_found(round_ref, round_uuid) from None
     except ChainMismatch as exc:  # a finding about the store, not a page that quotes old hashes

@@ -13,9 +13,9 @@ from zoneinfo import ZoneInfo
 
 from ledger.eventlog import EventLog
 from projections import queries
+from projections.folding import Zones
 from projections.round_search import RoundQuery
 from projections.runner import Projector
-from projections.state import Zones
 from tests.e2e.service.conftest import auth, feed
 
 

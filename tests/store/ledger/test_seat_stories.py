@@ -9,8 +9,8 @@ from typing import Any
 from ledger.eventlog import EventLog
 from ledger.records import TableSeatingChanged
 from ops.cli.commands.audit import replay_all
-from projections.seating import replay_seating
 from tests.support.feed import Feed, lines
+from tests.support.seating import replay_seating
 
 LIVE = "blackjack/live-8d"
 SPIELBANK = "blackjack/spielbank"

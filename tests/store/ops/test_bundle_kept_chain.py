@@ -21,9 +21,9 @@ from ops.sim.simulator import simulate
 from projections import chain_index
 from projections.audit import FORMAT, TreeBuilder, chain
 from projections.audit_store import parse_round_ref, round_events
+from projections.document import proof as proof_from_store
+from projections.document import replay_document
 from projections.replay import recompute
-from projections.replay_view import proof as proof_from_store
-from projections.replay_view import replay_document
 from projections.sql import Db
 from tests.store.ops.test_dispute_bundle import one_byte, rewrite, verify
 from tests.support.dispute_rounds import SPLIT, VOIDED, ingest_three
@@ -202,7 +202,7 @@ def test_replay_proof_is_the_full_pass_proof_without_the_pass(store: str, monkey
     """`ledger replay --proof --json` and the dispute page's document quote what the pass over
     the whole chain gives, read from the chain kept (the pass is not run)."""
     from ops.cli import main as cli
-    from projections import replay_view
+    from projections import document as replay_view
 
     log = EventLog.open(store)
     try:

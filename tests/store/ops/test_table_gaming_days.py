@@ -138,8 +138,8 @@ def test_monitor_days_by_the_table_zone(store: str) -> None:
     in the zone of the table's configuration (moved there when the round applies it), else
     the fallback zone, as `ggr`'s (issue 28: they were the days the ledger recorded them)."""
     from ops.cli.options import open_views
+    from projections.folding import Zones
     from projections.monitor import monitor_rows, ops_rows
-    from projections.state import Zones
 
     with open_views(store) as views:
         settled = {(r["table_id"], r["day"]) for r in monitor_rows(views.db)}

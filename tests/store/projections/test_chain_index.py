@@ -6,7 +6,7 @@ from ledger.eventlog import EventLog
 from ledger.store import open_app
 from projections import chain_index
 from projections.audit_store import parse_round_ref
-from projections.replay_view import proof as proof_from_store
+from projections.document import proof as proof_from_store
 from projections.sql import Db
 from tests.support.dispute_rounds import ingest_corrections, ingest_three
 from tests.support.feed import Feed, baccarat_round, lines

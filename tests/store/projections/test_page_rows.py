@@ -4,8 +4,8 @@ as they were written until the page is sealed, so that dropping the page (`rollb
 which `forget` runs after any failure) leaves the cache right."""
 from __future__ import annotations
 
+from projections.folding import CachedRows, MemoryRows
 from projections.sql import Db, Table
-from projections.state import CachedRows, MemoryRows
 
 T = Table("t_rows", key=("k",), columns=(("k", "text"), ("n", "int"), ("items", "json"), ("by", "json")))
 

@@ -18,9 +18,9 @@ from ops.cli import main as cli
 from ops.cli.commands.audit import replay_all
 from ops.sim.simulator import simulate
 from projections import replay_range as rr
-from projections.audit_store import rounds_in_range
 from projections.replay import recompute
 from tests.store.projections.test_audit_store import Store
+from tests.support.reference import rounds_in_range, rounds_to_replay
 
 TABLES, ROUNDS, SEED, FAULTS_PER_MILLE = 4, 8, 9, 250
 
@@ -107,7 +107,7 @@ def test_a_range_replays_every_round_touching_it_with_all_its_events(day) -> Non
     head = max(e.position for e in EventLog(app).records())
     for start, stop in ((1, None), (head // 3, head // 2), (head, head), (head // 2, None), (1, 5)):
         oracle = list(rounds_in_range(EventLog(app), start, stop))  # the reference grouping (decodes everything)
-        rounds = rr.rounds_to_replay(EventLog(app), start, stop)
+        rounds = rounds_to_replay(EventLog(app), start, stop)
         assert [str(UUID(r[0][1])) for r in rounds] == [round_id for round_id, _ in oracle]
         assert [[row[0] for row in r] for r in rounds] == [[e.position for e in events] for _, events in oracle]
         summary = replay_all(EventLog(app), start, stop, workers=2)
@@ -296,7 +296,7 @@ def test_a_narrow_range_reads_its_rounds_stretch_not_the_store(day, monkeypatch)
     for start, stop in ((head - 3, head), (1, 5)):
         oracle = list(rounds_in_range(EventLog(app), start, stop))
         reads.clear()
-        rounds = rr.rounds_to_replay(EventLog(app), start, stop)
+        rounds = rounds_to_replay(EventLog(app), start, stop)
         assert [[row[0] for row in r] for r in rounds] == [[e.position for e in events] for _, events in oracle]
         first = min(events[0].position for _, events in oracle)
         last = max(events[-1].position for _, events in oracle)

@@ -1,5 +1,5 @@
 """What is in force in a corrected round (projections/round_story.py), as the replay
-document carries it (projections/replay_view.py: `ledger replay --json`, the dispute page,
+document carries it (projections/document.py: `ledger replay --json`, the dispute page,
 the bundle): each settlement in force or reversed, refunds beside their bets, each player's
 final net equal to the money the round moved on the player's account, the phase after a
 void, and a tombstone's fields."""
@@ -14,7 +14,7 @@ from ledger.eventlog import EventLog
 from ledger.records import postings_of
 from ledger.store import open_app
 from projections.audit_store import parse_round_ref
-from projections.replay_view import round_document
+from projections.document import round_document
 from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, TOMBSTONE, ingest_corrections
 
 

@@ -7,9 +7,9 @@ import pytest
 from ledger.eventlog import EventLog
 from ledger.records import Opened
 from ledger.store import open_app
+from projections.folding import View
 from projections.runner import ALL_VIEWS, Projector
 from projections.sql import dump
-from projections.state import View
 from tests.support.synthetic import random_history, store
 from tests.unit.projections.test_folds import fold_all
 
@@ -227,7 +227,7 @@ def test_a_row_cache_that_drops_old_rows_gives_the_same_views(app, monkeypatch, 
     """Issue 9: the projector's cache keeps only rows folded lately (memory flat in the
     number of rounds); a dropped row read again comes back from the store, also while
     the page that wrote it is still being written behind."""
-    import projections.state as state
+    import projections.folding as state
 
     monkeypatch.setattr(state, "CACHE_ROWS_YOUNG", 5)
     monkeypatch.setattr(state, "EVICTED_BITS", evicted_bits)
@@ -250,7 +250,7 @@ def test_the_row_cache_stays_bounded_inside_a_page(app, monkeypatch) -> None:
     while a page is folded it holds the last sealed page's rows and at most about twice
     CACHE_ROWS_YOUNG more, however many rows the page reads; nor does it keep the sealed
     rows once they are written."""
-    import projections.state as state
+    import projections.folding as state
 
     young_max = 5
     monkeypatch.setattr(state, "CACHE_ROWS_YOUNG", young_max)

@@ -21,9 +21,9 @@ from ledger.records import Record, Voided, fields_of, short_name
 from ledger.store import open_app
 from ops.cli import main
 from projections import balances, refunds, rounds
+from projections.folding import View
 from projections.runner import ALL_VIEWS, STOPS, Projector
 from projections.sql import Table, dump
-from projections.state import View
 from tests.support.synthetic import RoundScript, number, random_history, store
 from tests.unit.projections.test_folds import fold_all
 

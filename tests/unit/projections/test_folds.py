@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.records import Posting
+from projections.folding import MemoryRows, parse_fraction, utc_text
 from projections.recall import expand_timeline
 from projections.runner import ALL_VIEWS
-from projections.state import MemoryRows, parse_fraction, utc_text
 from tests.support.synthetic import RoundScript, number, random_history
 
 

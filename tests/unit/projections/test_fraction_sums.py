@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.records import SettlementLine
+from projections.folding import fraction_text, kept_sum, parse_fraction, plus_fraction_text
 from projections.monitor import settlement_sums
-from projections.state import fraction_text, kept_sum, parse_fraction, plus_fraction_text
 
 remainders = st.one_of(st.just((0, 1)), st.tuples(st.integers(-40, 40), st.sampled_from([1, 2, 3, 20, 40, 7])))
 fractions = st.fractions(max_denominator=10**6)

@@ -29,7 +29,6 @@ from projections.monitor_deal import (
     deal_outcome,
     dealer_key,
     dealer_outcome_probabilities,
-    dealer_table_keys,
     new_deal,
     on_card,
     on_decision,
@@ -37,6 +36,7 @@ from projections.monitor_deal import (
 )
 from tests.support.monitor_distributions import DEALER_OUTCOME_NAMES, dealer_outcomes
 from tests.support.monitor_sim import studio
+from tests.support.reference import dealer_table_keys
 
 ALPHA = 0.001
 BIASED_ROUNDS = 400

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from domain.errors import InvariantBroken
 from ledger.records import Posting
-from projections.state import postings_delta
+from projections.folding import postings_delta
 
 ACCOUNTS = st.sampled_from(["player:p1", "player:p2", "round:r1", "house:t1"])
 AMOUNTS = st.one_of(st.integers(-(2**70), 2**70), st.integers(-3, 3), st.booleans())

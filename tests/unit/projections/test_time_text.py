@@ -8,8 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from projections.folding import (
+    day_bounds,
+    iso,
+    quarter_hour,
+    studio_quarter_hour,
+    studio_utc,
+    studio_utc_text,
+    utc_text,
+)
 from projections.rounds import _studio_text_of, studio_instant, studio_text
-from projections.state import day_bounds, iso, quarter_hour, studio_quarter_hour, studio_utc, studio_utc_text, utc_text
 
 zones = st.one_of(st.just(UTC), st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m))))
 aware = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=zones)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.records import Opened, fields_of, short_name
+from projections.folding import MemoryRows, _dump, iso
 from projections.recall import TIMELINE_VIEW, expand_timeline, fold_timelines
-from projections.state import MemoryRows, _dump, iso
 from tests.support.synthetic import RoundScript, number, random_history
 from tests.unit.projections.test_folds import fold_all
 

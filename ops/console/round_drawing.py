@@ -1,5 +1,5 @@
 """The dispute view of one round, drawn on the server from the replay document
-(projections/replay_view.py: the same document `ledger replay --json` prints and the
+(projections/document.py: the same document `ledger replay --json` prints and the
 dispute page draws with its script), so it reads with JavaScript off: the step control
 is a set of links (`?step=N`), each step's table drawn as the page's script draws it.
 """

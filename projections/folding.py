@@ -1,4 +1,6 @@
-"""Rows a fold reads and writes, and where they are kept.
+"""What a view's fold uses: the rows it reads and writes and where they are kept (below),
+the `View` that names a fold and its tables, `Zones` and the text forms of the times, days
+and fractions rows hold.
 
 A view's fold is `fold(rows, event)`: it reads rows through
 `rows.get(table, key)` (never to be changed), and writes through the page's own
