@@ -133,7 +133,7 @@ def new_deal() -> dict[str, Any]:
 
 def on_card(deal: dict[str, Any], card: str, target: str) -> None:
     # New lists, never changed in place: the view copies a row's JSON one level deep
-    # (projections/state.own_copier), the nested values may still be the cache's.
+    # (projections/folding.own_copier), the nested values may still be the cache's.
     if target == "dealer":
         deal["dealer"] = [*deal["dealer"], card[0]]
     else:
