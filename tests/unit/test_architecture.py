@@ -293,8 +293,8 @@ def test_the_seam_holds_the_overrides_the_docs_name() -> None:
         ("ledger.library.eventstore", "LedgerEventStore", "eventsourcing.persistence.EventStore"),
         ("ledger.library.eventstore", "LedgerMapper", "eventsourcing.persistence.Mapper"),
         ("ledger.library.transcoder", "OrjsonTranscoder", "eventsourcing.persistence.JSONTranscoder"),
-        ("ledger.library.recorders", "LedgerSQLiteRecorder", "eventsourcing.sqlite.SQLiteApplicationRecorder"),
-        ("ledger.library.recorders", "LedgerPostgresRecorder", "eventsourcing.postgres.PostgresApplicationRecorder"),
+        ("ledger.library.sqlite_recorder", "LedgerSQLiteRecorder", "eventsourcing.sqlite.SQLiteApplicationRecorder"),
+        ("ledger.library.postgres_recorder", "LedgerPostgresRecorder", "eventsourcing.postgres.PostgresApplicationRecorder"),
         ("ledger.app", "LedgerApp", "eventsourcing.application.Application"),
     } == found
 
