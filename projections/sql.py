@@ -19,7 +19,7 @@ from typing import Any
 
 from domain.errors import require
 from domain.text import storable
-from ledger.eventlog import SQLITE, Backend
+from ledger.backend import SQLITE, Backend
 from ledger.library.arrays import EncodedArray, Int8Array, TextArray, encode_array
 
 SQLITE_BUSY_TIMEOUT_S = 30
