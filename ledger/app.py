@@ -27,11 +27,12 @@ from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import Command
+from ledger.ids import round_id_for
 from ledger.intake import Intake, conflict, parse
 from ledger.library.eventstore import LedgerEventStore, LedgerMapper
 from ledger.library.recorders import KnownCommand
 from ledger.partitions import can_fork, ingest_partitioned, partitioned_batches
-from ledger.round import Round, round_id_for
+from ledger.round import Round
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.startup import tables_created_alone
 from ledger.table import Table, table_id_for

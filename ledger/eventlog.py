@@ -7,35 +7,28 @@ stored event once into a typed record of `ledger.records`, exactly as the
 application's own mapper decodes it (ciphers, compression and `upcast_vN_vM`
 apply as in the ledger). Nothing outside `ledger/` touches the recorder or the mapper.
 
-Decoding skips the library's event objects where they would change nothing: with
-neither cipher nor compressor, a stored state of an event class at class_version 1
-(nothing to upcast) is decoded by the application's transcoder straight into the
-record (`_state`); anything else goes through the mapper. The pages of a catch-up
-are selected as plain tuples (`rows`) rather than the recorder's `Notification`s.
-Both paths give the same records (tests/store/golden/test_records.py compares them over
-the golden stores); `raw_read`, the benchmarks' baseline, stays the library's own.
+Decoding is its base's, `StoredEventDecoder` (ledger/eventdecode.py): it skips the
+library's event objects where they would change nothing. The pages of a catch-up
+are selected as plain tuples (`rows`) rather than the recorder's `Notification`s;
+`raw_read`, the benchmarks' baseline, stays the library's own.
 
-`Backend` says which database a store is (from the environment its URL gave,
-never guessed from the recorder's class) and how to connect to it: the views
-of `projections/` live in the same SQLite file or PostgreSQL schema.
+`Backend` (ledger/backend.py) says which database a store is and how to connect to it.
 """
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
-from eventsourcing.utils import resolve_topic
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from domain.errorcodes import ErrorCode
 from domain.errors import require
 from ledger.app import LedgerApp
+from ledger.backend import SQLITE, Backend
+from ledger.eventdecode import Row, StoredEventDecoder
 from ledger.records import (
     ROUND_TOPIC_PREFIX,
     TABLE_CONFIGURED_TOPIC,
@@ -43,54 +36,14 @@ from ledger.records import (
     Record,
     RecordType,
     TableConfigured,
-    decoder_for,
-    stored_fields,
-    type_of_topic,
 )
-from ledger.store import StoreUnavailable, db_url_from, env_for, open_app, require_ledger
+from ledger.store import StoreUnavailable, db_url_from, open_app, require_ledger
 from ledger.table import table_id_for
 
 _R = TypeVar("_R")  # a stored row as one reader selects it (Notification or tuple)
 
 PAGE_SIZE_DEFAULT = 1000
 PAGE_SIZE_MAX = 100_000
-# Aggregate ids remembered as text, forgotten all at once when full: rounds in flight are
-# far fewer, and a long reader must not keep every round's id (its memory would grow with
-# the rounds read).
-ID_CACHE_MAX = 1_024
-SQLITE = "sqlite"
-POSTGRES = "postgres"
-_PG_KEYS = {"dbname": "POSTGRES_DBNAME", "host": "POSTGRES_HOST", "port": "POSTGRES_PORT",
-            "user": "POSTGRES_USER", "password": "POSTGRES_PASSWORD"}
-
-
-@dataclass(frozen=True)
-class Backend:
-    """Which database a store is, and how to open another connection to it."""
-
-    kind: str  # SQLITE | POSTGRES
-    sqlite_path: str = ""
-    pg_connect: dict[str, str] = field(default_factory=dict)  # psycopg.connect keyword arguments
-    schema: str = "public"
-
-    @classmethod
-    def of_env(cls, env: Mapping[str, str]) -> Backend:
-        """From the library environment a store URL maps to (`ledger.store.env_for`; an
-        application's `env`, which the library built from it)."""
-        module = env.get("PERSISTENCE_MODULE")
-        if module == "eventsourcing.sqlite":
-            return cls(SQLITE, sqlite_path=env.get("SQLITE_DBNAME") or "")
-        require(module == "eventsourcing.postgres", f"unknown persistence module {module!r}")
-        connect = {k: value for k, key in _PG_KEYS.items() if (value := env.get(key))}
-        return cls(POSTGRES, pg_connect=connect, schema=env.get("POSTGRES_SCHEMA") or "public")
-
-    @classmethod
-    def of_url(cls, url: str) -> Backend:
-        return cls.of_env(env_for(url))
-
-
-# A stored row as `rows` selects it: (position, originator id as stored or as text, version, topic, state).
-Row = tuple[int, Any, int, str, bytes]
 
 
 # A round as `round_spans` plans it: (first position, originator id as `rows` gives it,
@@ -106,7 +59,7 @@ class Page(NamedTuple):
     last: int  # position of the last one read (start - 1 when none)
 
 
-class EventLog:
+class EventLog(StoredEventDecoder):
     """Typed records of one store in global order (see the module doc)."""
 
     def __init__(self, app: LedgerApp) -> None:
@@ -147,72 +100,6 @@ class EventLog:
 
     def close(self) -> None:
         self.app.close()
-
-    # ------------------------------------------------------------ decoding
-    def decode(self, n: Notification) -> Record:
-        """One stored event -> its record."""
-        decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
-        state = self._state(n.topic, n.state, n.originator_id, n.originator_version)
-        return decoder(n.id, self._id_text(n.originator_id), state)
-
-    def _state(self, topic: str, data: bytes, aggregate_id: Any, version: int) -> dict[str, Any]:
-        """A stored event's state as the mapper decodes it (`originator_version` and the decoded
-        `timestamp` in it; fields in stored order): by the transcoder alone where the mapper
-        would add nothing but the envelope (see the module doc), else by the mapper."""
-        direct = self._direct.get(topic)
-        if direct is None:
-            direct = self._direct_topic(topic)
-        if direct:
-            try:
-                state: dict[str, Any] = self._transcode(data)
-            except Exception:  # the mapper raises its own error for it, below
-                pass
-            else:
-                if type(state) is dict and "class_version" not in state:
-                    state["originator_version"] = version
-                    return state
-        stored = Notification(id=0, originator_id=aggregate_id, originator_version=version, topic=topic, state=data)
-        decoded: dict[str, Any] = self._to_event(stored).__dict__
-        return decoded
-
-    def _direct_topic(self, topic: str) -> bool:
-        """Whether `topic`'s states decode without the mapper: no cipher, no compressor, and
-        an event class at class_version 1 (a topic that does not resolve raises as the mapper would)."""
-        direct = self._direct[topic] = self._bare and getattr(resolve_topic(topic), "class_version", 1) == 1
-        return direct
-
-    def _id_text(self, aggregate_id: Any) -> str:
-        """The aggregate id as text (`str(UUID)`), remembered: a round's events share its id, and
-        str() of a UUID is slow Python. Keyed by the UUID's int (`_id_key`: UUID.__hash__ is a
-        Python call too), or by the stored text (`rows`)."""
-        key = _id_key(aggregate_id)
-        text = self._ids.get(key)
-        if text is None:
-            if len(self._ids) >= ID_CACHE_MAX:
-                self._ids.clear()
-            if type(aggregate_id) is str and self._uuid_ids:
-                text = str(UUID(aggregate_id))
-            else:
-                text = str(aggregate_id)
-            self._ids[key] = text
-        return text
-
-    def _decoder(self, topic: str) -> Decoder:
-        decoder = self._decoders[topic] = decoder_for(topic)
-        return decoder
-
-    def decode_stored(self, n: Notification) -> tuple[Record, dict[str, Any]]:
-        """One stored event -> its record and its fields exactly as stored (for the audit chain,
-        which hashes what is stored, including any field outside the vocabulary)."""
-        decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
-        state = self._state(n.topic, n.state, n.originator_id, n.originator_version)
-        return decoder(n.id, self._id_text(n.originator_id), state), stored_fields(state)
-
-    def kind(self, topic: str) -> RecordType:
-        found = self._kinds.get(topic)
-        if found is None:
-            found = self._kinds[topic] = type_of_topic(topic)
-        return found
 
     # ------------------------------------------------------------ reading
     def notifications(self, start: int, limit: int) -> list[Notification]:
@@ -420,52 +307,6 @@ class EventLog:
                                  originator_version=r["originator_version"], topic=r["topic"],
                                  state=bytes(r["state"]))
                     for r in curs.fetchall()]
-
-    def decode_all(self, rows: Sequence[Notification]) -> list[Record]:
-        """`decode` of every row, in order."""
-        return self.decode_rows([(n.id, n.originator_id, n.originator_version, n.topic, n.state) for n in rows])
-
-    def decode_rows(self, rows: Sequence[Row]) -> list[Record]:
-        """The record of every row (`rows`), in order: the loop every reader runs, kept tight
-        (`_state` inlined for the usual case)."""
-        decoders, ids, direct, transcode, state_of = self._decoders, self._ids, self._direct, self._transcode, self._state
-        out = []
-        with no_cyclic_gc():  # a page of records holds no cycles: a collection would only re-walk it
-            for position, aggregate_id, version, topic, data in rows:
-                decoder = decoders.get(topic) or self._decoder(topic)
-                state = None
-                if direct.get(topic):
-                    try:
-                        state = transcode(data)
-                    except Exception:  # the mapper raises its own error for it (state_of)
-                        state = None
-                    if type(state) is not dict or "class_version" in state:
-                        state = None
-                    else:
-                        state["originator_version"] = version
-                if state is None:
-                    state = state_of(topic, data, aggregate_id, version)
-                text = ids.get(aggregate_id.int if type(aggregate_id) is UUID else aggregate_id)
-                out.append(decoder(position, text or self._id_text(aggregate_id), state))
-        return out
-
-
-def _id_key(aggregate_id: Any) -> Any:
-    return aggregate_id.int if type(aggregate_id) is UUID else aggregate_id
-
-
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Records, their lines and the folds' rows are tuples, dicts and lists without
-    cycles: reference counting frees them. Without this, the cyclic collector rescans
-    the growing set of new objects many times over while a large page is built."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _paged(fetch: Callable[[int, int], list[_R]], position_of: Callable[[_R], int], start: int,

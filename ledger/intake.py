@@ -21,9 +21,9 @@ from ledger import logging as ledger_logging
 from ledger.batching import Raw, Result
 from ledger.commands import Command, ConfigureTable, hostile_text, is_command, parse_command
 from ledger.handlers import HANDLERS
+from ledger.ids import round_text_for
 from ledger.library.aggregate import Stamp
 from ledger.library.recorders import CommandRow, KnownCommand, LedgerRows, RejectionRow
-from ledger.round import round_text_for
 from ledger.unit import UnitOfWork
 
 PAYLOAD_STORED_MAX = 65_536  # characters of a refused line kept in the rejections log

@@ -1,8 +1,8 @@
 """API keys of the live service: who may call which route, for which tables.
 
 Keys are not events (they grant access, they are no fact of a game), so they live
-in their own table beside the ledger's, created the way ledger/library/recorders.py
-creates `ledger_commands` (CREATE TABLE IF NOT EXISTS, in the store's schema on
+in their own table beside the ledger's, created the way ledger/library/sqlite_recorder.py
+and postgres_recorder.py create `ledger_commands` (CREATE TABLE IF NOT EXISTS, in the store's schema on
 PostgreSQL). Only a SHA-256 of the secret is stored: a key is 32 random bytes,
 so a fast hash is enough (no password stretching needed), and the plain key is
 shown once, when it is made.

@@ -7,24 +7,51 @@ and read attributes, never strings. `fields_of` gives back the stored fields
 as plain data (the audit chain hashes them exactly as stored).
 
 The record types are derived from the ledger's event classes (one declaration
-per event: the write side's; see "event records" below), with the write side's
-field names. Every record starts with the same envelope: `position` (global,
-1-based), `originator_id` (the round, shoe or table UUID as text),
-`originator_version` (1-based within the aggregate), `timestamp` (the aware
+per event: the write side's; see "derivation" below), with the write side's
+field names, one module per aggregate (ledger/records_round.py, records_shoe.py,
+records_table.py; the lines inside events in ledger/records_lines.py), and read
+from here: this module re-exports them. Every record starts with the same envelope:
+`position` (global, 1-based), `originator_id` (the round, shoe or table UUID as
+text), `originator_version` (1-based within the aggregate), `timestamp` (the aware
 datetime the ledger recorded), `command_id` and `studio_time` (ISO 8601 text).
 Records are NamedTuples: cheap to build, immutable, and nested lines
 (`Posting`, `StakeMove`, `SettlementLine`, `Refund`) are tuples of NamedTuples.
 """
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 from domain.errors import require
-from domain.model import BetResult, StakeMove
-from domain.money import Leg
+from domain.model import StakeMove
+from ledger import records_round, records_shoe, records_table
+from ledger.records_lines import Posting as Posting
+from ledger.records_lines import Postings as Postings
+from ledger.records_lines import Refund as Refund
+from ledger.records_lines import SettlementLine as SettlementLine
+from ledger.records_round import BetPlaced as BetPlaced
+from ledger.records_round import BettingClosed as BettingClosed
+from ledger.records_round import CardDealt as CardDealt
+from ledger.records_round import DecisionTaken as DecisionTaken
+from ledger.records_round import FollowDecided as FollowDecided
+from ledger.records_round import Interrupted as Interrupted
+from ledger.records_round import Opened as Opened
+from ledger.records_round import Paused as Paused
+from ledger.records_round import Resumed as Resumed
+from ledger.records_round import Settled as Settled
+from ledger.records_round import SettlementReversed as SettlementReversed
+from ledger.records_round import TableApplied as TableApplied
+from ledger.records_round import Voided as Voided
+from ledger.records_shoe import ShoeCardsRecorded as ShoeCardsRecorded
+from ledger.records_shoe import ShoeRetired as ShoeRetired
+from ledger.records_shoe import ShoeRoundStarted as ShoeRoundStarted
+from ledger.records_shoe import ShoeStarted as ShoeStarted
+from ledger.records_table import TableConfigured as TableConfigured
+from ledger.records_table import TableSeatingChanged as TableSeatingChanged
 
 ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
@@ -32,355 +59,10 @@ TABLE_TOPIC_PREFIX = "ledger.table:Table."
 TABLE_CONFIGURED_TOPIC = TABLE_TOPIC_PREFIX + "Configured"
 ENVELOPE = ("position", "originator_id", "originator_version", "timestamp", "command_id", "studio_time")
 LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
-
-
-# ------------------------------------------------------------------ lines inside events
-# The values the ledger writes as lines are the domain's own (`Leg.as_dict`,
-# `BetResult.as_dict`, the moves of `moves_to_dicts`), read back as the same types.
-Posting = Leg  # one leg: `amount_minor > 0` increases `account` (`player:`, `round:`, `house:`)
-SettlementLine = BetResult  # one bet's result in a settlement
-
-
-class Refund(NamedTuple):
-    """A stake handed back when a round is voided (written by `Round._void` as a dict)."""
-
-    bet_id: str
-    player_id: str
-    amount_minor: int
-
-
-Postings: TypeAlias = tuple[Posting, ...]
-# A stored field holding lines (a list of dicts) -> its type as read. Every other field reads
-# as it is declared on the write side.
-LINE_FIELDS: dict[str, str] = {
-    "postings": "Postings", "stake_moves": "tuple[StakeMove, ...]", "results": "tuple[SettlementLine, ...]",
-    "refunds": "tuple[Refund, ...]", "cards": "tuple[str, ...]",
-}
-
-# ------------------------------------------------------------------ event records
-# Derived from the event classes the ledger writes (ledger/round.py, shoe.py, table.py):
-# the same names, the same fields in the same order, lines typed (LINE_FIELDS). Written by
-# `python -m ledger.records --write`; tests/unit/ledger/test_records_derived.py fails when a
-# write-side declaration changes and this copy was not rewritten.
-# BEGIN DERIVED
-class Opened(NamedTuple):
-    """`Round.Opened` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    table_id: str
-    round_no: int
-    game: str
-    ruleset_id: str
-    ruleset_version: int
-    ruleset_hash: str
-    currency: str
-    shoe_id: str
-    round_in_shoe: int
-    dealer_id: str
-
-
-class TableApplied(NamedTuple):
-    """`Round.TableApplied` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    config_version: int
-    config_hash: str
-    settings: dict[str, Any]
-
-
-class BetPlaced(NamedTuple):
-    """`Round.BetPlaced` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    bet_id: str
-    player_id: str
-    spot: str
-    bet_type: str
-    stake_minor: int
-    mode: str | None
-    seat_no: int | None
-    postings: Postings
-
-
-class BettingClosed(NamedTuple):
-    """`Round.BettingClosed` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-
-
-class CardDealt(NamedTuple):
-    """`Round.CardDealt` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    card: str
-    target: str
-    seq_no: int
-
-
-class DecisionTaken(NamedTuple):
-    """`Round.DecisionTaken` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    hand: str
-    action: str
-    source: str
-    amount_minor: int | None
-    stake_moves: tuple[StakeMove, ...]
-    postings: Postings
-
-
-class FollowDecided(NamedTuple):
-    """`Round.FollowDecided` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    bet_id: str
-    kind: str
-    accept: bool
-    stake_moves: tuple[StakeMove, ...]
-    postings: Postings
-
-
-class Paused(NamedTuple):
-    """`Round.Paused` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    cause: str
-    by: str
-    note: str
-    flag_code: str | None
-
-
-class Interrupted(NamedTuple):
-    """`Round.Interrupted` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    cause: str
-    by: str
-    note: str
-    player_id: str
-    action: str
-
-
-class Resumed(NamedTuple):
-    """`Round.Resumed` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    by: str
-    note: str
-
-
-class Voided(NamedTuple):
-    """`Round.Voided` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    cause: str
-    by: str
-    note: str
-    refunds: tuple[Refund, ...]
-    postings: Postings
-
-
-class Settled(NamedTuple):
-    """`Round.Settled` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    settlement_no: int
-    ruleset_id: str
-    ruleset_version: int
-    results: tuple[SettlementLine, ...]
-    postings: Postings
-
-
-class SettlementReversed(NamedTuple):
-    """`Round.SettlementReversed` as read (ledger.round)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    settlement_no: int
-    by: str
-    reason: str
-    postings: Postings
-
-
-class ShoeStarted(NamedTuple):
-    """`Shoe.Started` as read (ledger.shoe)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    table_id: str
-    shoe_id: str
-    game: str
-    decks: int
-
-
-class ShoeRoundStarted(NamedTuple):
-    """`Shoe.RoundStarted` as read (ledger.shoe)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    round_id: str
-    round_no: int
-    round_in_shoe: int
-
-
-class ShoeCardsRecorded(NamedTuple):
-    """`Shoe.CardsRecorded` as read (ledger.shoe)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    round_id: str
-    cards: tuple[str, ...]
-
-
-class ShoeRetired(NamedTuple):
-    """`Shoe.Retired` as read (ledger.shoe)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    round_id: str
-    cause: str
-
-
-class TableConfigured(NamedTuple):
-    """`Table.Configured` as read (ledger.table)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    table_id: str
-    config_version: int
-    config_hash: str
-    game: str
-    ruleset_id: str
-    ruleset_version: int
-    currency: str
-    timezone: str
-    settings: dict[str, Any]
-
-
-class TableSeatingChanged(NamedTuple):
-    """`Table.SeatingChanged` as read (ledger.table)."""
-
-    position: int
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    command_id: str
-    studio_time: str
-    table_id: str
-    round_id: str
-    round_no: int
-    voided: bool
-    seating: dict[str, Any]
-
-
 # Record type -> its stored event name (the topic after the module), as audit files
 # and timelines show it.
-EVENT_NAMES: dict[type, str] = {
-    Opened: "Round.Opened",
-    TableApplied: "Round.TableApplied",
-    BetPlaced: "Round.BetPlaced",
-    BettingClosed: "Round.BettingClosed",
-    CardDealt: "Round.CardDealt",
-    DecisionTaken: "Round.DecisionTaken",
-    FollowDecided: "Round.FollowDecided",
-    Paused: "Round.Paused",
-    Interrupted: "Round.Interrupted",
-    Resumed: "Round.Resumed",
-    Voided: "Round.Voided",
-    Settled: "Round.Settled",
-    SettlementReversed: "Round.SettlementReversed",
-    ShoeStarted: "Shoe.Started",
-    ShoeRoundStarted: "Shoe.RoundStarted",
-    ShoeCardsRecorded: "Shoe.CardsRecorded",
-    ShoeRetired: "Shoe.Retired",
-    TableConfigured: "Table.Configured",
-    TableSeatingChanged: "Table.SeatingChanged",
-}
-# END DERIVED
+EVENT_NAMES: dict[type, str] = {**records_round.EVENT_NAMES, **records_shoe.EVENT_NAMES, **records_table.EVENT_NAMES}
+
 
 
 class Unknown(NamedTuple):
@@ -577,8 +259,23 @@ def record_of(kind: type[Record], position: int, originator_id: str, originator_
 
 
 # ------------------------------------------------------------------ derivation
-DERIVED_BEGIN = "# BEGIN DERIVED\n"
-DERIVED_END = "# END DERIVED\n"
+# The record types are derived from the event classes the ledger writes (ledger/round.py,
+# shoe.py, table.py), one module per aggregate (DERIVED_MODULES): the same names, the same
+# fields in the same order, lines typed (LINE_FIELDS). Written by
+# `python -m ledger.records --write`; tests/unit/ledger/test_records_derived.py fails when a
+# write-side declaration changes and a module was not rewritten. A new event's record is
+# imported above by hand, and joins its aggregate's union and types.
+DERIVED_MODULES: dict[str, str] = {
+    "ledger.round": "records_round.py", "ledger.shoe": "records_shoe.py", "ledger.table": "records_table.py"}
+# A stored field holding lines (a list of dicts) -> its type as read. Every other field reads
+# as it is declared on the write side.
+LINE_FIELDS: dict[str, str] = {
+    "postings": "Postings", "stake_moves": "tuple[StakeMove, ...]", "results": "tuple[SettlementLine, ...]",
+    "refunds": "tuple[Refund, ...]", "cards": "tuple[str, ...]",
+}
+# The names a derived module imports when its fields use them, and from where.
+DERIVED_IMPORTS = (("domain.model", "StakeMove"), ("ledger.records_lines", "Postings"),
+                   ("ledger.records_lines", "Refund"), ("ledger.records_lines", "SettlementLine"))
 
 
 def written_events() -> list[tuple[str, type]]:
@@ -596,12 +293,20 @@ def written_events() -> list[tuple[str, type]]:
     return found
 
 
-def derived_source() -> str:
-    """The record classes of `written_events`, as this module declares them."""
+def derived_sources() -> dict[str, str]:
+    """Each derived module's file name (in ledger/) -> its text: the record classes of its
+    aggregate's `written_events`, and their stored names."""
+    by_module: dict[str, list[tuple[str, type]]] = {module: [] for module in DERIVED_MODULES}
+    for name, cls in written_events():
+        by_module[cls.__module__].append((name, cls))
+    return {DERIVED_MODULES[module]: _derived_module(module, events) for module, events in by_module.items()}
+
+
+def _derived_module(module: str, events: list[tuple[str, type]]) -> str:
     envelope = ("    position: int\n    originator_id: str\n    originator_version: int\n"
                 "    timestamp: datetime\n    command_id: str\n    studio_time: str\n")
     parts: list[str] = []
-    for name, cls in written_events():
+    for name, cls in events:
         lines = []
         for field, written in vars(cls).get("__annotations__", {}).items():
             require(field in LINE_FIELDS or "list[" not in str(written),
@@ -609,26 +314,41 @@ def derived_source() -> str:
             lines.append(f"    {field}: {LINE_FIELDS.get(field, written)}\n")
         parts.append(f"class {name}(NamedTuple):\n    \"\"\"`{cls.__qualname__}` as read ({cls.__module__}).\"\"\"\n\n"
                      + envelope + "".join(lines))
-    names = "".join(f"    {name}: \"{cls.__qualname__}\",\n" for name, cls in written_events())
-    return "\n\n".join(parts) + ("\n\n# Record type -> its stored event name (the topic after the module), as audit files\n"
+    names = "".join(f"    {name}: \"{cls.__qualname__}\",\n" for name, cls in events)
+    body = "\n\n".join(parts) + ("\n\n# Record type -> its stored event name (the topic after the module), as audit files\n"
                                  "# and timelines show it.\nEVENT_NAMES: dict[type, str] = {\n" + names + "}\n")
+    typing = "Any, NamedTuple" if re.search(r"\bAny\b", body) else "NamedTuple"
+    imported: dict[str, list[str]] = {}
+    for source, name in DERIVED_IMPORTS:
+        if re.search(rf"\b{name}\b", body):
+            imported.setdefault(source, []).append(name)
+    own = "".join(f"from {source} import {', '.join(names)}\n" for source, names in imported.items())
+    return (f'"""The records of {module.replace(".", "/")}.py\'s events, as read (ledger/records.py re-exports them).\n\n'
+            "Derived from the event classes by `python -m ledger.records --write`: do not edit by hand\n"
+            '(tests/unit/ledger/test_records_derived.py fails when this file is not what it derives).\n"""\n'
+            f"from __future__ import annotations\n\nfrom datetime import datetime\nfrom typing import {typing}\n"
+            + ("\n" + own if own else "") + "\n\n" + body)
 
 
-def _rewrite(path: str) -> bool:
-    """Put `derived_source()` between the markers of this module's file; True if it changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    head, rest = text.split(DERIVED_BEGIN)
-    _, tail = rest.split(DERIVED_END)
-    new = head + DERIVED_BEGIN + derived_source() + DERIVED_END + tail
-    if new != text:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-    return new != text
+def _rewrite() -> list[str]:
+    """Write each derived module that differs from `derived_sources()`; the files rewritten."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    changed = []
+    for name, new in derived_sources().items():
+        path = os.path.join(folder, name)
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if new != old:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+            changed.append(name)
+    return changed
 
 
 if __name__ == "__main__":
     import sys
 
-    changed = _rewrite(__file__) if "--write" in sys.argv else None
-    print("rewritten" if changed else "unchanged" if changed is False else derived_source())
+    if "--write" in sys.argv:
+        changed = _rewrite()
+        print("rewritten: " + ", ".join(changed) if changed else "unchanged")
+    else:
+        print("".join(derived_sources().values()), end="")

@@ -18,8 +18,8 @@ from uuid import UUID, uuid5
 from domain.errors import refuse
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
+from ledger.ids import ID_MEMO_MAX, NAMESPACE
 from ledger.library.aggregate import LedgerAggregate, LedgerEvent, Stamp
-from ledger.round import ID_MEMO_MAX, NAMESPACE
 
 ROUNDS_PER_SHOE_MAX = 10_000  # a limit on everything: no real shoe deals this many rounds
 NO_CARDS: Counter[str] = Counter()  # what a round of a game reshuffled every round sees of its shoe (never changed)

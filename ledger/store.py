@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     import psycopg
 
 DEFAULT_DB_URL = "sqlite:///./casino-ledger.db"
-SQLITE_RECORDER = "ledger.library.recorders:LedgerSQLiteRecorder"
-POSTGRES_RECORDER = "ledger.library.recorders:LedgerPostgresRecorder"
+SQLITE_RECORDER = "ledger.library.sqlite_recorder:LedgerSQLiteRecorder"
+POSTGRES_RECORDER = "ledger.library.postgres_recorder:LedgerPostgresRecorder"
 TRANSCODER = "ledger.library.transcoder:OrjsonTranscoder"
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 SQLITE_EVENTS_TABLE = "stored_events"  # the library's names for the events table: its presence marks a ledger

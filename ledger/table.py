@@ -44,8 +44,10 @@ from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from domain.seating import Seating, after_round, check_bet, seat_plays
 from domain.tableconfig import TableSettings, check_settings, content_hash, effective_rules
+from ledger.ids import ID_MEMO_MAX, NAMESPACE
 from ledger.library.aggregate import LedgerAggregate, LedgerEvent, Stamp
-from ledger.round import ID_MEMO_MAX, NAMESPACE, DecisionPlay, Round
+from ledger.round import Round
+from ledger.roundstate import DecisionPlay
 
 CONFIG_VERSIONS_MAX = 100_000  # a limit on everything: no table is reconfigured this often
 

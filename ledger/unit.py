@@ -25,9 +25,10 @@ from eventsourcing.domain import DomainEvent
 
 from domain.errors import InvariantBroken, Refusal
 from ledger.commands import Command, ConfigureTable, OpenRound
+from ledger.ids import round_id_for
 from ledger.library.aggregate import LedgerAggregate, PendingEvents
 from ledger.library.recorders import LedgerRows, VersionRead
-from ledger.round import Round, round_id_for
+from ledger.round import Round
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.table import Table, table_id_for
 

@@ -9,8 +9,8 @@ from uuid import UUID
 from domain.errors import Refusal
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
+from ledger.ids import round_id_for
 from ledger.records import Record
-from ledger.round import round_id_for
 
 ROUND_REF_MAX = 200
 

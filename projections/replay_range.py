@@ -44,7 +44,8 @@ from multiprocessing.pool import AsyncResult
 from typing import Any
 
 from domain.errors import InvariantBroken, require
-from ledger.eventlog import EventLog, Row
+from ledger.eventdecode import Row
+from ledger.eventlog import EventLog
 from ledger.partitions import available_cores, can_fork
 from ledger.records import Opened, Record, TableApplied, TableConfigured
 from projections.audit import Finding

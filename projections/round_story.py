@@ -24,6 +24,7 @@ from uuid import UUID
 
 from domain.money import format_minor, player_account
 from domain.text import escaped
+from ledger.ids import round_id_for
 from ledger.records import (
     BetPlaced,
     BettingClosed,
@@ -38,7 +39,6 @@ from ledger.records import (
     Voided,
     postings_of,
 )
-from ledger.round import round_id_for
 from projections.audit import iso_utc
 from projections.audit_store import round_ref_parts
 

@@ -28,7 +28,8 @@ import psycopg
 
 from domain.errors import InvariantBroken, require
 from domain.text import storable
-from ledger.eventlog import PAGE_SIZE_MAX, EventLog, no_cyclic_gc
+from ledger.eventdecode import no_cyclic_gc
+from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ledger.records import Record, RecordType
 from projections import balances, ggr, monitor, recall, refunds, rounds, tables
 from projections.folding import CachedRows, View

@@ -20,8 +20,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from domain.errors import require
 from domain.text import storable
-from ledger.eventlog import SQLITE, Backend
-from ledger.library.recorders import EncodedArray, Int8Array, TextArray, encode_array
+from ledger.backend import SQLITE, Backend
+from ledger.library.arrays import EncodedArray, Int8Array, TextArray, encode_array
 
 SQLITE_BUSY_TIMEOUT_S = 30
 # Placeholders per SQLite statement: the least SQLITE_MAX_VARIABLE_NUMBER of any build
@@ -163,7 +163,7 @@ class Db:
         if unnest is None:
             kinds = tuple(_PG_ARRAY_KINDS[t] for _, t in table.columns)
             unnest = self._unnests[table.name] = (upsert_unnest_sql(table), kinds)
-        # The arrays encoded by the live writer's encoder (ledger/library/recorders.py): psycopg's
+        # The arrays encoded by the live writer's encoder (ledger/library/arrays.py): psycopg's
         # own list dumper, in Python, took about a quarter of a PostgreSQL catch-up's CPU.
         text, kinds = unnest
         self.conn.execute(text, [encode_array(kind, column) for kind, column in zip(kinds, zip(*rows))])

@@ -29,7 +29,7 @@ from typing import Any
 
 from ledger import app, handlers, intake, unit
 from ledger.app import BATCH_SIZE_DEFAULT
-from ledger.library import aggregate, eventstore, recorders
+from ledger.library import aggregate, eventstore, sqlite_recorder
 from ops.bench.ingest_bench import (
     batched,
     fresh_store,
@@ -44,15 +44,15 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (app.LedgerApp, "_parse", "parse: pydantic validate_json"),
     (intake, "payload_hash", "payload hash: to_json + sha256"),
     (unit.UnitOfWork, "wanted", "batch reads: ids wanted, lookup"),
-    (recorders.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
+    (sqlite_recorder.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
     (unit.UnitOfWork, "load", "aggregates: load from batch / cache"),
     (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
     (intake.Intake, "take", "per command: index row, result, event names"),
     (intake.Intake, "refuse", "rejection rows"),
     (unit.UnitOfWork, "save", "save: plumbing, cache"),
     (eventstore.LedgerMapper, "to_stored_event", "events: map + encode (orjson)"),
-    (recorders.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
-    (recorders.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
+    (sqlite_recorder.LedgerSQLiteRecorder, "_write_batch", "SQL: executemany (events, index, rejections)"),
+    (sqlite_recorder.LedgerSQLiteRecorder, "insert_events", "SQL: BEGIN, COMMIT"),
     (app.LedgerApp, "run_batch", "per batch: results list, unit of work"),
 )
 # Every handler in the table (ledger/handlers.py HANDLERS) is timed as the rules phase.

@@ -30,7 +30,7 @@ from psycopg.adapt import Dumper, Transformer
 from psycopg.types.array import ListBinaryDumper
 
 from ledger.eventlog import EventLog
-from ledger.library import recorders
+from ledger.library import arrays, sqlite_recorder
 from ledger.library.aggregate import LedgerEvent, PendingEvents, Stamp
 from ledger.library.eventstore import LedgerEventStore
 from ledger.library.transcoder import OrjsonTranscoder
@@ -63,7 +63,7 @@ def _pair(name: str, library: Callable[[], object], ours: Callable[[], object], 
 def psycopg_dumper(array_oid: int) -> Dumper:
     """psycopg's binary list dumper with the array's element type known (as psycopg's
     `register_array` makes it), its elements dumped by psycopg's dumper of that type."""
-    element_oid = recorders.ELEMENT_OIDS[next(k for k in recorders.ELEMENT_OIDS if k.oid == array_oid)]
+    element_oid = arrays.ELEMENT_OIDS[next(k for k in arrays.ELEMENT_OIDS if k.oid == array_oid)]
     kind = type(f"List{array_oid}BinaryDumper", (ListBinaryDumper,), {"oid": array_oid, "element_oid": element_oid})
     return cast(Dumper, kind(list, Transformer()))
 
@@ -196,9 +196,9 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
         def rows_of(recorder: Any) -> list[tuple[Any, ...]]:
             return [(s.id, s.originator_id, s.originator_version, s.topic, s.state)
                     for s in recorder.select_notifications(start=1, limit=n + 1)]
-        row = _pair("SQLite insert of a batch (recorders.py LedgerSQLiteRecorder)",
-                    insert(SQLiteApplicationRecorder), insert(recorders.LedgerSQLiteRecorder), n, repeat, True)
-        row["same"] = rows_of(used[SQLiteApplicationRecorder][0]) == rows_of(used[recorders.LedgerSQLiteRecorder][0])
+        row = _pair("SQLite insert of a batch (sqlite_recorder.py LedgerSQLiteRecorder)",
+                    insert(SQLiteApplicationRecorder), insert(sqlite_recorder.LedgerSQLiteRecorder), n, repeat, True)
+        row["same"] = rows_of(used[SQLiteApplicationRecorder][0]) == rows_of(used[sqlite_recorder.LedgerSQLiteRecorder][0])
         out.append(row)
         # 6. Application.save's protocol checks: per aggregate, against once per batch (PendingEvents)
         aggregates: list[Any] = [app.repository.get(i) for i in {e.originator_id for e in events}][:175]
@@ -214,16 +214,16 @@ def measure(events_max: int, repeat: int) -> list[dict[str, Any]]:
     # at a live batch's size and at a view page's
     states = [s.state for s in notifications]
     for size in (5, 1000):
-        values: dict[type[recorders.EncodedArray], list[Any]] = {
-            recorders.TextArray: [f"command-{i}" for i in range(size)], recorders.Int8Array: list(range(size)),
-            recorders.ByteaArray: (states * (size // len(states) + 1))[:size],
-            recorders.UuidArray: [uuid4() for _ in range(size)]}
+        values: dict[type[arrays.EncodedArray], list[Any]] = {
+            arrays.TextArray: [f"command-{i}" for i in range(size)], arrays.Int8Array: list(range(size)),
+            arrays.ByteaArray: (states * (size // len(states) + 1))[:size],
+            arrays.UuidArray: [uuid4() for _ in range(size)]}
         for kind, column in values.items():
             dumper = psycopg_dumper(kind.oid)
-            out.append(_pair(f"PostgreSQL {kind.__name__} of {size} (recorders.py encode_array)",
+            out.append(_pair(f"PostgreSQL {kind.__name__} of {size} (arrays.py encode_array)",
                              lambda d=dumper, c=column: d.dump(c),  # type: ignore[misc]
-                             lambda k=kind, c=column: recorders.encode_array(k, c),  # type: ignore[misc]
-                             1, repeat * 20, bytes(dumper.dump(column) or b"") == recorders.encode_array(kind, column)))
+                             lambda k=kind, c=column: arrays.encode_array(k, c),  # type: ignore[misc]
+                             1, repeat * 20, bytes(dumper.dump(column) or b"") == arrays.encode_array(kind, column)))
     return out
 
 

@@ -122,7 +122,7 @@ def test_only_live_rounds_stay_cached_and_a_late_command_reads_the_store(ledger)
     ledger.ingest(lines(*teen_patti_round(done), live.open("teen-patti/20-20")))
     cached = set(ledger.repository.cache.cache)
     assert ledger.find_round("LIVE", 1).id in cached
-    from ledger.round import round_id_for
+    from ledger.ids import round_id_for
 
     assert round_id_for("DONE", 1) not in cached  # settled: memory does not grow with finished rounds
     late = ledger.handle(lines(done.void())[0])

@@ -8,7 +8,8 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvariantBroken
-from ledger.eventlog import POSTGRES, SQLITE, Backend, EventLog
+from ledger.backend import POSTGRES, SQLITE, Backend
+from ledger.eventlog import EventLog
 from ledger.records import Unknown, decode
 
 

@@ -17,7 +17,8 @@ from eventsourcing.persistence import StoredEvent
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from ledger.library.recorders import ONE_STATEMENT_ROWS_MAX, EncodedArray, LedgerPostgresRecorder
+from ledger.library.arrays import EncodedArray
+from ledger.library.postgres_recorder import ONE_STATEMENT_ROWS_MAX, LedgerPostgresRecorder
 from ledger.store import open_app
 from tests.store.ledger.test_recorders import all_ids, rows, things
 

@@ -33,20 +33,10 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.library.recorders import (
-    ELEMENT_OIDS,
-    ByteaArray,
-    CommandRow,
-    Int8Array,
-    KnownCommand,
-    LedgerPostgresRecorder,
-    LedgerRows,
-    LedgerSQLiteRecorder,
-    RejectionRow,
-    TextArray,
-    UuidArray,
-    encode_array,
-)
+from ledger.library.arrays import ELEMENT_OIDS, ByteaArray, Int8Array, TextArray, UuidArray, encode_array
+from ledger.library.postgres_recorder import LedgerPostgresRecorder
+from ledger.library.recorders import CommandRow, KnownCommand, LedgerRows, RejectionRow
+from ledger.library.sqlite_recorder import LedgerSQLiteRecorder
 from ledger.library.transcoder import OrjsonTranscoder
 from ledger.store import open_app
 

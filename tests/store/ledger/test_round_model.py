@@ -15,7 +15,8 @@ import pytest
 
 from domain import registry
 from domain.errors import InvariantBroken, Refusal
-from ledger.round import Round, round_id_for
+from ledger.ids import round_id_for
+from ledger.round import Round
 from tests.support.feed import Feed, lines, teen_patti_round
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)

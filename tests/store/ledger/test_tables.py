@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from ledger.eventlog import EventLog
+from ledger.ids import round_id_for
 from ledger.records import Opened, TableApplied, TableConfigured
-from ledger.round import round_id_for
 from ledger.store import open_app
 from projections.replay import recompute
 from tests.support.feed import EPOCH, Feed, lines, teen_patti_round

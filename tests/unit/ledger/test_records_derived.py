@@ -1,4 +1,5 @@
-"""The read side's records are the write side's event declarations, derived (ledger/records.py)."""
+"""The read side's records are the write side's event declarations, derived (ledger/records.py
+writes ledger/records_round.py, records_shoe.py, records_table.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +12,12 @@ from ledger import records
 from ledger.library.aggregate import LedgerEvent
 
 
-def test_the_records_in_the_module_are_the_derived_ones() -> None:
-    text = Path(records.__file__).read_text(encoding="utf-8")
-    written = text.split(records.DERIVED_BEGIN)[1].split(records.DERIVED_END)[0]
-    assert written == records.derived_source(), "run `python -m ledger.records --write`"
+def test_the_records_in_the_modules_are_the_derived_ones() -> None:
+    folder = Path(records.__file__).parent
+    derived = records.derived_sources()
+    assert sorted(derived) == ["records_round.py", "records_shoe.py", "records_table.py"]
+    for name, text in derived.items():
+        assert (folder / name).read_text(encoding="utf-8") == text, "run `python -m ledger.records --write`"
 
 
 @pytest.mark.parametrize(("name", "event_class"), records.written_events(), ids=lambda v: getattr(v, "__qualname__", v))
@@ -32,4 +35,4 @@ def test_every_written_event_is_read() -> None:
 def test_a_new_list_field_without_a_read_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(records.LINE_FIELDS, "cards")
     with pytest.raises(Exception, match="holds lines"):
-        records.derived_source()
+        records.derived_sources()
