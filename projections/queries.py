@@ -56,6 +56,7 @@ from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
 from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
+from projections.refunds import RefundRow
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 from projections.runner import STOPS, TRACKING, Stop, read_stops
@@ -432,24 +433,10 @@ class PeriodNote:
     last_recorded: str | None
 
 
+# A row of the refunds view (projections/refunds.py `RefundRow`) with its gaming day. (No
+# docstring: a result type's docstring is its description in /openapi.json.)
 @dataclass(frozen=True)
-class RefundLine:
-    position: int
-    line_no: int
-    round_id: str
-    table_id: str | None
-    round_no: int | None
-    game: str | None
-    currency: str
-    bet_id: str
-    player_id: str
-    amount_minor: int
-    cause: str
-    voided_by: str
-    note: str | None
-    voided_at: str
-    studio_at: str
-    timezone: str | None
+class RefundLine(RefundRow):
     day: str
 
 

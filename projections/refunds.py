@@ -10,6 +10,7 @@ default); totals by cause and day are summed per asked zone (`refund_totals`).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from typing import Any
 
@@ -25,19 +26,34 @@ from projections.folding import (
     studio_utc_text,
 )
 from projections.rounds import round_row
-from projections.sql import Db, Table
+from projections.sql import Db, Table, columns_of
 
-REFUNDS = Table(
-    "proj_refunds",
-    key=("position", "line_no"),
-    columns=(
-        ("position", "int"), ("line_no", "int"), ("round_id", "text"), ("table_id", "text"),
-        ("round_no", "int"), ("game", "text"), ("currency", "text"), ("bet_id", "text"),
-        ("player_id", "text"), ("amount_minor", "int"), ("cause", "text"), ("voided_by", "text"),
-        ("note", "text"), ("voided_at", "text"), ("studio_at", "text"), ("timezone", "text"),
-    ),
-    indexes=(("studio_at",), ("player_id",), ("round_id",)),
-)
+
+@dataclass(frozen=True)
+class RefundRow:
+    """A row of `proj_refunds` (the table's columns are its fields); `queries.refunds` answers
+    each with its gaming day (`RefundLine`, projections/queries.py)."""
+
+    position: int
+    line_no: int
+    round_id: str
+    table_id: str | None
+    round_no: int | None
+    game: str | None
+    currency: str
+    bet_id: str
+    player_id: str
+    amount_minor: int
+    cause: str
+    voided_by: str
+    note: str | None
+    voided_at: str
+    studio_at: str
+    timezone: str | None
+
+
+REFUNDS = Table("proj_refunds", key=("position", "line_no"), columns=columns_of(RefundRow),
+                indexes=(("studio_at",), ("player_id",), ("round_id",)))
 
 
 def fold(rows: Rows, ev: Record) -> None:
