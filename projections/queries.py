@@ -56,6 +56,7 @@ from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
 from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
+from projections.recall import PlayerRound
 from projections.refunds import RefundRow
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
@@ -473,31 +474,13 @@ def _why_empty(log: EventLog | None, found: Sequence[Any], day_from: str | None,
 
 
 @dataclass(frozen=True)
-class StoryRound:
+class StoryRound(PlayerRound):
     """One round of a player's story: bets, stake moves, results in force, refunds, the
     settlements reversed (`corrections`: each one's number and what it had returned the
     player; `correction`: the same said as money), and the round's own net (returned +
     refunded - staked: what it moved on the player's account) with the running balance
     around it (balance after = balance before + net; the next round's before is this after)."""
 
-    player_id: str
-    round_id: str
-    seq: int
-    table_id: str | None
-    round_no: int | None
-    game: str | None
-    currency: str
-    played_at: str | None
-    studio_at: str
-    status: str
-    bets: list[JsonObject]
-    stake_moves: list[JsonObject]
-    results: list[JsonObject]
-    refunds: list[JsonObject]
-    corrections: list[JsonObject]
-    staked_minor: int
-    returned_minor: int
-    refunded_minor: int
     net_minor: int
     balance_before_minor: int
     balance_after_minor: int

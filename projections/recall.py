@@ -57,25 +57,53 @@ from projections.folding import (
     studio_utc_text,
 )
 from projections.rounds import ROUNDS
-from projections.sql import Db, Table
+from projections.sql import Db, Table, columns_of
 
 RECALL_ROUNDS = Table(
     "proj_recall_rounds",
     key=("round_id",),
     columns=(("round_id", "text"), ("status", "text"), ("timeline", "json")),
 )
+@dataclass(frozen=True)
+class PlayerRound:
+    """One player's round as the `recall` view keeps it: the fields `proj_recall` stores
+    (`RecallRow`) and a round of the player's story answers (`StoryRound`, projections/queries.py,
+    which adds what is made when read)."""
+
+    player_id: str
+    round_id: str
+    seq: int
+    table_id: str | None
+    round_no: int | None
+    game: str | None
+    currency: str
+    played_at: str | None
+    studio_at: str
+    status: str
+    bets: list[dict[str, Any]]
+    stake_moves: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    refunds: list[dict[str, Any]]
+    corrections: list[dict[str, Any]]
+    staked_minor: int
+    returned_minor: int
+    refunded_minor: int
+
+
+@dataclass(frozen=True)
+class RecallRow(PlayerRound):
+    """A row of `proj_recall` (the table's columns are its fields): the player's round and the
+    time zone of the table configuration it opened under (read into the answer's `day`)."""
+
+    timezone: str | None
+
+
 RECALL = Table(
     "proj_recall",
     # Keyed by round first: the key's own index serves "a round's players" (the console's round
     # list), so the view keeps two indexes, not three.
     key=("round_id", "player_id"),
-    columns=(
-        ("player_id", "text"), ("round_id", "text"), ("seq", "int"), ("table_id", "text"),
-        ("round_no", "int"), ("game", "text"), ("currency", "text"), ("played_at", "text"),
-        ("studio_at", "text"), ("status", "text"), ("bets", "json"), ("stake_moves", "json"), ("results", "json"),
-        ("refunds", "json"), ("corrections", "json"), ("staked_minor", "int"), ("returned_minor", "int"),
-        ("refunded_minor", "int"), ("timezone", "text"),
-    ),
+    columns=columns_of(RecallRow),
     # (lower(player_id), seq): the rounds search by a player id's start in any case
     # (projections/round_search.py, Db.prefix_match) reads a range of it.
     indexes=(("player_id", "seq"), ("lower(player_id)", "seq")),
