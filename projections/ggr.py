@@ -19,6 +19,7 @@ so a reversal can subtract them exactly.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, fields
 from datetime import UTC, tzinfo
 from fractions import Fraction
 from typing import Any
@@ -38,17 +39,42 @@ from projections.folding import (
     studio_quarter_hour,
 )
 from projections.rounds import round_row
-from projections.sql import Db, Table
+from projections.sql import Db, Table, columns_of
 
-GGR = Table(
-    "proj_ggr",
-    key=("table_id", "game", "period", "currency", "timezone"),
-    columns=(
-        ("table_id", "text"), ("game", "text"), ("period", "text"), ("currency", "text"), ("timezone", "text"),
-        ("rounds_closed", "int"), ("staked_minor", "int"), ("paid_minor", "int"), ("refunded_minor", "int"),
-        ("ggr_minor", "int"), ("rounding_kept", "text"),
-    ),
-)
+
+@dataclass(frozen=True)
+class GgrPlace:
+    """Where a row of `proj_ggr` books: table, game, UTC quarter hour (`period`), currency and the
+    table configuration's time zone ('' at an unconfigured table)."""
+
+    table_id: str
+    game: str
+    period: str
+    currency: str
+    timezone: str
+
+
+@dataclass(frozen=True)
+class GgrSums:
+    """The figures a row of `proj_ggr` adds up, and a day of `queries.ggr` answers summed
+    (`GgrRow`, projections/queries.py)."""
+
+    rounds_closed: int
+    staked_minor: int
+    paid_minor: int
+    refunded_minor: int
+    ggr_minor: int
+
+
+@dataclass(frozen=True)
+class GgrStored(GgrSums, GgrPlace):
+    """A row of `proj_ggr` (the table's columns are its fields: the place, the sums, then
+    `rounding_kept` as stored, TEXT `n/d`; answered as an `ExactMinor`, `ExactMinor.of_text`)."""
+
+    rounding_kept: str
+
+
+GGR = Table("proj_ggr", key=("table_id", "game", "period", "currency", "timezone"), columns=columns_of(GgrStored))
 SETTLEMENTS = Table(
     "proj_ggr_settlements",
     key=("round_id", "settlement_no"),
@@ -115,7 +141,7 @@ def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementRever
          refunded=0, kept=-parse_fraction(old["rounding_kept"]))
 
 
-SUMMED = ("rounds_closed", "staked_minor", "paid_minor", "refunded_minor", "ggr_minor")
+SUMMED = tuple(f.name for f in fields(GgrSums))
 
 
 def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:

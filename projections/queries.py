@@ -56,6 +56,7 @@ from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
 from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
+from projections.ggr import GgrSums
 from projections.recall import PlayerRound
 from projections.refunds import RefundRow
 from projections.round_search import RoundQuery
@@ -566,23 +567,33 @@ class ExactMinor:
     def of(cls, amount: Fraction) -> ExactMinor:
         return cls(amount.numerator, amount.denominator)
 
+    @classmethod
+    def of_text(cls, stored: str) -> ExactMinor:
+        """An amount as the views store it, TEXT `n/d` (`rounding_kept`): the one place a stored
+        remainder becomes an answer's."""
+        return cls.of(parse_fraction(stored))
+
     def fraction(self) -> Fraction:
         return Fraction(self.numerator, self.denominator)
 
 
 @dataclass(frozen=True)
-class GgrRow:
-    """`rounding_kept`: the exact sum of the fractions of a minor unit cut by rounding down."""
+class _GgrDay:
+    """Which day a `GgrRow` sums: a gaming day (the stored quarter hours in their zones) of a
+    table, game and currency."""
 
     day: str
     table_id: str
     game: str
     currency: str
-    rounds_closed: int
-    staked_minor: int
-    paid_minor: int
-    refunded_minor: int
-    ggr_minor: int
+
+
+# The sums are the view's own (projections/ggr.py `GgrSums`), after the day (a dataclass takes its
+# bases' fields last base first), as the answer has always listed them.
+@dataclass(frozen=True)
+class GgrRow(GgrSums, _GgrDay):
+    """`rounding_kept`: the exact sum of the fractions of a minor unit cut by rounding down."""
+
     rounding_kept: ExactMinor
 
 
@@ -609,7 +620,7 @@ def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to:
     with `log`, why there are no rows."""
     from projections.ggr import ggr_rows
 
-    rows = [GgrRow(**r | {"rounding_kept": ExactMinor.of(parse_fraction(r["rounding_kept"]))}) for r in ggr_rows(db, zone)
+    rows = [GgrRow(**r | {"rounding_kept": ExactMinor.of_text(r["rounding_kept"])}) for r in ggr_rows(db, zone)
             if (day_from is None or r["day"] >= day_from) and (day_to is None or r["day"] <= day_to)]
     sums: dict[str, tuple[list[int], Fraction]] = {}
     for r in rows:
