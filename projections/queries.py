@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, tzinfo
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -61,6 +61,7 @@ from projections.recall import PlayerRound
 from projections.refunds import RefundRow
 from projections.round_search import RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
+from projections.rounds import RoundStatus as RoundStatus  # re-exported: a RoundSummary's status
 from projections.runner import STOPS, TRACKING, Stop, read_stops
 from projections.sql import Db
 
@@ -278,7 +279,6 @@ def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str 
 
 # ---------------------------------------------------------------- rounds
 
-RoundStatus = Literal["open", "paused", "settled", "reversed", "voided"]  # projections.rounds.STATUSES
 _ROUND_TIMES = ("studio_time", "opened_at", "closed_at")
 
 

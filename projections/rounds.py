@@ -17,27 +17,48 @@ its gaming days are days there.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ledger.records import Opened, Paused, Record, Resumed, Settled, SettlementReversed, TableApplied, Voided
 from projections.folding import Rows, View, iso, utc_form
-from projections.sql import Db, Table
+from projections.sql import Db, Table, columns_of
 from projections.tables import config_row
 
-ROUNDS = Table(
-    "proj_rounds",
-    key=("round_id",),
-    columns=(
-        ("round_id", "text"), ("table_id", "text"), ("round_no", "int"), ("game", "text"),
-        ("ruleset_id", "text"), ("ruleset_version", "int"), ("currency", "text"), ("shoe_id", "text"),
-        ("dealer_id", "text"), ("status", "text"), ("settlement_no", "int"), ("opened_at", "text"),
-        ("closed_at", "text"), ("opened_position", "int"), ("studio_time", "text"), ("timezone", "text"),
-        ("void_cause", "text"), ("reversals", "int"),
-    ),
-    indexes=(("table_id", "round_no"), ("studio_time",)),
-)
-STATUSES = ("open", "paused", "settled", "reversed", "voided")
+RoundStatus = Literal["open", "paused", "settled", "reversed", "voided"]
+STATUSES: tuple[RoundStatus, ...] = get_args(RoundStatus)
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """A row of `proj_rounds` (the table's columns are its fields). The rounds search answers
+    with `RoundSummary` (projections/queries.py), which cannot share these fields: its order
+    (`round, round_id, status, game, table_id, ...`) is the API's and this is the stored table's,
+    and a dataclass's subclass only appends fields (docs/projections.md, rounds)."""
+
+    round_id: str
+    table_id: str | None  # None: a tombstone, a void before the round opened
+    round_no: int | None
+    game: str | None
+    ruleset_id: str | None
+    ruleset_version: int | None
+    currency: str | None
+    shoe_id: str | None
+    dealer_id: str | None
+    status: RoundStatus
+    settlement_no: int
+    opened_at: str | None
+    closed_at: str | None
+    opened_position: int | None
+    studio_time: str | None
+    timezone: str | None
+    void_cause: str | None
+    reversals: int
+
+
+ROUNDS = Table("proj_rounds", key=("round_id",), columns=columns_of(RoundRow),
+               indexes=(("table_id", "round_no"), ("studio_time",)))
 LIST_LIMIT_MAX = 1_000_000
 
 _STATUS_BY_EVENT: dict[type, str] = {
