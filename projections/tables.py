@@ -6,17 +6,26 @@ round was played. `table_ids` lists the configured tables without scanning the
 event store by topic (which the library does not index)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.records import Record, TableConfigured
 from projections.folding import Rows, View
-from projections.sql import Db, Table
+from projections.sql import Db, Table, columns_of
 
-TABLE_CONFIGS = Table(
-    "proj_table_configs",
-    key=("table_id", "config_version"),
-    columns=(("table_id", "text"), ("config_version", "int"), ("timezone", "text"), ("position", "int")),
-)
+
+@dataclass(frozen=True)
+class TableConfigRow:
+    """A row of `proj_table_configs` (the table's columns are its fields): no query answers it
+    whole (`ledger table list` reads the ids, `table_ids`; the rounds view the zone)."""
+
+    table_id: str
+    config_version: int
+    timezone: str
+    position: int
+
+
+TABLE_CONFIGS = Table("proj_table_configs", key=("table_id", "config_version"), columns=columns_of(TableConfigRow))
 
 
 def config_row(rows: Rows, table_id: str, config_version: int) -> dict[str, Any] | None:
