@@ -93,9 +93,12 @@ def shares(counted: Counted) -> tuple[Fraction, Fraction, Fraction]:
 CARDS_DEALT_MAX = 6  # a coup deals at most three cards a side
 
 
-def baccarat_lines() -> tuple[tuple[str, str | None], ...]:
-    """Every bet line as (bet type, Banker mode): the bet types in their order, the Banker once per mode."""
-    return tuple((t, m) for t in bac.BET_TYPES for m in (bac.MODES if t == "banker" else (None,)))
+def baccarat_lines(rules: bac.BaccaratRules | None = None) -> tuple[tuple[str, str | None], ...]:
+    """Every bet line as (bet type, Banker mode): the bet types in their order (those `rules` offers,
+    when given: a side bet added in a later version is no line of an earlier one), the Banker once
+    per mode."""
+    offered = bac.BET_TYPES if rules is None else tuple(t for t in bac.BET_TYPES if t in dict(rules.limits))
+    return tuple((t, m) for t in offered for m in (bac.MODES if t == "banker" else (None,)))
 
 
 def line_key(bet_type: str, mode: str | None) -> str:
@@ -211,7 +214,7 @@ def baccarat_counts(rules: bac.BaccaratRules = bac.LIVE_8D_V1) -> dict[str, Coun
     """Every bet line's ways (keyed by `line_key`), each coup settled by `resolve_bet`."""
     coups, total = baccarat_coups(rules)
     out: dict[str, Counted] = {}
-    for bet_type, mode in baccarat_lines():
+    for bet_type, mode in baccarat_lines(rules):
         ways: Ways = Counter()
         for coup, w in coups.items():
             res = bac.resolve_bet(rules, bet_type, mode, coup)
@@ -391,12 +394,16 @@ def blackjack_odds(rules: BlackjackRules) -> OddsOf:
 
 
 def derive() -> dict[tuple[str, int, str], Counted]:
-    """Every bet line the monitor tests, counted afresh (the Teen Patti part takes seconds)."""
+    """Every bet line the monitor tests, counted afresh (the Teen Patti part takes seconds): every
+    published version of the baccarat and Teen Patti rule sets (a new version is counted with no
+    change here), the blackjack Pair of live-8d v1."""
     out: dict[tuple[str, int, str], Counted] = {}
-    for key, counted in baccarat_counts(bac.LIVE_8D_V1).items():
-        out[(bac.LIVE_8D_V1.id, bac.LIVE_8D_V1.version, key)] = counted
-    for key, counted in teenpatti_counts(tp.TWENTY_TWENTY_V1).items():
-        out[(tp.TWENTY_TWENTY_V1.id, tp.TWENTY_TWENTY_V1.version, key)] = counted
+    for rules in bac.RULE_SETS:
+        for key, counted in baccarat_counts(rules).items():
+            out[(rules.id, rules.version, key)] = counted
+    for tp_rules in tp.RULE_SETS:
+        for key, counted in teenpatti_counts(tp_rules).items():
+            out[(tp_rules.id, tp_rules.version, key)] = counted
     from domain.blackjack_rules import LIVE_8D_V1 as BJ_LIVE
 
     out[(BJ_LIVE.id, BJ_LIVE.version, "pair")] = blackjack_pair(BJ_LIVE, BJ_LIVE.decks)

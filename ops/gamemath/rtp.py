@@ -14,6 +14,9 @@ from functools import cache
 from domain import baccarat as bac
 from domain import gamemath
 from domain import teenpatti as tp
+from domain.errors import InvariantBroken
+from domain.registry import all_rule_sets
+from domain.ruleset import RuleSet
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def baccarat_label(bet_type: str, mode: str | None) -> str:
 def baccarat_table(rules: bac.BaccaratRules = bac.LIVE_8D_V1) -> list[BetMath]:
     counts = gamemath.baccarat_counts(rules)
     return [_row(baccarat_label(t, m), counts[gamemath.line_key(t, m)], rules.odds)
-            for t, m in gamemath.baccarat_lines()]
+            for t, m in gamemath.baccarat_lines(rules)]
 
 
 def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetMath]:
@@ -59,13 +62,28 @@ def teenpatti_table(rules: tp.TeenPattiRules = tp.TWENTY_TWENTY_V1) -> list[BetM
             for t, _limit in rules.limits if t not in second]
 
 
-RULE_SETS: dict[str, bac.BaccaratRules | tp.TeenPattiRules] = {"baccarat": bac.LIVE_8D_V1,
-                                                                "teen-patti": tp.TWENTY_TWENTY_V1}
+EnumeratedRules = bac.BaccaratRules | tp.TeenPattiRules
+
+
+def latest_rule_sets(published: list[RuleSet] | None = None) -> dict[str, EnumeratedRules]:
+    """Per enumerated game ('baccarat', 'teen-patti'), the latest published version of its rule set:
+    a new version (a new side bet's) shows in `ledger rtp` once it is in the game's RULE_SETS."""
+    latest: dict[str, EnumeratedRules] = {}
+    for rules in all_rule_sets() if published is None else published:
+        if isinstance(rules, (bac.BaccaratRules, tp.TeenPattiRules)):
+            if rules.game in latest and latest[rules.game].id != rules.id:  # the message is built only when broken
+                raise InvariantBroken(f"ledger rtp shows one rule set per game: {rules.game} has two ids")
+            if rules.game not in latest or rules.version > latest[rules.game].version:
+                latest[rules.game] = rules
+    return latest
+
+
+RULE_SETS: dict[str, EnumeratedRules] = latest_rule_sets()
 
 
 @cache
 def tables(game: str) -> tuple[BetMath, ...]:
-    """Memoized: 'baccarat' or 'teen-patti' under the rule sets of RULE_SETS."""
+    """Memoized: 'baccarat' or 'teen-patti' under the rule sets of RULE_SETS (the latest of each)."""
     rules = RULE_SETS.get(game)
     if isinstance(rules, bac.BaccaratRules):
         return tuple(baccarat_table(rules))

@@ -56,17 +56,18 @@ class SimStats:
         return sum(self.rounds.values())
 
 
-# Rule-set versions the simulated players cannot follow yet, left out of a default studio (so
-# the simulated day, its benchmarks and tests stay what they were): live-8d v2 keeps seats
-# across rounds (domain/seating.py) while the simulated players pick a seat every round and
-# sit out at random, so its feeds would be refused `seat_held` / `player_already_seated`;
-# spielbank v2 differs from v1 only by the other players' own insurance, which they never take.
-NOT_SIMULATED = frozenset({("blackjack/live-8d", 2), ("blackjack/spielbank", 2)})
-
-
-def simulated_rule_sets() -> list[RuleSet]:
-    """The rule sets a default studio plays, in registry order."""
-    return [r for r in all_rule_sets() if r.key not in NOT_SIMULATED]
+def simulated_rule_sets(published: list[RuleSet] | None = None) -> list[RuleSet]:
+    """The rule sets a default studio plays, in registry order: the first version of each rule
+    set. A later version is played where a studio is given it (`Studio(rule_sets=...)`), never by
+    default, so publishing one (a new side bet's version) leaves the simulated day, its benchmarks
+    and tests what they were, with no change here. Some later versions the simulated players
+    cannot follow anyway: live-8d v2 keeps seats across rounds (domain/seating.py) while the
+    simulated players pick a seat every round and sit out at random, so its feeds would be refused
+    `seat_held` / `player_already_seated`; spielbank v2 differs from v1 only by the other players'
+    own insurance, which they never take."""
+    rule_sets = all_rule_sets() if published is None else published
+    first = {r.id: min(o.version for o in rule_sets if o.id == r.id) for r in rule_sets}
+    return [r for r in rule_sets if r.version == first[r.id]]
 
 
 def table_prefix(rules: RuleSet, versions_of_id: int) -> str:
