@@ -121,8 +121,14 @@ class UnitOfWork:
             return None
 
     def round(self, table_id: str, round_no: int) -> Round | None:
-        found = self.load(round_id_for(table_id, round_no))
-        return None if found is None else as_kind(Round, found)
+        # Most commands find their round in the batch already: taken from there, without `load`.
+        round_id = round_id_for(table_id, round_no)
+        found = self.aggregates.get(round_id.int)
+        if found is None:
+            found = self.load(round_id)
+            if found is None:
+                return None
+        return found if type(found) is Round else as_kind(Round, found)
 
     def round_or_new(self, table_id: str, round_no: int) -> Round:
         found = self.load(round_id_for(table_id, round_no))
@@ -141,10 +147,13 @@ class UnitOfWork:
         return self.keep(Table.new(table_id)) if found is None else as_kind(Table, found)
 
     def shoe_of(self, r: Round) -> Shoe:
-        found = self.load(shoe_id_for(r.table_id, r.shoe_id))
+        shoe_id = shoe_id_for(r.table_id, r.shoe_id)
+        found = self.aggregates.get(shoe_id.int)  # a card dealt: its shoe is in the batch already
         if found is None:
-            raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
-        return as_kind(Shoe, found)
+            found = self.load(shoe_id)
+            if found is None:
+                raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
+        return found if type(found) is Shoe else as_kind(Shoe, found)
 
     # -- saving
 
