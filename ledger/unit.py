@@ -36,6 +36,7 @@ A = TypeVar("A", bound=LedgerAggregate)
 # The id `Application.save` files a batch's PendingEvents under (no aggregate has it: theirs are
 # uuid5 names in the ledger's namespace, ledger/round.py); nothing is stored under it.
 BATCH_ID = UUID("00000000-0000-4000-8000-000000000000")
+_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: one VersionRead per aggregate
 
 
 @dataclass
@@ -164,7 +165,7 @@ class UnitOfWork:
         touched = [a for a in self.aggregates.values() if a.pending_events]
         aggregates = self.aggregates
         rows.reads = [
-            VersionRead(i, v, a.version if (a := aggregates.get(i.int)) is not None else v)
+            _new(VersionRead, (i, v, a.version if (a := aggregates.get(i.int)) is not None else v))
             for i, v in self.read_at.values()
         ]
         repository = self.app.repository
