@@ -44,8 +44,8 @@ def payload_hash(cmd: Command) -> str:
 
 def studio_text(when: datetime) -> str:
     """`when.isoformat()`, the events' `studio_time`. A parsed command's time has pydantic's
-    TzInfo, which `isoformat` asks for its offset through Python (0.85 µs a command);
-    orjson writes the same text in a quarter of that for any offset of whole minutes (the
+    TzInfo, which `isoformat` asks for its offset through Python (0.63 µs a command, timeit
+    in docs/benchmarks.md); orjson writes the same text in 0.42 for any offset of whole minutes (the
     only ones the feed's parser makes; an offset with seconds, which orjson would round, is
     left to `isoformat`). tests/unit/ledger/test_intake.py compares the two."""
     tz = when.tzinfo
