@@ -112,14 +112,15 @@ def format_minor(amount_minor: int | Fraction, currency: str | None = None, expo
     with as many more decimals as it needs, `0.065`, so text shows money in the
     currency's decimal form and never `13/2` of a minor unit; past
     FRACTION_DIGITS_MAX more decimals it is rounded half-even and marked `≈`."""
-    if isinstance(amount_minor, Fraction) and amount_minor.denominator != 1:
-        for extra in range(1, FRACTION_DIGITS_MAX + 1):
-            scaled = amount_minor * 10**extra
-            if scaled.denominator == 1:
-                return format_minor(scaled.numerator, currency, exponent + extra)
-        return "≈" + format_minor(round(amount_minor * 10**FRACTION_DIGITS_MAX), currency,
-                                  exponent + FRACTION_DIGITS_MAX)
-    amount_minor = int(amount_minor)
+    if type(amount_minor) is not int:  # a settlement's text formats ints several times a bet: no ABC check for them
+        if isinstance(amount_minor, Fraction) and amount_minor.denominator != 1:
+            for extra in range(1, FRACTION_DIGITS_MAX + 1):
+                scaled = amount_minor * 10**extra
+                if scaled.denominator == 1:
+                    return format_minor(scaled.numerator, currency, exponent + extra)
+            return "≈" + format_minor(round(amount_minor * 10**FRACTION_DIGITS_MAX), currency,
+                                      exponent + FRACTION_DIGITS_MAX)
+        amount_minor = int(amount_minor)
     sign = "-" if amount_minor < 0 else ""
     units, cents = divmod(abs(amount_minor), 10**exponent)
     text = f"{sign}{units:,}" + (f".{cents:0{exponent}d}" if exponent else "")

@@ -28,7 +28,7 @@ from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
 from ledger.commands import Command
 from ledger.ids import round_id_for
-from ledger.intake import Intake, conflict, parse
+from ledger.intake import Intake, conflict, parse_all
 from ledger.library.eventstore import LedgerEventStore, LedgerMapper
 from ledger.library.recorders import KnownCommand
 from ledger.partitions import can_fork, ingest_partitioned, partitioned_batches
@@ -121,10 +121,9 @@ class LedgerApp(Application[UUID]):
             for _, batch_results in partitioned_batches(self, raws, batch_size, workers):
                 yield batch_results
             return
-        with collector_spared() as after_batch:
+        with collector_spared() as spared:
             for batch in batches(raws, batch_size):
-                yield self.run_batch(batch)
-                after_batch()
+                yield spared(lambda: self.run_batch(batch))  # noqa: B023 (called at once)
 
     def get_round(self, round_id: UUID, version: int | None = None) -> Round:
         found: Round = self.repository.get(round_id, version=version)
@@ -209,7 +208,7 @@ class LedgerApp(Application[UUID]):
         return results
 
     def _parse(self, raws: Sequence[Raw]) -> list[Command | Refusal]:
-        return [parse(raw) for raw in raws]
+        return parse_all(raws)
 
     def _unstorable(self, raw: Raw, err: BaseException) -> Result:
         """Last resort for a command that passed every check but that the store refused

@@ -48,18 +48,45 @@ def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
+class Spared:
+    """Runs a batch with the cyclic collector paused, then collects the batch's young
+    objects once (and freezes what survived, when `freeze`). A batch makes some 20
+    tracked objects a command that reference counting frees or the batch keeps; the
+    collector, left on, would walk the survivors every 700 allocations and again in
+    each older pass (a twentieth of ingest's CPU), and finds almost no cycles."""
+
+    def __init__(self, freeze: bool) -> None:
+        self.freeze = freeze
+
+    def __call__(self, work: Callable[[], T]) -> T:
+        if not gc.isenabled():  # someone else runs the collector: leave it to them
+            return work()
+        gc.disable()
+        try:
+            done = work()
+        finally:
+            gc.enable()
+        if self.freeze:
+            _freeze_survivors()
+        else:
+            gc.collect(0)
+        return done
+
+
 @contextmanager
-def collector_spared() -> Iterator[Callable[[], None]]:
-    """Yields what to call after each batch: what survived the batch (cached rounds and
-    their models, results) is frozen, so the cyclic collector stops re-walking it on
-    every older-generation pass, which grows with everything ingest keeps. Refcounting still frees what
-    dies; everything goes back to the collector when ingest ends, however it ends.
-    A caller that froze objects itself (e.g. before forking) is left alone."""
+def collector_spared() -> Iterator[Spared]:
+    """Yields how to run each batch (`spared(lambda: run(batch))`): the collector is paused
+    while a batch runs and its young objects collected once after it; what survived the
+    batch (cached rounds and their models, results) is frozen, so the cyclic collector stops
+    re-walking it on every older-generation pass, which grows with everything ingest keeps.
+    Refcounting still frees what dies; everything goes back to the collector when ingest
+    ends, however it ends. A caller that froze objects itself (e.g. before forking) keeps
+    its frozen set as it is: its batches are collected, not frozen."""
     if gc.get_freeze_count() != 0:
-        yield _nothing
+        yield Spared(freeze=False)
         return
     try:
-        yield _freeze_survivors
+        yield Spared(freeze=True)
     finally:
         gc.unfreeze()
 
@@ -67,7 +94,3 @@ def collector_spared() -> Iterator[Callable[[], None]]:
 def _freeze_survivors() -> None:
     gc.collect(0)  # young cyclic garbage goes first, not into the frozen set
     gc.freeze()
-
-
-def _nothing() -> None:
-    pass

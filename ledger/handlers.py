@@ -80,14 +80,16 @@ def place_bet(cmd: PlaceBet, unit: UnitOfWork, stamp: Stamp) -> None:
     bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
     check_seats(unit, r, bet)
     r.place_bet(bet, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:  # most commands leave the phase as it was: no call
+        round_closed(unit, r, before, stamp)
 
 
 def close_betting(cmd: CloseBetting, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
     r.close_betting(stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def deal_card(cmd: DealCard, unit: UnitOfWork, stamp: Stamp) -> Refusal | None:
@@ -97,7 +99,8 @@ def deal_card(cmd: DealCard, unit: UnitOfWork, stamp: Stamp) -> Refusal | None:
     r.refuse_unless_running(allow_flagged=True)  # before the shoe: a voided tombstone has none
     seen = unit.shoe_of(r).seen_for(r._rules())
     consequence = r.deal_card(parse_card(cmd.card), cmd.target, cmd.seq_no, seen, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
     return consequence
 
 
@@ -105,28 +108,32 @@ def decide(cmd: Decide, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
     r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp, player_id=cmd.player_id)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def follow(cmd: Follow, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
     r.follow(cmd.bet_id, cmd.kind, cmd.accept, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def pause(cmd: Pause, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
     r.pause(cmd.cause, cmd.by, cmd.note, cmd.player_id, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def resume(cmd: Resume, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
     r.resume(cmd.by, cmd.note, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def void(cmd: Void, unit: UnitOfWork, stamp: Stamp) -> None:
@@ -135,7 +142,8 @@ def void(cmd: Void, unit: UnitOfWork, stamp: Stamp) -> None:
     r.known_as(cmd.table_id, cmd.round_no)
     before = r.phase
     r.void(cmd.cause, cmd.by, cmd.note, stamp)
-    round_closed(unit, r, before, stamp)
+    if r.phase != before:
+        round_closed(unit, r, before, stamp)
 
 
 def reverse_settlement(cmd: ReverseSettlement, unit: UnitOfWork, stamp: Stamp) -> None:
@@ -167,7 +175,8 @@ def opened_round(unit: UnitOfWork, cmd: RoundCommand) -> Round:
     # it is refused as if the batch had ended there (same message whatever the batch size)
     if found is None or found.version <= 0:
         raise refuse(RefusalCode.ROUND_NOT_OPEN, table_id=cmd.table_id, round_no=cmd.round_no)
-    found.known_as(cmd.table_id, cmd.round_no)
+    if not found.table_id:  # an opened round knows its name; a tombstone is told it (no call per command)
+        found.known_as(cmd.table_id, cmd.round_no)
     return found
 
 
@@ -181,7 +190,8 @@ def check_seats(unit: UnitOfWork, r: Round, bet: Bet) -> None:
 
 def round_closed(unit: UnitOfWork, r: Round, phase_before: str, stamp: Stamp) -> None:
     """Shoe effects when a round closes in this command: its cards count
-    against the shoe; a void under a replace-the-shoe policy retires it."""
+    against the shoe; a void under a replace-the-shoe policy retires it. The handlers
+    call it only when the command moved the round's phase."""
     if phase_before == r.phase or not r.is_closed:  # most commands: no rule set lookup
         return
     rules = r.rules

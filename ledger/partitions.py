@@ -256,11 +256,10 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Ba
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
         app = make(env={**env, "CREATE_TABLE": "no"})
         try:
-            with collector_spared() as after_batch:
+            with collector_spared() as spared:
                 while (batch := _next(inbox)) is not None:
                     positions, raws = batch
-                    channel.put(("batch", positions, app.run_batch(raws)))
-                    after_batch()
+                    channel.put(("batch", positions, spared(lambda: app.run_batch(raws))))  # noqa: B023
         finally:
             app.close()
     except BaseException as exc:

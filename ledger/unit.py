@@ -37,6 +37,7 @@ A = TypeVar("A", bound=LedgerAggregate)
 # The id `Application.save` files a batch's PendingEvents under (no aggregate has it: theirs are
 # uuid5 names in the ledger's namespace, ledger/round.py); nothing is stored under it.
 BATCH_ID = UUID("00000000-0000-4000-8000-000000000000")
+_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: one VersionRead per aggregate
 
 
 @dataclass
@@ -122,8 +123,14 @@ class UnitOfWork:
             return None
 
     def round(self, table_id: str, round_no: int) -> Round | None:
-        found = self.load(round_id_for(table_id, round_no))
-        return None if found is None else as_kind(Round, found)
+        # Most commands find their round in the batch already: taken from there, without `load`.
+        round_id = round_id_for(table_id, round_no)
+        found = self.aggregates.get(round_id.int)
+        if found is None:
+            found = self.load(round_id)
+            if found is None:
+                return None
+        return found if type(found) is Round else as_kind(Round, found)
 
     def round_or_new(self, table_id: str, round_no: int) -> Round:
         found = self.load(round_id_for(table_id, round_no))
@@ -142,10 +149,13 @@ class UnitOfWork:
         return self.keep(Table.new(table_id)) if found is None else as_kind(Table, found)
 
     def shoe_of(self, r: Round) -> Shoe:
-        found = self.load(shoe_id_for(r.table_id, r.shoe_id))
+        shoe_id = shoe_id_for(r.table_id, r.shoe_id)
+        found = self.aggregates.get(shoe_id.int)  # a card dealt: its shoe is in the batch already
         if found is None:
-            raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
-        return as_kind(Shoe, found)
+            found = self.load(shoe_id)
+            if found is None:
+                raise InvariantBroken(f"round {r.id} has no shoe {r.shoe_id}")
+        return found if type(found) is Shoe else as_kind(Shoe, found)
 
     # -- saving
 
@@ -156,7 +166,7 @@ class UnitOfWork:
         touched = [a for a in self.aggregates.values() if a.pending_events]
         aggregates = self.aggregates
         rows.reads = [
-            VersionRead(i, v, a.version if (a := aggregates.get(i.int)) is not None else v)
+            _new(VersionRead, (i, v, a.version if (a := aggregates.get(i.int)) is not None else v))
             for i, v in self.read_at.values()
         ]
         repository = self.app.repository

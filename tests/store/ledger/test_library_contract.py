@@ -6,10 +6,12 @@
 - `Application.save(*aggregates, ledger_rows=...)` hands its keyword arguments to the
   recorder's insert, in the transaction of the events: a failed event insert writes no row.
 - The repository cache: `get`, `get(evict=True)`, `put`, and `.cache` membership.
+- A StoredEvent's fields in their order (the mapper makes one by position).
 - No private method of the library is called from ledger/.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.domain import CanMutateProtocol, CollectEventsProtocol, DomainEventProtocol
-from eventsourcing.persistence import RecordConflictError
+from eventsourcing.persistence import RecordConflictError, StoredEvent
 
 from ledger.library.aggregate import Stamp
 from ledger.library.recorders import CommandRow, LedgerRows
@@ -102,3 +104,8 @@ def test_no_private_library_calls_in_the_ledger() -> None:
         if PRIVATE.search(line.split("#")[0])
     ]
     assert not hits, "private library calls:\n" + "\n".join(hits)
+
+
+def test_a_stored_event_takes_its_fields_in_this_order() -> None:
+    """`LedgerMapper.to_stored_event` makes each StoredEvent by position (ledger/library/eventstore.py)."""
+    assert [f.name for f in dataclasses.fields(StoredEvent)] == ["originator_id", "originator_version", "topic", "state"]
