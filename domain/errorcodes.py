@@ -6,7 +6,7 @@ Every code is declared here once and raised by name (`ErrorCode.BAD_DB_URL`), by
 ledger (ledger/store.py), the command line (ops/cli/errors.py) and the live service
 (ops/service/problems.py). `http_status` is the status the service answers a code with
 (None: the command line's only); `cli` says whether the command line reports it (the
-README's table lists those: `python -m ops.cli.errors --markdown`).
+docs/cli.md's table lists those: `python -m ops.cli.errors --markdown`).
 """
 from __future__ import annotations
 

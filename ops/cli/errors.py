@@ -23,7 +23,7 @@ EXIT_ERROR = 2
 
 
 def markdown_table() -> str:
-    """The README's table of codes ("Exit statuses and errors"), one row per code the command line reports."""
+    """docs/cli.md's table of codes ("Exit statuses and errors"), one row per code the command line reports."""
     rows = [f"| `{c.value}` | {c.meaning} |" for c in ErrorCode if c.cli]
     return "\n".join(["| code | cause |", "|---|---|", *rows]) + "\n"
 

@@ -2,7 +2,7 @@
 included) reports an unknown option, a bad value and a missing input as ONE line,
 `ledger <cmd>: error <code>: ...`, under its own name, with exit status 2. The period
 options are the same on every command that reads a period; progress off a terminal is a
-JSON line (done, total, rate) and `--quiet` silences it; the README's table of codes is
+JSON line (done, total, rate) and `--quiet` silences it; docs/cli.md's table of codes is
 the catalogue's."""
 from __future__ import annotations
 
@@ -249,12 +249,12 @@ def test_progress_says_nothing_for_a_short_run(feed: Path, tmp_path: Path, capsy
 
 
 # ------------------------------------------------------------------ the catalogue
-def test_readme_table_of_codes_is_the_catalogue() -> None:
+def test_the_docs_table_of_codes_is_the_catalogue() -> None:
     """One place per code: ErrorCode (ops/cli/errors.py) for the CLI's, domain/refusals.py for refusals."""
     from domain.refusals import RefusalCode
 
-    readme = (ROOT / "README.md").read_text()
-    assert errors.markdown_table() in readme, "regenerate: python -m ops.cli.errors --markdown"
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    assert errors.markdown_table() in doc, "regenerate: python -m ops.cli.errors --markdown"
     assert not {c.value for c in ErrorCode} & {c.value for c in RefusalCode}
 
 

@@ -1,4 +1,4 @@
-"""One exit-code scheme for every command (README, "Exit statuses"): 0 done, 1 the
+"""One exit-code scheme for every command (docs/cli.md, "Exit statuses"): 0 done, 1 the
 answer is "no", 2 the command could not run, reported as ONE line on standard error
 with a stable code and no traceback (unless --debug); the same code with --json.
 A read command never creates the store it was pointed at."""
