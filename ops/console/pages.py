@@ -595,18 +595,27 @@ def reconcile_page(request: Request, session: UI) -> Response:
 @router.post("/reconcile")
 def reconcile_upload(request: Request, session: UI, reads: READS, wallet: Annotated[UploadFile, File()],
                      csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
+    report = _reconciled(request, session, reads, wallet, csrf)
+    if isinstance(report, Response):
+        return report
+    return _page(request, "reconcile.html", session, report=report, error=None,
+                 filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
+
+
+def _reconciled(request: Request, session: Session, reads: ReadService, wallet: UploadFile,
+                csrf: str | None) -> queries.Reconciliation | Response:
+    """The uploaded wallet file reconciled (the page and its CSV button), or the form again with
+    why the file cannot be read (422)."""
     from projections.reconcile import WalletFormatError
 
     checked_form(request, session, csrf)
     with tempfile.TemporaryDirectory() as tmp:
         path = _save(wallet, Path(tmp) / "wallet.csv")
         try:
-            report = queries.reconcile_wallet(reads.log, path)
+            return queries.reconcile_wallet(reads.log, path)
         except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
             return _page(request, "reconcile.html", session, status=422, report=None,
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
-    return _page(request, "reconcile.html", session, report=report, error=None,
-                 filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
 
 
 @router.post("/reconcile.csv")
@@ -614,16 +623,11 @@ def reconcile_csv(request: Request, session: UI, reads: READS, wallet: Annotated
                   csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
     """The upload form's other button: every finding of the wallet file as CSV (the page keeps
     no upload, so the file is sent again)."""
-    from projections.reconcile import WalletFormatError, finding_text
+    from projections.reconcile import finding_text
 
-    checked_form(request, session, csrf)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = _save(wallet, Path(tmp) / "wallet.csv")
-        try:
-            report = queries.reconcile_wallet(reads.log, path)
-        except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
-            return _page(request, "reconcile.html", session, status=422, report=None,
-                         error=str(exc).replace(str(path), wallet.filename or "wallet"))
+    report = _reconciled(request, session, reads, wallet, csrf)
+    if isinstance(report, Response):
+        return report
     rows = ([*(f.get(c) for c in _FINDING_CSV[:-1]), finding_text(f)] for f in report.findings)
     return csv_response("reconcile-findings", csv_lines(_FINDING_CSV, rows))
 

@@ -73,3 +73,18 @@ def ingest_corrections(app: Any) -> None:
     for feed in (reversed_then_voided(), reversed_then_resettled(), tombstone()):
         results = app.ingest(feed)
         assert all(r.status == "accepted" for r in results), [(r.status, r.code) for r in results]
+
+
+def simulated_with_corrections(url: str, tables: int, rounds: int, seed: int, fault_rate: int) -> str:
+    """A store at `url` holding a simulated studio (faults on) and the corrected dispute rounds
+    (reversed then voided, reversed then resettled, a tombstone); returns `url`."""
+    from ledger.store import open_app
+    from ops.sim.simulator import simulate
+
+    app = open_app(url)
+    try:
+        app.ingest([line.rstrip(b"\n") for line in simulate(tables, rounds, seed, fault_rate=fault_rate)])
+        ingest_corrections(app)
+    finally:
+        app.close()
+    return url

@@ -20,13 +20,11 @@ from fastapi.testclient import TestClient
 from domain.money import format_minor
 from ledger.eventlog import EventLog
 from ledger.records import Opened, Settled, SettlementReversed
-from ledger.store import open_app
 from ops.service.app import Settings, create_app
-from ops.sim.simulator import simulate
 from ops.sim.wallet import write_wallet
 from tests.e2e.console.conftest import csrf_of, sign_in
 from tests.e2e.service.conftest import make_keys
-from tests.support.dispute_rounds import ingest_corrections
+from tests.support.dispute_rounds import simulated_with_corrections
 
 
 @dataclass(frozen=True)
@@ -40,12 +38,7 @@ class Desk:
 
 @pytest.fixture
 def desk(store_url: str, tmp_path: Path) -> Iterator[Desk]:
-    app = open_app(store_url)
-    try:
-        app.ingest([line.rstrip(b"\n") for line in simulate(5, 12, 3, fault_rate=150)])
-        ingest_corrections(app)
-    finally:
-        app.close()
+    simulated_with_corrections(store_url, 5, 12, 3, 150)
     log = EventLog.open(store_url)
     try:
         records = list(log.records())

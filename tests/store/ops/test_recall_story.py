@@ -11,22 +11,14 @@ from typing import Any
 import pytest
 
 from domain.money import format_minor
-from ledger.store import open_app
 from ops.cli import main as cli
-from ops.sim.simulator import simulate
-from tests.support.dispute_rounds import ingest_corrections
+from tests.support.dispute_rounds import simulated_with_corrections
 from tests.support.story import assert_adds_up
 
 
 @pytest.fixture
 def store(store_url: str) -> str:
-    app = open_app(store_url)
-    try:
-        app.ingest([line.rstrip(b"\n") for line in simulate(4, 30, 7, fault_rate=200)])
-        ingest_corrections(app)
-    finally:
-        app.close()
-    return store_url
+    return simulated_with_corrections(store_url, 4, 30, 7, 200)
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

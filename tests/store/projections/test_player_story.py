@@ -12,12 +12,10 @@ from datetime import UTC, datetime
 import pytest
 
 from ledger.eventlog import EventLog
-from ledger.store import open_app
-from ops.sim.simulator import simulate
 from projections import queries
 from projections.runner import Projector
 from projections.sql import Db
-from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, ingest_corrections
+from tests.support.dispute_rounds import RESETTLED, REVERSED_VOIDED, simulated_with_corrections
 from tests.support.story import assert_adds_up
 
 
@@ -41,13 +39,7 @@ def check_adds_up(rounds: list[queries.StoryRound], totals: dict[str, queries.St
 
 @pytest.fixture
 def story_store(store_url: str) -> str:
-    app = open_app(store_url)
-    try:
-        app.ingest([line.rstrip(b"\n") for line in simulate(4, 30, 7, fault_rate=200)])
-        ingest_corrections(app)
-    finally:
-        app.close()
-    return store_url
+    return simulated_with_corrections(store_url, 4, 30, 7, 200)
 
 
 def test_every_page_of_every_player_adds_up(story_store: str) -> None:
