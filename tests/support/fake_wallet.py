@@ -137,8 +137,9 @@ class WalletState:
         debit = self.applied.get(target)
         unknown = debit is None
         amount = 0 if debit is None or target in self.rolled_back else -debit.amount
-        self.rolled_back.add(target)
-        self.rolled_back.add(str(body["reference_transaction_id"]))
+        for rolled in {target, str(body["reference_transaction_id"])}:
+            self.rolled_back.add(rolled)
+            self.log.append((rolled, "debit", "rolled_back"))
         self._apply(tx, "rollback", player, amount)
         answer = self.applied[tx].answer
         if unknown:
