@@ -91,8 +91,8 @@ class Deliverer:
         while not stop.is_set():
             try:
                 derived = self.derive()
-                waiting = self.dispatch()
-                self.collect(IDLE_WAIT_S if not derived else 0)
+                sent, waiting = self.dispatch()
+                recorded = self.collect(IDLE_WAIT_S if not derived else 0)
             except UNREACHABLE as exc:
                 failed += 1
                 if failed > RECONNECTS_IN_A_ROW_MAX:
@@ -100,7 +100,7 @@ class Deliverer:
                 self._reconnect(exc)
                 continue
             failed = 0
-            if until_idle and not derived and not self.in_flight and not self.unrecorded and not waiting:
+            if until_idle and not (derived or sent or waiting or recorded or self.in_flight or self.unrecorded):
                 break
         self.result.position = self.outbox.position()
         return self.result
@@ -135,13 +135,13 @@ class Deliverer:
         self.result.derived += len(txs)
         return page.read
 
-    def dispatch(self) -> int:
+    def dispatch(self) -> tuple[int, int]:
         """Send the next transaction of every player that has none in flight and is due, within
-        each operator's concurrency. Returns how many open transactions wait (not sent now)."""
+        each operator's concurrency. Returns how many were sent, and how many open ones wait."""
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
             self.unrecorded = []
-        now, seen, waiting = now_ms(), set(), 0
+        now, seen, waiting, sent = now_ms(), set(), 0, 0
         for tx in self.outbox.open_txs():
             key = (tx.operator_id, tx.player_id)
             if key in seen:
@@ -155,7 +155,8 @@ class Deliverer:
                 waiting += wallet is not None
                 continue
             self._send(tx)
-        return waiting
+            sent += 1
+        return sent, waiting
 
     def _send(self, tx: WalletTx) -> None:
         body = self._resolved_body(tx)
@@ -178,11 +179,12 @@ class Deliverer:
             return tx.body
         return tx.body.replace(tx.ref_tx_id, target.tx_id)
 
-    def collect(self, timeout: float) -> None:
+    def collect(self, timeout: float) -> int:
+        """Wait (up to `timeout`) for answers; record those that came. Returns how many."""
         if not self.in_flight:
             if timeout:
                 time.sleep(timeout)
-            return
+            return 0
         done, _ = wait(list(self.in_flight), timeout=timeout or None, return_when=FIRST_COMPLETED)
         attempts = []
         for future in done:
@@ -193,6 +195,7 @@ class Deliverer:
         self.unrecorded.extend(attempts)
         self.outbox.record(self.unrecorded)
         self.unrecorded = []
+        return len(attempts)
 
     def outcome(self, tx: WalletTx, answer: Answer) -> Attempt:
         """The transaction after one call's answer (docs/wallet.md, "Rules per kind of call")."""
