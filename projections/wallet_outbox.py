@@ -6,12 +6,14 @@ answer, with the same ids.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from ledger.eventlog import EventLog
 from projections.sql import Db, Table, columns_of
 from projections.wallet_tx import FINAL, OPEN, WalletTx
 
@@ -158,6 +160,37 @@ class Outbox:
         """Calls without a good answer, per operator (every outcome but `ok`)."""
         return {op: int(n) for op, n in self.db.query(
             "SELECT operator_id, COUNT(*) FROM wallet_attempts WHERE outcome <> 'ok' GROUP BY operator_id")}
+
+
+def delivery_status(outbox: Outbox, head: int) -> dict[str, Any]:
+    """What `ledger wallet status` and /metrics show: per operator, transactions by status,
+    the oldest open one's age, failures; the dead letters with the wallet's answers."""
+    now_ms = int(time.time() * 1000)
+    oldest = outbox.oldest_open_ms()
+    failures = outbox.failures()
+    position = outbox.position()
+    operators = {}
+    for op, counts in sorted(outbox.counts().items()):
+        operators[op] = {"statuses": counts, "failures": failures.get(op, 0),
+                         "oldest_open_age_s": round((now_ms - oldest[op]) / 1000, 3) if op in oldest else 0.0}
+    dead = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
+             "reason": t.reason, "amount_minor": t.amount_minor, "currency": t.currency, "round_id": t.round_id,
+             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",))]
+    retrying = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
+                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",))]
+    return {"position": position, "head": head, "events_behind": max(0, head - position), "operators": operators,
+            "dead": dead, "retrying": retrying, "decisions": outbox.decisions()}
+
+
+def read_status(log: EventLog) -> dict[str, Any] | None:
+    """`delivery_status` of the store `log` reads (None: no deliverer has run on it)."""
+    db = Db.for_store(log.backend)
+    try:
+        if not db.table_exists(TXS.name):
+            return None
+        return delivery_status(Outbox(db), log.head())
+    finally:
+        db.close()
 
 
 class _sqlite_tx:

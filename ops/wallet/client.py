@@ -16,7 +16,7 @@ from ops.wallet.config import OperatorWallet
 OK, ROLLED_BACK, REFUSED, NO_ANSWER = "ok", "rolled_back", "refused", "no_answer"
 # 4xx answers that are about the transaction itself: permanent, a person decides (a dead letter).
 PERMANENT = frozenset({"insufficient_funds", "player_blocked", "unknown_player", "currency_mismatch",
-                       "limit_exceeded", "bad_request"})
+                       "limit_exceeded", "malformed_request"})
 SIGNATURE_HEADER = "X-Ledger-Signature"
 
 

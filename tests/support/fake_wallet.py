@@ -208,7 +208,7 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
                 return
             body = json.loads(raw)
             if kind not in ("debit", "credit", "rollback", "round"):
-                self._reply(404, {"error": "bad_request"})
+                self._reply(404, {"error": "malformed_request"})
                 return
             if str(body["player_id"]) in wallet.refuse_players:
                 self._reply(422, {"error": wallet.refuse_players[str(body["player_id"])],

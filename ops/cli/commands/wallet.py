@@ -98,33 +98,14 @@ def run_deliver(args: argparse.Namespace) -> int:
     return 0
 
 
-def status_of(outbox: Any, head: int) -> dict[str, Any]:
-    """What `ledger wallet status` and /metrics show: per operator, transactions by status,
-    the oldest open one's age, failures; the dead letters with the wallet's answers."""
-    now_ms = int(time.time() * 1000)
-    oldest = outbox.oldest_open_ms()
-    failures = outbox.failures()
-    position = outbox.position()
-    operators = {}
-    for op, counts in sorted(outbox.counts().items()):
-        operators[op] = {"statuses": counts, "failures": failures.get(op, 0),
-                         "oldest_open_age_s": round((now_ms - oldest[op]) / 1000, 3) if op in oldest else 0.0}
-    dead = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
-             "reason": t.reason, "amount_minor": t.amount_minor, "currency": t.currency, "round_id": t.round_id,
-             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",))]
-    retrying = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
-                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",))]
-    return {"position": position, "head": head, "events_behind": max(0, head - position), "operators": operators,
-            "dead": dead, "retrying": retrying, "decisions": outbox.decisions()}
-
-
 def run_status(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
+    from projections.wallet_outbox import delivery_status
 
     outbox = _outbox(args.db)
     log = EventLog.open(args.db)
     try:
-        status = status_of(outbox, log.head())
+        status = delivery_status(outbox, log.head())
     finally:
         log.close()
         outbox.db.close()
