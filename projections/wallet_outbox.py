@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +49,14 @@ class Attempt:
     more: tuple[WalletTx, ...] = ()
 
 
+_FIELDS = TXS.column_names
+
+
+def _values(tx: WalletTx) -> tuple[Any, ...]:
+    """The row's values in column order (`dataclasses.astuple` copies deeply: 10x slower)."""
+    return tuple(getattr(tx, name) for name in _FIELDS)
+
+
 def now_text() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -76,16 +84,17 @@ class Outbox:
         """The page's transactions and the new position, in one transaction; a repeat of a
         transaction already stored changes nothing (its status stays the one it has)."""
         with self.db.transaction():
-            self.db.executemany(self._insert, [astuple(tx) for tx in txs])
+            self.db.executemany(self._insert, [_values(tx) for tx in txs])
             moved = self.db.execute("UPDATE wallet_tracking SET position=?, updated_at=? WHERE name=? AND position=?",
                                     (last, now_text(), DELIVERER, first - 1))
             if moved != 1:
                 raise Concurrent(f"the deliverer's position is no longer {first - 1}")
 
-    def open_txs(self, limit: int = 10_000) -> list[WalletTx]:
-        """Transactions without a final answer, in ledger order."""
+    def open_txs(self, limit: int | None = 10_000) -> list[WalletTx]:
+        """Transactions without a final answer, in ledger order (`limit` None: all)."""
         marks = ", ".join("?" * len(OPEN))
-        rows = self.db.query(f"{self._select} WHERE status IN ({marks}) ORDER BY seq, tx_id LIMIT ?", (*OPEN, limit))
+        cut, params = ("", OPEN) if limit is None else (" LIMIT ?", (*OPEN, limit))
+        rows = self.db.query(f"{self._select} WHERE status IN ({marks}) ORDER BY seq, tx_id{cut}", params)
         return [WalletTx(*row) for row in rows]
 
     def get(self, tx_id: str) -> WalletTx | None:
@@ -107,7 +116,7 @@ class Outbox:
                                 "answer) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tx_id, attempt) DO NOTHING",
                                 (t.tx_id, t.attempts, t.operator_id, at, a.outcome, a.http_status,
                                  a.answer[:ANSWER_MAX]))
-                self.db.executemany(self._insert, [astuple(tx) for tx in a.more])
+                self.db.executemany(self._insert, [_values(tx) for tx in a.more])
 
     # ------------------------------------------------------------ decisions
     def decide(self, tx_id: str, action: str, by: str, why: str) -> WalletTx:

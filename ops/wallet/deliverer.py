@@ -14,6 +14,7 @@ import sqlite3
 import sys
 import threading
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
@@ -24,10 +25,11 @@ from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, Walle
 from ops.wallet.config import OperatorWallet
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
-from projections.wallet_tx import WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
+from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
 
 PAGE_SIZE_DEFAULT = 1000
 IDLE_WAIT_S = 0.05
+RELOAD_S = 2.0  # the open transactions read again from the store (a person's retry of a dead letter shows)
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
 UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
@@ -61,10 +63,15 @@ class Deliverer:
         self.busy: set[PlayerKey] = set()
         self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)
         self.unrecorded: list[Attempt] = []  # answers not yet in the store (kept across a reconnect)
+        # The open transactions per player in ledger order: a mirror of the store's, changed only
+        # after the store was, and read again from it every RELOAD_S and after a reconnect.
+        self.queues: dict[PlayerKey, deque[WalletTx]] | None = None
+        self._loaded_at = 0.0
         self.result = Delivered()
         self._open()
 
     def _open(self) -> None:
+        self.queues = None
         self.log = EventLog.open(self.url, ledger_required=False)
         self.outbox = Outbox(Db.for_store(self.log.backend))
         self.deriver = Deriver(self.log.round_records, self._notices)
@@ -130,7 +137,12 @@ class Deliverer:
         try:
             self.outbox.store_page(txs, start, page.last)
         except Concurrent:
+            self.queues = None  # another deliverer: what is open is read again
             return 0
+        if self.queues is not None:
+            for tx in txs:
+                if tx.status in OPEN:
+                    self.queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
         self.result.events += page.read
         self.result.derived += len(txs)
         return page.read
@@ -141,22 +153,35 @@ class Deliverer:
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
             self.unrecorded = []
-        now, seen, waiting, sent = now_ms(), set(), 0, 0
-        for tx in self.outbox.open_txs():
-            key = (tx.operator_id, tx.player_id)
-            if key in seen:
-                waiting += 1
+        if self.queues is None or time.monotonic() - self._loaded_at > RELOAD_S:
+            if self.in_flight:
+                return 0, 1  # read again once every answer in flight is recorded
+            self._load()
+        assert self.queues is not None
+        now, waiting, sent = now_ms(), 0, 0
+        for key, queue in list(self.queues.items()):
+            if not queue:
+                del self.queues[key]
                 continue
-            seen.add(key)
-            wallet = self.wallets.get(tx.operator_id)
             if key in self.busy:
+                waiting += len(queue) - 1
                 continue
-            if wallet is None or tx.next_at_ms > now or self.per_operator[tx.operator_id] >= wallet.concurrency:
-                waiting += wallet is not None
+            wallet, tx = self.wallets.get(key[0]), queue[0]
+            if wallet is None:
+                continue  # an operator without configuration: its transactions wait in the store
+            if tx.next_at_ms > now or self.per_operator[tx.operator_id] >= wallet.concurrency:
+                waiting += len(queue)
                 continue
             self._send(tx)
             sent += 1
+            waiting += len(queue) - 1
         return sent, waiting
+
+    def _load(self) -> None:
+        queues: dict[PlayerKey, deque[WalletTx]] = {}
+        for tx in self.outbox.open_txs(None):
+            queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
+        self.queues, self._loaded_at = queues, time.monotonic()
 
     def _send(self, tx: WalletTx) -> None:
         body = self._resolved_body(tx)
@@ -195,7 +220,24 @@ class Deliverer:
         self.unrecorded.extend(attempts)
         self.outbox.record(self.unrecorded)
         self.unrecorded = []
+        for attempt in attempts:
+            self._follow(attempt)
         return len(attempts)
+
+    def _follow(self, attempt: Attempt) -> None:
+        """The mirror after a recorded answer: the transaction stays at its player's head while
+        open, leaves when final; a debit's rollback and next generation go first."""
+        tx = attempt.tx
+        queue = self.queues.get((tx.operator_id, tx.player_id)) if self.queues is not None else None
+        if queue is None or not queue or queue[0].tx_id != tx.tx_id:
+            self.queues = None  # not what was sent: read again from the store
+            return
+        if tx.status in OPEN:
+            queue[0] = tx
+        else:
+            queue.popleft()
+        for more in reversed(attempt.more):
+            queue.appendleft(more)
 
     def outcome(self, tx: WalletTx, answer: Answer) -> Attempt:
         """The transaction after one call's answer (docs/wallet.md, "Rules per kind of call")."""

@@ -143,11 +143,15 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
 
     with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.35, seed=5), latency_s=0.01) as wallet:
         config = config_file(tmp_path, wallet.url, timeout_s=0.25)
+        proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name})
+        deadline = time.monotonic() + RUN_MAX_S
+        while wallet.state.requests == 0:  # its start (imports) takes seconds on a busy machine
+            assert proc.poll() is None and time.monotonic() < deadline, "the deliverer did not start"
+            time.sleep(0.05)
         killer = threading.Thread(target=terminate, daemon=True)
         killer.start()
         try:
-            proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name})
-            time.sleep(6)
+            time.sleep(3)
         finally:
             stop.set()
             killer.join()
