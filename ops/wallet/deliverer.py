@@ -109,8 +109,18 @@ class Deliverer:
             failed = 0
             if until_idle and not (derived or sent or waiting or recorded or self.in_flight or self.unrecorded):
                 break
+        self._drain()
         self.result.position = self.outbox.position()
         return self.result
+
+    def _drain(self) -> None:
+        """Stopped: the calls in flight answered (each within its timeout) and recorded, so a
+        stop loses nothing it could keep; a store that does not answer leaves them to be resent."""
+        try:
+            while self.in_flight:
+                self.collect(1.0)
+        except UNREACHABLE:
+            pass
 
     def _reconnect(self, exc: BaseException) -> None:
         print(f"ledger wallet deliver: store unreachable ({type(exc).__name__}: {exc}); reconnecting", file=sys.stderr)

@@ -33,8 +33,8 @@ def test_a_calm_wallet_gets_every_payout_once(store_url: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("how", MISBEHAVIOURS)
-def test_each_misbehaviour(how: str, tmp_path: Path) -> None:
-    url = filled(f"sqlite:///{tmp_path / 'ledger.db'}", rounds=6)
+def test_each_misbehaviour(how: str, store_url: str, tmp_path: Path) -> None:
+    url = filled(store_url, rounds=6)
     with FakeWallet(SECRET, chaos=Chaos({how: 0.3}, delay_s=0.45, seed=3)) as wallet:
         deliver(url, config_file(tmp_path, wallet.url))
         assert problems(url, wallet.state) == [], describe(url, wallet.state)
