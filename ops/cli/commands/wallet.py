@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from ops.cli.errors import CliError, ErrorCode, usage
+from ops.cli.errors import CliError, ErrorCode, check_input_file, usage
 from ops.cli.options import add_command, add_json_argument, text_length
 
 EPILOG = """\
@@ -73,6 +73,7 @@ def run_deliver(args: argparse.Namespace) -> int:
     from ops.wallet.config import ConfigError, load
     from ops.wallet.deliverer import Deliverer
 
+    check_input_file(args.config)  # missing, a folder, unreadable: its own code
     try:
         wallets = load(args.config)
     except ConfigError as exc:
