@@ -39,6 +39,7 @@ from projections.csvtext import csv_lines
 from projections.read_service import ReadService
 from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import STATUSES
+from projections.wallet_outbox import read_status
 
 COOKIE = "ledger_ui"
 PRE_COOKIE = "ledger_ui_signin"  # the sign-in form's own CSRF token, signed by the store: no session yet
@@ -725,3 +726,12 @@ def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[
 def mount(api: FastAPI) -> None:
     """Add the console's routes to the service."""
     api.include_router(router)
+
+
+# ------------------------------------------------------------------ wallet delivery
+@router.get("/wallet")
+def wallet_page(request: Request, session: UI, reads: READS) -> Response:
+    """Payouts to the operators' wallets (docs/wallet.md): per operator, transactions by status,
+    failed calls and the oldest one waiting; the dead letters and retries with the wallet's
+    answers; the decisions taken. The same as `ledger wallet status`."""
+    return _page(request, "wallet.html", session, delivery=read_status(reads.log))

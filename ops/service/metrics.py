@@ -40,6 +40,16 @@ REQUESTS = Counter("ledger_http_requests", "HTTP requests by route and status", 
 REQUEST_SECONDS = Histogram("ledger_http_request_seconds", "HTTP request latency by route", ["route"],
                             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0))
 
+WALLET_BEHIND = Gauge("ledger_wallet_events_behind", "Events recorded but not yet turned into wallet transactions",
+                      multiprocess_mode="mostrecent")
+WALLET_LAG = Gauge("ledger_wallet_delivery_lag_seconds",
+                   "Age of the operator's oldest wallet transaction without a final answer (0: none waits)",
+                   ["operator"], multiprocess_mode="mostrecent")
+WALLET_TXS = Gauge("ledger_wallet_transactions", "Wallet transactions by operator and status", ["operator", "status"],
+                   multiprocess_mode="mostrecent")
+WALLET_FAILED = Gauge("ledger_wallet_failed_calls", "Wallet calls without a good answer (kept in the store), by operator",
+                      ["operator"], multiprocess_mode="mostrecent")
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -67,3 +77,15 @@ def set_views(states: list[Any]) -> None:
     for state in states:
         VIEW_POSITION.labels(state.view).set(state.position)
         VIEW_STOPPED.labels(state.view).set(0 if state.stop is None else 1)
+
+
+def set_wallet(status: dict[str, Any] | None) -> None:
+    """Delivery lag and failures per operator (`projections.wallet_outbox.read_status`; None: no deliverer ran)."""
+    if status is None:
+        return
+    WALLET_BEHIND.set(status["events_behind"])
+    for op, s in status["operators"].items():
+        WALLET_LAG.labels(op).set(s["oldest_open_age_s"])
+        WALLET_FAILED.labels(op).set(s["failures"])
+        for name, n in s["statuses"].items():
+            WALLET_TXS.labels(op, name).set(n)

@@ -5,6 +5,7 @@ import argparse
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 
@@ -65,6 +66,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--body-timeout-s", type=float, default=None, metavar="S",
                    help="a request's body must arrive within this after its headers, else 408 (default 30)")
     p.add_argument("--log-level", default="info")
+    p.add_argument("--wallet-config", metavar="FILE", default=os.environ.get("LEDGER_WALLET_CONFIG") or None,
+                   help="also deliver payouts to the operators' wallets (docs/wallet.md): `ledger wallet deliver` "
+                   "runs beside the service, one process, stopped with it (default: LEDGER_WALLET_CONFIG)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     base = _base_url(args.host, args.port)
     print(f"ledger serve: {base} on store {safe_url(env['LEDGER_DB'])} ({_workers(args.workers)}); "
           f"console {base}/ui/, API docs {base}/docs; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+    deliverer = _start_deliverer(env["LEDGER_DB"], args.wallet_config)
     stop_by_sigterm = signal.signal(signal.SIGTERM, _stopped)
     try:
         uvicorn.run("ops.service.app:app_from_env", factory=True, host=args.host, port=args.port,
@@ -122,9 +127,35 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, stop_by_sigterm)
+        _stop_deliverer(deliverer)
         shutil.rmtree(private, ignore_errors=True)
     print(f"ledger serve: stopped ({base})", file=sys.stderr, flush=True)
     return 0
+
+
+def _start_deliverer(url: str, config: str | None) -> subprocess.Popen[bytes] | None:
+    """The wallet deliverer beside the service (its own process: its HTTP calls and the
+    service's requests never wait on each other's GIL); the configuration checked first."""
+    if not config:
+        return None
+    from ops.wallet.config import ConfigError, load
+
+    try:
+        load(config)
+    except ConfigError as exc:
+        raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
+    return subprocess.Popen([sys.executable, "-m", "ops.cli", "wallet", "deliver", "--db", url, "--config", config])
+
+
+def _stop_deliverer(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None:
+        return
+    proc.terminate()  # it stops after its current turn: every answer it had is recorded
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # what it had not recorded is sent again with the same ids
+        proc.wait()
 
 
 class _Stopped(Exception):

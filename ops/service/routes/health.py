@@ -13,6 +13,7 @@ from ops.service.health import RETRY_AFTER_S
 from ops.service.problems import documented, problem_response
 from projections import queries
 from projections.runner import Stop
+from projections.wallet_outbox import read_status
 
 router = APIRouter(tags=["public"])
 
@@ -54,6 +55,7 @@ def metrics_route(request: Request) -> Response:
     try:
         metrics.PROJECTION_LAG.set(queries.projection_lag(request.app.state.reader))
         metrics.set_views(queries.view_states(request.app.state.reader))
+        metrics.set_wallet(read_status(request.app.state.reader))
     except Exception:  # the store is down: /readyz says so; metrics still answer
         pass
     return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)

@@ -1,0 +1,272 @@
+"""The deliverer (docs/wallet.md): follows the stored events in order, keeps the wallet
+transactions they cause in the store (`projections/wallet_outbox.py`) and calls each
+operator's wallet until every transaction has a final answer.
+
+One thread owns the store (reads events, writes transactions and outcomes); each operator
+has a pool of `concurrency` threads for its HTTP calls. A player's transactions go one at a
+time in ledger order; different players in parallel. Nothing is kept only in memory that the
+store does not also hold: killed at any moment, a restarted deliverer resends what has no
+final answer, with the same ids.
+"""
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+import psycopg
+
+from ledger.eventlog import EventLog
+from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
+from ops.wallet.config import OperatorWallet
+from projections.sql import Db
+from projections.wallet_outbox import Attempt, Concurrent, Outbox
+from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
+
+PAGE_SIZE_DEFAULT = 1000
+IDLE_WAIT_S = 0.05
+RELOAD_S = 2.0  # the open transactions read again from the store (a person's retry of a dead letter shows)
+RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
+UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
+PlayerKey = tuple[str, str]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Delivered:
+    """What one run did (`ledger wallet deliver --json`)."""
+
+    events: int = 0
+    derived: int = 0
+    calls: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    reconnects: int = 0
+    position: int = 0
+
+
+class Deliverer:
+    def __init__(self, url: str, wallets: dict[str, OperatorWallet], *, page_size: int = PAGE_SIZE_DEFAULT) -> None:
+        self.url = url
+        self.wallets = wallets
+        self.page_size = page_size
+        self.clients = {op: WalletClient(w) for op, w in wallets.items()}
+        self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
+                      for op, w in wallets.items()}
+        self.in_flight: dict[Future[Answer], WalletTx] = {}
+        self.busy: set[PlayerKey] = set()
+        self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)
+        self.unrecorded: list[Attempt] = []  # answers not yet in the store (kept across a reconnect)
+        # The open transactions per player in ledger order: a mirror of the store's, changed only
+        # after the store was, and read again from it every RELOAD_S and after a reconnect.
+        self.queues: dict[PlayerKey, deque[WalletTx]] | None = None
+        self._loaded_at = 0.0
+        self.result = Delivered()
+        self._open()
+
+    def _open(self) -> None:
+        self.queues = None
+        self.log = EventLog.open(self.url, ledger_required=False)
+        self.outbox = Outbox(Db.for_store(self.log.backend))
+        self.deriver = Deriver(self.log.round_records, self._notices)
+
+    def _notices(self, operator: str) -> bool:
+        wallet = self.wallets.get(operator)
+        return wallet.debit_notices if wallet else True
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+        for client in self.clients.values():
+            client.close()
+        for closing in (self.outbox.db.close, self.log.close):
+            try:
+                closing()
+            except Exception:  # closing after the store went away: nothing left to keep
+                pass
+
+    # ---------------------------------------------------------------- loop
+    def run(self, *, until_idle: bool = False, stop: threading.Event | None = None) -> Delivered:
+        stop = stop or threading.Event()
+        failed = 0
+        while not stop.is_set():
+            try:
+                derived = self.derive()
+                sent, waiting = self.dispatch()
+                recorded = self.collect(IDLE_WAIT_S if not derived else 0)
+            except UNREACHABLE as exc:
+                failed += 1
+                if failed > RECONNECTS_IN_A_ROW_MAX:
+                    raise
+                self._reconnect(exc)
+                continue
+            failed = 0
+            if until_idle and not (derived or sent or waiting or recorded or self.in_flight or self.unrecorded):
+                break
+        self._drain()
+        self.result.position = self.outbox.position()
+        return self.result
+
+    def _drain(self) -> None:
+        """Stopped: the calls in flight answered (each within its timeout) and recorded, so a
+        stop loses nothing it could keep; a store that does not answer leaves them to be resent."""
+        try:
+            while self.in_flight:
+                self.collect(1.0)
+        except UNREACHABLE:
+            pass
+
+    def _reconnect(self, exc: BaseException) -> None:
+        print(f"ledger wallet deliver: store unreachable ({type(exc).__name__}: {exc}); reconnecting", file=sys.stderr)
+        self.result.reconnects += 1
+        time.sleep(0.5)
+        try:
+            self.outbox.db.close()
+            self.log.close()
+        except Exception:  # the old connections are gone either way
+            pass
+        try:
+            self._open()
+        except UNREACHABLE:
+            pass  # tried again on the next turn
+
+    def derive(self) -> int:
+        """One page of events turned into transactions, stored with the new position."""
+        start = self.outbox.position() + 1
+        page = self.log.page(start, self.page_size, WALLET_KINDS)
+        if not page.read:
+            return 0
+        stamp = now_ms()
+        txs = [replace(tx, derived_ms=stamp) for tx in self.deriver.derive(page.records)]
+        try:
+            self.outbox.store_page(txs, start, page.last)
+        except Concurrent:
+            self.queues = None  # another deliverer: what is open is read again
+            return 0
+        if self.queues is not None:
+            for tx in txs:
+                if tx.status in OPEN:
+                    self.queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
+        self.result.events += page.read
+        self.result.derived += len(txs)
+        return page.read
+
+    def dispatch(self) -> tuple[int, int]:
+        """Send the next transaction of every player that has none in flight and is due, within
+        each operator's concurrency. Returns how many were sent, and how many open ones wait."""
+        if self.unrecorded:
+            self.outbox.record(self.unrecorded)
+            self.unrecorded = []
+        if self.queues is None or time.monotonic() - self._loaded_at > RELOAD_S:
+            if self.in_flight:
+                return 0, 1  # read again once every answer in flight is recorded
+            self._load()
+        assert self.queues is not None
+        now, waiting, sent = now_ms(), 0, 0
+        for key, queue in list(self.queues.items()):
+            if not queue:
+                del self.queues[key]
+                continue
+            if key in self.busy:
+                waiting += len(queue) - 1
+                continue
+            wallet, tx = self.wallets.get(key[0]), queue[0]
+            if wallet is None:
+                continue  # an operator without configuration: its transactions wait in the store
+            if tx.next_at_ms > now or self.per_operator[tx.operator_id] >= wallet.concurrency:
+                waiting += len(queue)
+                continue
+            self._send(tx)
+            sent += 1
+            waiting += len(queue) - 1
+        return sent, waiting
+
+    def _load(self) -> None:
+        queues: dict[PlayerKey, deque[WalletTx]] = {}
+        for tx in self.outbox.open_txs(None):
+            queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
+        self.queues, self._loaded_at = queues, time.monotonic()
+
+    def _send(self, tx: WalletTx) -> None:
+        body = self._resolved_body(tx)
+        future = self.pools[tx.operator_id].submit(self.clients[tx.operator_id].post, tx.kind, tx.tx_id, body)
+        self.in_flight[future] = tx
+        self.busy.add((tx.operator_id, tx.player_id))
+        self.per_operator[tx.operator_id] += 1
+        self.result.calls += 1
+
+    def _resolved_body(self, tx: WalletTx) -> str:
+        """A void's rollback names the debit generation that stands (a debit sent again after
+        no answer has a new id); known before it is sent, since the player's earlier
+        transactions are final by then, so every resend carries the same body."""
+        if tx.kind != "rollback" or tx.reason != "void":
+            return tx.body
+        target = self.outbox.get(tx.ref_tx_id)
+        while target is not None and target.status == "unanswered":
+            target = self.outbox.get(tx_id_for(target.tx_id, "generation", target.generation + 1))
+        if target is None or target.tx_id == tx.ref_tx_id:
+            return tx.body
+        return tx.body.replace(tx.ref_tx_id, target.tx_id)
+
+    def collect(self, timeout: float) -> int:
+        """Wait (up to `timeout`) for answers; record those that came. Returns how many."""
+        if not self.in_flight:
+            if timeout:
+                time.sleep(timeout)
+            return 0
+        done, _ = wait(list(self.in_flight), timeout=timeout or None, return_when=FIRST_COMPLETED)
+        attempts = []
+        for future in done:
+            tx = self.in_flight.pop(future)
+            self.busy.discard((tx.operator_id, tx.player_id))
+            self.per_operator[tx.operator_id] -= 1
+            attempts.append(self.outcome(tx, future.result()))
+        self.unrecorded.extend(attempts)
+        self.outbox.record(self.unrecorded)
+        self.unrecorded = []
+        for attempt in attempts:
+            self._follow(attempt)
+        return len(attempts)
+
+    def _follow(self, attempt: Attempt) -> None:
+        """The mirror after a recorded answer: the transaction stays at its player's head while
+        open, leaves when final; a debit's rollback and next generation go first."""
+        tx = attempt.tx
+        queue = self.queues.get((tx.operator_id, tx.player_id)) if self.queues is not None else None
+        if queue is None or not queue or queue[0].tx_id != tx.tx_id:
+            self.queues = None  # not what was sent: read again from the store
+            return
+        if tx.status in OPEN:
+            queue[0] = tx
+        else:
+            queue.popleft()
+        for more in reversed(attempt.more):
+            queue.appendleft(more)
+
+    def outcome(self, tx: WalletTx, answer: Answer) -> Attempt:
+        """The transaction after one call's answer (docs/wallet.md, "Rules per kind of call")."""
+        self.result.outcomes[answer.outcome] = self.result.outcomes.get(answer.outcome, 0) + 1
+        tried = replace(tx, attempts=tx.attempts + 1, last_answer=answer.text[:2000])
+        now = now_ms()
+        if answer.outcome == OK:
+            return Attempt(replace(tried, status="delivered", done_ms=now), OK, answer.http_status, answer.text)
+        if answer.outcome == ROLLED_BACK:
+            return Attempt(replace(tried, status="rolled_back", done_ms=now), ROLLED_BACK, answer.http_status,
+                           answer.text)
+        if answer.outcome == REFUSED:
+            return Attempt(replace(tried, status="dead", done_ms=now), REFUSED, answer.http_status, answer.text)
+        assert answer.outcome == NO_ANSWER
+        if tx.kind == "debit":  # never left in doubt: rolled back, then the stake sent again under a new id
+            more = tuple(replace(m, derived_ms=now) for m in next_generation(tx, tx.seq + 1))
+            return Attempt(replace(tried, status="unanswered", done_ms=now), NO_ANSWER, answer.http_status,
+                           answer.text, more)
+        wallet = self.wallets[tx.operator_id]
+        wait_s = min(wallet.backoff_max_s, wallet.backoff_s * 2 ** min(tx.attempts, 20))
+        return Attempt(replace(tried, status="retrying", next_at_ms=now + int(wait_s * 1000)), NO_ANSWER,
+                       answer.http_status, answer.text)

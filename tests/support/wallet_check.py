@@ -1,0 +1,80 @@
+"""What the wallet must hold when delivery is done (issue 31, "How to know it is done"),
+computed from the ledger's own events and compared with the fake wallet's state."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ledger.eventlog import EventLog
+from ledger.records import BetPlaced, Opened, Record, Settled, SettlementReversed, Voided
+from projections.balances import PLAYER_PREFIX
+from tests.support.fake_wallet import WalletState
+
+
+def ledger_balances(records: list[Record]) -> dict[str, int]:
+    """Every player's balance in the ledger: the sum of the player's postings."""
+    out: Counter[str] = Counter()
+    for r in records:
+        for leg in getattr(r, "postings", ()):
+            if leg.account.startswith(PLAYER_PREFIX):
+                out[leg.account[len(PLAYER_PREFIX):]] += leg.amount_minor
+    return dict(out)
+
+
+def round_endings(records: list[Record]) -> dict[tuple[str, str], str]:
+    """(round id, player) -> completed | cancelled, as the ledger ended each round with bets."""
+    players: dict[str, set[str]] = {}
+    ended: dict[str, str] = {}
+    for r in records:
+        if isinstance(r, BetPlaced):
+            players.setdefault(r.originator_id, set()).add(r.player_id)
+        elif isinstance(r, Settled):
+            ended[r.originator_id] = "completed"
+        elif isinstance(r, SettlementReversed):
+            ended.pop(r.originator_id, None)
+        elif isinstance(r, Voided) and r.refunds:
+            ended[r.originator_id] = "cancelled"
+    return {(rid, p): how for rid, how in ended.items() for p in players.get(rid, ())}
+
+
+def problems(url: str, wallet: WalletState, *, notices: bool = True) -> list[str]:
+    """Every way the wallet differs from the ledger (empty: delivered exactly once in effect)."""
+    log = EventLog.open(url)
+    try:
+        records = list(log.records())
+    finally:
+        log.close()
+    assert any(isinstance(r, Opened) for r in records), "no rounds in the store"
+    found = []
+    want = ledger_balances(records)
+    for player in sorted(set(want) | set(wallet.balances)):
+        got = wallet.net(player)
+        if got != want.get(player, 0):
+            found.append(f"balance of {player}: wallet {got}, ledger {want.get(player, 0)}")
+    found += [f"{tx} applied {n} times" for tx, n in wallet.applies.items() if n > 1]
+    rolled: set[str] = set()
+    for tx, kind, effect in wallet.log:  # nothing applied after its rollback
+        if effect == "applied" and tx in rolled:
+            found.append(f"{kind} {tx} applied after its rollback")
+        if effect == "rolled_back":
+            rolled.add(tx)
+    endings = round_endings(records)
+    for key, how in sorted(endings.items()):
+        if wallet.rounds.get(key) != how:
+            found.append(f"round {key[0]} player {key[1]}: ledger {how}, wallet {wallet.rounds.get(key)}")
+    return found
+
+
+def statuses(url: str) -> dict[str, int]:
+    from ledger.backend import Backend
+    from projections.sql import Db
+
+    db = Db.for_store(Backend.of_url(url))
+    try:
+        return {s: int(n) for s, n in db.query("SELECT status, COUNT(*) FROM wallet_tx GROUP BY status")}
+    finally:
+        db.close()
+
+
+def describe(url: str, wallet: WalletState) -> dict[str, Any]:
+    return {"statuses": statuses(url), "requests": wallet.requests, "log": len(wallet.log)}
