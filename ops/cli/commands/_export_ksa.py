@@ -11,7 +11,7 @@ from typing import Any
 
 from domain.money import format_minor
 from ledger.eventlog import EventLog
-from ops.cli.errors import CliError, ErrorCode, check_input_file, usage
+from ops.cli.errors import CliError, ErrorCode, check_input_file
 from ops.cli.options import (
     add_command,
     add_db_argument,
@@ -104,15 +104,15 @@ def _keys(args: argparse.Namespace) -> Keys:
 def run_ksa(args: argparse.Namespace) -> int:
     check_period(args)
     keys = _keys(args)
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"cannot make {out}: {exc.strerror or exc}") from None
-    target = Target(out, args.operator_id, args.data_safe_id, keys, regulator.now())
-    log = EventLog.open(args.db)
+    log = EventLog.open(args.db)  # the store first: a missing one leaves no folder behind
     db = Db.for_store(log.backend)
     try:
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"cannot make {out}: {exc.strerror or exc}") from None
+        target = Target(out, args.operator_id, args.data_safe_id, keys, regulator.now())
         ensure(db)
         export = KsaExport(log, db, Scope(), Period(args.since, args.until), target,
                            ExportRules(timedelta(minutes=args.session_gap_minutes)))
@@ -153,8 +153,10 @@ def _print(info: dict[str, Any], as_json: bool) -> None:
 
 def run_verify(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
+    if not directory.exists():
+        raise CliError(ErrorCode.INPUT_MISSING, f"{args.dir} does not exist")
     if not directory.is_dir():
-        raise usage(f"{args.dir} is not a folder")
+        raise CliError(ErrorCode.INPUT_INVALID, f"{args.dir} is a file; give the folder `ledger export ksa` wrote")
     cert = None
     if args.signing_cert:
         check_input_file(args.signing_cert)
