@@ -58,7 +58,9 @@ class ErrorCode(StrEnum):
                                         "`--xsd`, nothing written; KSA: a currency other than EUR, an id above 256 "
                                         "characters, the batches before it written and registered)")
     REGISTER_FAILED = ("register_failed", "`export dgoj`: the file was written but the export register could not "
-                                          "record it (the next export sends the same records again)")
+                                          "record it (the next export sends the same records again); `export ksa`: "
+                                          "a batch could not be registered (its files removed, the next export "
+                                          "writes it again)")
     BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be made as asked (with "
                                         "`--at`, or a `--manifest` that does not cover the round)")
     CHAIN_MISMATCH = ("chain_mismatch", "`replay --proof`, `--html`, `--bundle`, the dispute page: the audit chain "

@@ -27,6 +27,10 @@ from projections.sql import Db
 RECORDS_PER_FILE = 512  # the XSDs' maxOccurs
 
 
+class RegisterError(RuntimeError):
+    """A batch was written but the register could not record it: its files were removed."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where and as whom: the directory, the KSA's ids of the licensee and its data safe,
@@ -185,8 +189,11 @@ class KsaExport:
             manifest_sha = sha256_file(paths[2])
             rows: list[tuple[object, ...]] = [(r.record_id, self.scope.operator_id, key, s, kind, content, seq)
                                               for r, key, s, content in items]
-            record_batch(self.db, rows, (self.scope.operator_id, seq, extraction, paths[2].name, manifest_sha,
-                                         facts.batch_sha256, facts.zip_path, len(items)))
+            try:
+                record_batch(self.db, rows, (self.scope.operator_id, seq, extraction, paths[2].name, manifest_sha,
+                                             facts.batch_sha256, facts.zip_path, len(items)))
+            except Exception as exc:  # another export took this sequence number, or the store failed
+                raise RegisterError(f"batch {seq} ({paths[2].name}) could not be registered: {exc}") from exc
         except BaseException:
             for p in created:  # a batch not registered is not on disk: the next export writes it again
                 p.unlink(missing_ok=True)

@@ -25,7 +25,7 @@ from projections import regulator
 from projections.dgoj import SESSION_GAP_DEFAULT, SESSION_GAP_MAX, ExportRules
 from projections.ksa import KsaError
 from projections.ksa_register import ensure
-from projections.ksa_stream import KsaExport, Tally, Target
+from projections.ksa_stream import KsaExport, RegisterError, Tally, Target
 from projections.ksa_verify import verify
 from projections.ksa_xml import Keys
 from projections.regulator import DEFAULT_OPERATOR, Period, Scope
@@ -119,6 +119,9 @@ def run_ksa(args: argparse.Namespace) -> int:
         tally = export.run()
     except KsaError as exc:
         raise CliError(ErrorCode.EXPORT_REFUSED, f"{exc}; the batches before it are written and registered") from None
+    except RegisterError as exc:
+        raise CliError(ErrorCode.REGISTER_FAILED, f"{exc}; its files were removed, the batches before it are "
+                       "written and registered; the next export writes it again") from None
     except FileExistsError as exc:
         raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"{exc.filename} is already there (a batch of another "
                        "register?); nothing of that batch registered") from None

@@ -289,3 +289,28 @@ def test_an_empty_folder_and_a_stray_file(exported, tmp_path, capsys) -> None:
     (out / "ksa-000099.zip").write_bytes(b"stray")
     code, findings = verify(out, capsys)
     assert code == 1 and [f["file"] for f in findings] == ["ksa-000099.zip"]
+
+
+def test_a_batch_the_register_cannot_record_is_removed(tmp_path, parties, capsys, monkeypatch) -> None:
+    from ops.sim.simulator import simulate
+    from projections import ksa_stream
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    app = open_app(url)
+    app.ingest(list(simulate(tables=2, rounds=3, seed=1)))
+    app.close()
+
+    def refuse(*_: object) -> None:
+        raise RuntimeError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(ksa_stream, "record_batch", refuse)
+    argv = ["export", "ksa", "--db", url, "--out", str(tmp_path / "ksa"), "--signing-key", str(parties["operator"].key),
+            "--signing-cert", str(parties["operator"].cert), "--recipient-cert", str(parties["ksa"].cert)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "register_failed" in err and len(err.splitlines()) == 1
+    assert list((tmp_path / "ksa").iterdir()) == []
+    monkeypatch.undo()
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert verify(tmp_path / "ksa", capsys) == (0, [])
