@@ -7,7 +7,9 @@ A regulator export is five things, and only the first three differ between regul
    account transactions), read a chunk of complete rounds at a time up to the head read at
    the start (`projections.replay_range.stored_rounds`), in bounded memory;
 2. **whose players and bets** (`Scope`: one operator, the licensee) and **which period**
-   (`Period`: `--since` inclusive, `--until` exclusive, by the studio's time);
+   (`Period`: `--since` inclusive, `--until` exclusive, instants of the studio's time, a
+   day being a UTC day unless an offset is given: a session belongs to the period of its
+   first bet; gaming days, in the table's zone, are the views' unit, not an export's);
 3. **the format**: its writer, its validator (the regulator's XSDs) and, where the format
    can be checked offline after the fact, its verifier (`Finding`s naming the file);
 4. **the export register**: a table beside the views (never a view: `ledger project

@@ -101,6 +101,12 @@ def _keys(args: argparse.Namespace) -> Keys:
         raise CliError(ErrorCode.INPUT_INVALID, f"keys: {exc}") from None
 
 
+def scope(args: argparse.Namespace) -> Scope:
+    """Whose players and bets the export holds: the default operator's until bets name their
+    operator (the issue "Operators"); `--operator` is wired in here."""
+    return Scope()
+
+
 def run_ksa(args: argparse.Namespace) -> int:
     check_period(args)
     keys = _keys(args)
@@ -114,7 +120,7 @@ def run_ksa(args: argparse.Namespace) -> int:
             raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"cannot make {out}: {exc.strerror or exc}") from None
         target = Target(out, args.operator_id, args.data_safe_id, keys, regulator.now())
         ensure(db)
-        export = KsaExport(log, db, Scope(), Period(args.since, args.until), target,
+        export = KsaExport(log, db, scope(args), Period(args.since, args.until), target,
                            ExportRules(timedelta(minutes=args.session_gap_minutes)))
         tally = export.run()
     except KsaError as exc:
@@ -125,6 +131,9 @@ def run_ksa(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"{exc.filename} is already there (a batch of another "
                        "register?); nothing of that batch registered") from None
+    except OSError as exc:
+        raise CliError(ErrorCode.OUTPUT_UNWRITABLE, f"cannot write in {args.out}: {exc.strerror or exc}; the "
+                       "batches before it are written and registered") from None
     finally:
         db.close()
         log.close()
