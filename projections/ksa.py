@@ -18,6 +18,7 @@ Identifiers are the XSD's `UID` pattern: UUIDv5 of the subject (stable across ex
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -128,17 +129,22 @@ def session(s: Session, txs: list[Subject]) -> Subject:
     key = f"session/{s.session_id}"
     won = sum(1 for p in s.plays if p.won_minor > p.staked_minor)
     ruleset = s.plays[0].ruleset_id
+    listed = hashlib.sha256("\n".join(t.key for t in txs).encode()).hexdigest()  # a digest: sessions grow long
     content = _content(game=ruleset, start=utc(s.start), end=utc(s.end), rounds=len(s.plays), won=won,
-                       txs=[t.key for t in txs])
-    listed = tuple(("Game_Transaction", (("Transaction_ID", uid(t.key)), ("Player_Profile_ID", s.player_id)))
-                   for t in txs)
+                       transactions=listed)
+    player = medium(s.player_id, "player id")
+    rows = tuple(("Game_Transaction", (("Transaction_ID", dict(t.fields)["Transaction_ID"]), ("Player_Profile_ID", player)))
+                 for t in txs)
     return Subject(SESSION, key, content, (
         ("Game_ID", game_id(ruleset)), ("Game_Session_ID", uid(key)),
         ("Game_Session_Start_Datetime", utc(s.start)), ("Game_Session_End_Datetime", utc(s.end)),
         ("Game_Session_Rounds", str(len(s.plays))), ("Game_Session_Rounds_Won", str(won)),
-        ("Game_Transactions", listed)))
+        ("Game_Transactions", rows)))
 
 
-def sent_transactions(session_content: str) -> list[str]:
-    """The transaction keys a session's content (as sent) listed."""
-    return list(json.loads(session_content).get("txs", []))
+def withdrawn(play: Play) -> Iterator[str]:
+    """The keys of the play's transactions that no longer exist (an amount now 0: the winnings
+    of a round reversed and voided): if sent, they are cancelled."""
+    for type_, minor in (("WINNING", play.won_minor), ("VOID_STAKE", play.refunded_minor)):
+        if minor == 0:
+            yield f"tx/{play.round_id}/{play.player_id}/{type_}"

@@ -25,6 +25,7 @@ from projections.replay_range import stored_rounds
 from projections.sql import Db
 
 RECORDS_PER_FILE = 512  # the XSDs' maxOccurs
+LISTED_MAX = 20_000  # transactions listed by the game sessions buffered: past it they are written (memory)
 
 
 class RegisterError(RuntimeError):
@@ -66,6 +67,7 @@ class KsaExport:
         self.clock: datetime | None = None
         self.chain: ChainEnd = chain_end(db, scope.operator_id)
         self.buffers: dict[str, list[tuple[Record, str, int, str]]] = {k: [] for k in ksa.KINDS}
+        self.listed = 0  # transactions listed by the buffered game sessions
         self._spill: Spill | None = None
 
     def run(self) -> Tally:
@@ -116,10 +118,9 @@ class KsaExport:
         txs = [t for p in s.plays for t in ksa.transactions(p)]
         for t in txs:
             self._emit(t)
-        if before is not None and before[2] == ksa.SESSION:
-            now = {t.key for t in txs}
-            for gone in ksa.sent_transactions(before[3]):
-                if gone not in now:
+        if before is not None:  # only a session sent can have had transactions sent
+            for p in s.plays:
+                for gone in ksa.withdrawn(p):
                     self._cancel(gone)
         self._emit(ksa.session(s, txs))
 
@@ -158,12 +159,16 @@ class KsaExport:
         self.tally.replacements += record.replaces is not None
         self.tally.cancellations += kind == ksa.CANCELLATION
         self.buffers[kind].append((record, key, seq, content))
-        if len(self.buffers[kind]) >= RECORDS_PER_FILE:
+        if kind == ksa.SESSION:
+            self.listed += len(dict(record.fields)["Game_Transactions"])  # type: ignore[arg-type]
+        if len(self.buffers[kind]) >= RECORDS_PER_FILE or (kind == ksa.SESSION and self.listed >= LISTED_MAX):
             self._flush(kind)
 
     def _flush(self, kind: str) -> None:
         """One batch: the data file zipped, encrypted, its manifest signed; then registered."""
         items, self.buffers[kind] = self.buffers[kind], []
+        if kind == ksa.SESSION:
+            self.listed = 0
         seq = self.chain.seq + 1
         t = self.target
         stem = f"ksa-{seq:06d}"

@@ -314,3 +314,25 @@ def test_a_batch_the_register_cannot_record_is_removed(tmp_path, parties, capsys
     assert main(argv) == 0
     capsys.readouterr()
     assert verify(tmp_path / "ksa", capsys) == (0, [])
+
+
+def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, capsys, monkeypatch) -> None:
+    """The game sessions buffered are written once they list LISTED_MAX transactions, before
+    512 records (memory: a simulated player's session grows with the rounds)."""
+    from ops.sim.simulator import simulate
+    from projections import ksa_stream
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    app = open_app(url)
+    app.ingest(list(simulate(tables=2, rounds=20, seed=1)))
+    app.close()
+    monkeypatch.setattr(ksa_stream, "LISTED_MAX", 60)
+    assert main(["export", "ksa", "--db", url, "--out", str(tmp_path / "ksa"), "--signing-key",
+                 str(parties["operator"].key), "--signing-cert", str(parties["operator"].cert), "--recipient-cert",
+                 str(parties["ksa"].cert)]) == 0
+    capsys.readouterr()
+    files = [(kind, len(root)) for _, kind, root in batches(tmp_path / "ksa")]
+    sessions = [n for kind, n in files if kind == ksa.SESSION]
+    assert len(sessions) > 1 and sum(sessions) < 512
+    assert_valid(tmp_path / "ksa")
+    assert verify(tmp_path / "ksa", capsys) == (0, [])
