@@ -162,6 +162,10 @@ class KsaExport:
         if kind == ksa.SESSION:
             self.listed += len(dict(record.fields)["Game_Transactions"])  # type: ignore[arg-type]
         if len(self.buffers[kind]) >= RECORDS_PER_FILE or (kind == ksa.SESSION and self.listed >= LISTED_MAX):
+            # A game session names its game and transactions: theirs go out first, never after it.
+            for before in ((ksa.GAME, ksa.TRANSACTION) if kind == ksa.SESSION else ()):
+                if self.buffers[before]:
+                    self._flush(before)
             self._flush(kind)
 
     def _flush(self, kind: str) -> None:

@@ -332,6 +332,12 @@ def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, ca
                  str(parties["ksa"].cert)]) == 0
     capsys.readouterr()
     files = [(kind, len(root)) for _, kind, root in batches(tmp_path / "ksa")]
+    sent: set[str] = set()  # every transaction a game session lists is in an earlier or the same run's earlier batch
+    for _, kind, root in batches(tmp_path / "ksa"):
+        if kind == ksa.TRANSACTION:
+            sent |= {str(r.findtext("Transaction_ID")) for r in root}
+        elif kind == ksa.SESSION:
+            assert {str(t.text) for t in root.iter("Transaction_ID")} <= sent
     sessions = [n for kind, n in files if kind == ksa.SESSION]
     assert len(sessions) > 1 and sum(sessions) < 512
     assert_valid(tmp_path / "ksa")
