@@ -53,11 +53,14 @@ class ErrorCode(StrEnum):
                                           "`publish`) did not answer in time, after retries")
     ADDRESS_IN_USE = ("address_in_use", "`ledger serve` on a host and port that another process holds (or that "
                                         "this user may not listen on)")
-    EXPORT_REFUSED = ("export_refused", "`export dgoj`: data the DGOJ format cannot carry (an amount above 12 "
-                                        "digits, a player id too long), or a batch not valid against `--xsd`; "
-                                        "nothing written")
+    EXPORT_REFUSED = ("export_refused", "`export dgoj`, `export ksa`: data the format cannot carry (DGOJ: an "
+                                        "amount above 12 digits, a player id too long, a batch not valid against "
+                                        "`--xsd`, nothing written; KSA: a currency other than EUR, an id above 256 "
+                                        "characters, the batches before it written and registered)")
     REGISTER_FAILED = ("register_failed", "`export dgoj`: the file was written but the export register could not "
-                                          "record it (the next export sends the same records again)")
+                                          "record it (the next export sends the same records again); `export ksa`: "
+                                          "a batch could not be registered (its files removed, the next export "
+                                          "writes it again)")
     BUNDLE_REFUSED = ("bundle_refused", "`replay --bundle`: the dispute bundle cannot be made as asked (with "
                                         "`--at`, or a `--manifest` that does not cover the round)")
     CHAIN_MISMATCH = ("chain_mismatch", "`replay --proof`, `--html`, `--bundle`, the dispute page: the audit chain "

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from projections.dgoj import ExportRules, Session
+from projections.dgoj import KINDS, ExportRules, Session
+from projections.regulator import Regulator, RegulatorExport
 from projections.sql import Db, Table
 
 REGISTER = Table(
@@ -34,6 +35,7 @@ REGISTER = Table(
     ),
     indexes=(("sesion_id", "seq"),),
 )
+DGOJ: Regulator = RegulatorExport("dgoj", KINDS, (REGISTER,))  # DGOJ on the seam (projections/regulator.py)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`python -m ops.bench.memory_bench [--scale 10,20,40,80] [--db-kind sqlite|postgres]`: peak
 memory of `ledger ingest`, `ledger ingest --workers 2`, `ledger project`, `ledger audit
-replay` and `ledger export dgoj` at a base size and at each --scale times as many rounds.
+replay`, `ledger export dgoj` and `ledger export ksa` at a base size and at each --scale times as many rounds.
 
 Each step runs as its own `ledger` process on a fresh store and its peak resident set is
 read when it exits, so one step's memory never counts in another's: the process's own
@@ -64,8 +64,34 @@ def steps(feed: Path, url: str) -> dict[str, list[str]]:
 def export_steps(tmp: str, url: str) -> dict[str, int]:
     """`ledger export dgoj` on the ingested store (every session, Teen Patti included; not
     registered, so the store is left as the other steps found it)."""
-    return {"export_dgoj": peak_kib(["export", "dgoj", "--db", url, "--operator-id", "OP01", "--store-id", "ALM1",
-                                     "--out", str(Path(tmp) / "lote.xml"), "--teen-patti", "COM", "--no-register"])[0]}
+    dgoj = peak_kib(["export", "dgoj", "--db", url, "--operator-id", "OP01", "--store-id", "ALM1",
+                     "--out", str(Path(tmp) / "lote.xml"), "--teen-patti", "COM", "--no-register"])[0]
+    key, cert = _throwaway_keys(Path(tmp))  # `export ksa` registers what it writes: the last step on this store
+    ksa = peak_kib(["export", "ksa", "--db", url, "--out", str(Path(tmp) / "ksa"), "--signing-key", str(key),
+                    "--signing-cert", str(cert), "--recipient-cert", str(cert)])[0]
+    return {"export_dgoj": dgoj, "export_ksa": ksa}
+
+
+def _throwaway_keys(directory: Path) -> tuple[Path, Path]:
+    """An RSA key and its self-signed certificate for this run only (never kept)."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "memory bench")])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    key_path, cert_path = directory / "bench.key.pem", directory / "bench.pem"
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_path, cert_path
 
 
 def measure(tables: int, rounds: int, seed: int, store: Any) -> dict[str, int]:

@@ -3,7 +3,8 @@
 # command works on a fresh machine of this kind: PostgreSQL at 127.0.0.1:5432 (started when
 # installed), NATS JetStream at 127.0.0.1:4222, Debian's Chromium for the browser tests
 # (Playwright cannot download one here). Fails, never skips: one FAIL line per service that
-# cannot be had, exit 1.
+# cannot be had, exit 1. Debian's xmlsec1, the independent verifier of the KSA manifests'
+# signatures (tests/store/projections/test_ksa.py), is installed here too.
 set -uo pipefail
 
 sudo=""
@@ -39,5 +40,10 @@ if [ ! -x /usr/bin/chromium ]; then
   echo "Chromium is missing; installing it for the browser tests"
   apt_install chromium
   [ -x /usr/bin/chromium ] || { echo "FAIL: /usr/bin/chromium is missing and could not be installed (apt-get install -y chromium)" >&2; failed=1; }
+fi
+if ! command -v xmlsec1 >/dev/null; then
+  echo "xmlsec1 is missing; installing it for the KSA signature tests"
+  apt_install xmlsec1
+  command -v xmlsec1 >/dev/null || { echo "FAIL: xmlsec1 is missing and could not be installed (apt-get install -y xmlsec1)" >&2; failed=1; }
 fi
 exit $failed

@@ -43,6 +43,14 @@ CASES: dict[str, tuple[list[str], tuple[list[str], ErrorCode], tuple[list[str], 
                     (["--operator-id", "OPERATOR1", "--store-id", "A1", "--out", "{tmp}/x.xml", *M], U),
                     (["--operator-id", "OP01", "--store-id", "A1", "--out", "{tmp}/x.xml", "--xsd", "{tmp}/none.xsd",
                       *M], ErrorCode.INPUT_MISSING)),
+    "export ksa": (["--out", "{tmp}/ksa", "--signing-key", "{tmp}/k.pem", "--signing-cert", "{tmp}/c.pem",
+                    "--recipient-cert", "{tmp}/r.pem", *M],
+                   (["--out", "{tmp}/ksa", "--signing-key", "{tmp}/k.pem", "--signing-cert", "{tmp}/c.pem",
+                     "--recipient-cert", "{tmp}/r.pem", "--session-gap-minutes", "0", *M], U),
+                   (["--out", "{tmp}/ksa", "--signing-key", "{tmp}/k.pem", "--signing-cert", "{tmp}/c.pem",
+                     "--recipient-cert", "{tmp}/r.pem", *M], ErrorCode.INPUT_MISSING)),
+    "export verify": (["{tmp}/none"], (["{tmp}", "--signing-cert", "{tmp}"], ErrorCode.INPUT_IS_DIRECTORY),
+                      (["{tmp}/none"], ErrorCode.INPUT_MISSING)),
     "ggr": (M, ([*M, "--since", "2026-11-21T03:00"], U), (M, ErrorCode.STORE_MISSING)),
     "ingest": (["{tmp}/none.jsonl"], (["{tmp}/none.jsonl", "--batch-size", "0"], U),
                (["{tmp}/none.jsonl"], ErrorCode.INPUT_MISSING)),
@@ -155,7 +163,7 @@ def test_serve_on_a_busy_port_and_without_its_store_is_one_line_exit_2(tmp_path:
 
 
 # ------------------------------------------------------------------ periods
-PERIOD_COMMANDS = {"ggr", "refunds", "monitor", "round list", "export dgoj", "audit export"}
+PERIOD_COMMANDS = {"ggr", "refunds", "monitor", "round list", "export dgoj", "export ksa", "audit export"}
 
 
 def _option(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | None:
