@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +46,7 @@ LOSE_EVERY_WRITE = textwrap.dedent("""
 """)
 
 
-def test_workers_that_lose_the_store_with_batches_queued_end_the_run(tmp_path) -> None:
+def test_workers_that_lose_the_store_with_batches_queued_end_the_run(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     proc = subprocess.Popen([sys.executable, "-c", LOSE_EVERY_WRITE, url], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -59,7 +61,7 @@ def test_workers_that_lose_the_store_with_batches_queued_end_the_run(tmp_path) -
 
 
 @pytest.mark.postgres
-def test_backends_terminated_under_two_workers_end_the_run_and_a_reingest_equals_a_clean_one(capsys) -> None:
+def test_backends_terminated_under_two_workers_end_the_run_and_a_reingest_equals_a_clean_one(capsys: Any) -> None:
     trials = ingest_trials(pg_base_url(), TRIALS, END_BOUND_S, (0.0, 2.0), tables=8, rounds=40, seed=33)
     report = capsys.readouterr().out
     assert all(t.exit in (0, 2) for t in trials), report
