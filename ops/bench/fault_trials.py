@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.eventlog import EventLog
+from ledger.records import fields_of
 from ledger.store import open_app
 from ops.sim.simulator import simulate
 from projections.runner import Projector
@@ -65,12 +66,11 @@ def store_facts(url: str) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     try:
         facts: dict[str, list[Any]] = {}
         ids: list[str] = []
-        for n in app.recorder.select_notifications(1, 10_000_000):
-            event = app.mapper.to_domain_event(n)
-            state = {k: v for k, v in vars(event).items() if k not in ("timestamp", "originator_id")}
-            facts.setdefault(str(event.originator_id), []).append((type(event).__name__, state))
-            if isinstance(command := state.get("command_id"), str):
-                ids.append(command)
+        for record in EventLog(app).records():
+            facts.setdefault(record.originator_id, []).append(
+                (type(record).__name__, record.originator_version, fields_of(record)))
+            if record.command_id:
+                ids.append(record.command_id)
         commands = {k: tuple(v) for k, v in app.ledger_recorder().select_commands(sorted(set(ids))).items()}
         return facts, commands
     finally:
