@@ -14,7 +14,11 @@ random moment after its first events committed, terminates all its PostgreSQL ba
 connections carry the schema as application_name). Passes when the run ends within
 `--bound-s` with exit 0 (the pool reconnected) or 2 (one line), and a second ingest of the
 same feed then leaves the store equal to one clean ingest (events of every aggregate and
-the command index). Exit status 1 when any run or trial failed.
+the command index).
+
+`project-kill`: the same under `ledger project` from empty views (terminated 0-1 s after
+its first page); a second `ledger project` must then leave the views equal to a rebuild.
+Exit status 1 when any run or trial failed.
 """
 from __future__ import annotations
 
@@ -140,16 +144,11 @@ def ingest_trial(base: str, feed: str, clean: tuple[Any, Any], kill_at_s: float,
             started = time.monotonic()
             proc = ledger("ingest", feed, "--db", url, "--workers", "2", "--batch-size", "500", "--quiet",
                           "--allow-refusals", app_name=schema)
-            _wait_for_events(conn, schema, proc, started + bound_s)
+            _wait_for(conn, f'SELECT EXISTS (SELECT 1 FROM "{schema}".ledger_events)', proc, started + bound_s)
             time.sleep(kill_at_s)
             killed = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                   "WHERE application_name = %s", (schema,)).fetchone()[0]
-            try:
-                code: int | None = proc.wait(timeout=max(0.0, bound_s - (time.monotonic() - started)))
-            except subprocess.TimeoutExpired:
-                code = None
-                proc.kill()
-                proc.wait()
+            code = _wait_or_kill(proc, started + bound_s)
             seconds = time.monotonic() - started
             line = last_line(proc)
             ingest_here(url, feed, workers=2)  # the operator's second run (here: no process to start)
@@ -169,13 +168,14 @@ def ingest_here(url: str, feed: str, workers: int) -> None:
         app.close()
 
 
-def _wait_for_events(conn: Any, schema: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    """Until the run has committed its first events (start-up takes seconds on a loaded machine)."""
+def _wait_for(conn: Any, query: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    """Until `query` answers true: the run has committed its first work (start-up takes seconds
+    on a loaded machine); a table not made yet answers false."""
     import psycopg
 
     while proc.poll() is None and time.monotonic() < deadline:
         try:
-            if conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{schema}".ledger_events)').fetchone()[0]:
+            if conn.execute(query).fetchone()[0]:
                 return
         except psycopg.errors.UndefinedTable:
             pass
@@ -215,6 +215,56 @@ def ingest_trials(base: str, trials: int, bound_s: float, kill_window_s: tuple[f
         return done
 
 
+def project_trials(base: str, trials: int, bound_s: float, kill_window_s: tuple[float, float],
+                   out: Any = sys.stdout, seed: int | None = None) -> list[Trial]:
+    """`ledger project` (from empty views) whose backends are terminated at a random moment after
+    its first page; then a second run, and the views must equal a rebuild."""
+    rng = random.Random(seed)
+    schema = f"fault_{uuid.uuid4().hex[:12]}"
+    url = schema_url(base, schema)
+    done: list[Trial] = []
+    with admin(base) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        app = open_app(url)
+        try:
+            app.ingest(simulate(6, 40, 7, fault_rate=200))
+            reference = Projector(EventLog(app))
+            reference.catch_up()
+            expected = views(reference)
+            for i in range(trials):
+                reference.rebuild()
+                kill_at_s = rng.uniform(*kill_window_s)
+                started = time.monotonic()
+                proc = ledger("project", "--db", url, "--page-size", "200", "--quiet", app_name=schema)
+                _wait_for(conn, f'SELECT min(position) > 0 FROM "{schema}".proj_tracking', proc, started + bound_s)
+                time.sleep(kill_at_s)
+                killed = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                      "WHERE application_name = %s", (schema,)).fetchone()[0]
+                code = _wait_or_kill(proc, started + bound_s)
+                seconds, line = time.monotonic() - started, last_line(proc)
+                again = ledger("project", "--db", url, "--quiet")
+                equal = again.wait(timeout=600) == 0 and views(reference) == expected
+                done.append(Trial(kill_at_s, killed, code, seconds, line, equal))
+                print(f"trial {i}: backends terminated {kill_at_s:.2f} s after the first page ({killed}); exit {code} "
+                      f"after {seconds:.1f} s; views after a second run {'equal' if equal else 'DIFFER from'} a rebuild"
+                      f"{'; ' + line if line else ''}", file=out, flush=True)
+            reference.close()
+        finally:
+            app.close()
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    return done
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
+    """The exit status; None when it was still running at `deadline` (then killed)."""
+    try:
+        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.fault_trials", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,7 +283,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     k.add_argument("--kill-from-s", type=float, default=0.0, help="after the first events committed")
     k.add_argument("--kill-to-s", type=float, default=3.0)
     k.add_argument("--seed", type=int)
+    j = sub.add_parser("project-kill", help="PostgreSQL backends terminated under `ledger project`")
+    j.add_argument("--db", metavar="URL", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    j.add_argument("--trials", type=int, default=20)
+    j.add_argument("--bound-s", type=float, default=BOUND_S_DEFAULT)
+    j.add_argument("--seed", type=int)
     args = parser.parse_args(argv)
+    if args.trial == "project-kill":
+        trials = project_trials(args.db, args.trials, args.bound_s, (0.0, 1.0), seed=args.seed)
+        print(f"{sum(t.ok for t in trials)} of {len(trials)} trials passed; exits "
+              f"{sorted({t.exit for t in trials}, key=str)}; longest {max(t.seconds for t in trials):.1f} s")
+        return 0 if all(t.ok for t in trials) else 1
     if args.trial == "projectors":
         tmp = None if args.db else tempfile.mkdtemp()
         try:

@@ -8,7 +8,8 @@ pipe nobody reads any more, blocked for good, and the parent joined that thread 
 The first test makes that happen every time (every worker's write fails, batches larger
 than the pipe); the second terminates PostgreSQL backends at random moments, TRIALS times
 here (2 in the default run, each a few seconds on a quiet machine; 20 with LEDGER_SLOW=1; 20 and
-more with `python -m ops.bench.fault_trials ingest-kill`, docs/scaling.md).
+more with `python -m ops.bench.fault_trials ingest-kill`, docs/scaling.md). The same for
+`ledger project` (`project-kill`): exit 2 in one line, and a second run equals a rebuild.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ops.bench.fault_trials import ROOT, ingest_trials
+from ops.bench.fault_trials import ROOT, ingest_trials, project_trials
 from tests.conftest import pg_base_url
 
 TRIALS = 20 if os.environ.get("LEDGER_SLOW") else 2
@@ -69,3 +70,12 @@ def test_backends_terminated_under_two_workers_end_the_run_and_a_reingest_equals
     assert all(t.equal for t in trials), report
     assert all(t.line.startswith("ledger ingest: error store_unreachable:") for t in trials if t.exit == 2), report
     assert sum(t.killed for t in trials) > 0, report  # the faults did land
+
+
+@pytest.mark.postgres
+def test_backends_terminated_under_a_projector_end_it_and_a_second_run_equals_a_rebuild(capsys: Any) -> None:
+    trials = project_trials(pg_base_url(), TRIALS, END_BOUND_S, (0.0, 1.0), seed=33)
+    report = capsys.readouterr().out
+    assert all(t.exit in (0, 2) and t.equal for t in trials), report
+    assert all(t.line.startswith("ledger project: error store_unreachable:") for t in trials if t.exit == 2), report
+
