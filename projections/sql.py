@@ -214,7 +214,8 @@ class Db:
         try:
             yield
         finally:
-            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+            if not self.conn.closed:  # a lost session took its lock along (and its error says why)
+                self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     @contextmanager
     def pipeline(self) -> Iterator[Callable[[], None]]:
