@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import os
 import queue as queue_errors
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
@@ -42,6 +43,7 @@ from ledger.batching import Raw, Result, collector_spared
 WORKERS_MAX = 16
 POLL_S = 0.5  # how often the parent checks that every worker is still alive
 INBOX_BATCHES = 4  # batches waiting per worker: enough to keep it busy, few enough to bound memory
+JOIN_S = 30.0  # at the end, how long the workers together may take to exit before they are killed
 
 
 class Ingester(Protocol):
@@ -59,12 +61,17 @@ class Ingester(Protocol):
 
 
 Batch = tuple[list[int], list[Raw]]  # feed positions and their raw commands
-Message = tuple[str, list[int] | None, Any]  # ("batch", positions, results) | ("error", None, text) | ("done", None, None)
+# ("batch", positions, results) | ("error" or "lost", None, text) | ("done", None, None)
+Message = tuple[str, list[int] | None, Any]
 
 
 class ShardFailed(RuntimeError):
     """A worker process failed; batches it committed before the failure stay committed.
     The class keeps its old name: `ledger ingest` prints it (ops/cli/errors.py)."""
+
+
+class StoreLost(ShardFailed):
+    """A worker lost its store connection (the pool's retries spent): `store_unreachable`."""
 
 
 def available_cores() -> int:
@@ -168,11 +175,27 @@ def partitioned_batches(app: Ingester, raws: Iterable[Raw], batch_size: int,
             yield from run.send(k, inbox, None)
         yield from run.drain_until_done()
     finally:
-        for p in procs:
-            p.join(timeout=60)
+        _end(procs, inboxes, channel)
         app.forget_cached()  # the workers moved these rounds on
     if run.errors:
-        raise ShardFailed("; ".join(run.errors))
+        raise (StoreLost if run.lost else ShardFailed)("; ".join(run.errors))
+
+
+def _end(procs: Sequence[BaseProcess], inboxes: Sequence[Queue[Batch | None]], channel: Queue[Message]) -> None:
+    """Workers joined (each at most JOIN_S, then killed) and the queues closed without waiting.
+    A dead worker's inbox may hold batches nobody will read: its feeder thread, blocked writing
+    one into the full pipe, was joined at exit and hung the parent for good (issue 33)."""
+    deadline = time.monotonic() + JOIN_S
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.exitcode is None:  # stuck (a connection that never answers): the run ends anyway
+            p.kill()
+            p.join(timeout=POLL_S)
+    for inbox in inboxes:
+        inbox.cancel_join_thread()  # what is left in it is for a worker that is gone
+        inbox.close()
+    channel.close()
 
 
 def _route(run: _Run, inboxes: Sequence[Queue[Batch | None]], raws: Iterable[Raw],
@@ -199,6 +222,7 @@ class _Run:
     def __init__(self, channel: Queue[Message], procs: Sequence[BaseProcess]) -> None:
         self.channel, self.procs = channel, procs
         self.errors: list[str] = []
+        self.lost = False  # a worker's store connection was lost
         self.done = 0
 
     def send(self, k: int, inbox: Queue[Batch | None], batch: Batch | None) -> Iterator[tuple[list[int], list[Result]]]:
@@ -227,8 +251,9 @@ class _Run:
                 yield positions, payload
             else:
                 self.done += 1
-                if kind == "error":
+                if kind in ("error", "lost"):
                     self.errors.append(payload)
+                    self.lost = self.lost or kind == "lost"
             if block:
                 return
 
@@ -263,6 +288,19 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Ba
         finally:
             app.close()
     except BaseException as exc:
-        channel.put(("error", None, f"{type(exc).__name__}: {exc}"))
+        text = str(exc).strip().splitlines()
+        channel.put(("lost" if _connection_lost(exc) else "error", None,
+                     f"{type(exc).__name__}: {text[0] if text else ''}"))
         return
     channel.put(("done", None, None))
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """The store stopped answering (what ops/cli/errors.py reports as store_unreachable)."""
+    import sqlite3
+
+    import psycopg
+    from eventsourcing.persistence import InterfaceError, OperationalError
+
+    return isinstance(exc, sqlite3.OperationalError | psycopg.OperationalError | OperationalError | InterfaceError)
+

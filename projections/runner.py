@@ -326,6 +326,13 @@ class Projector:
                 except ConcurrentRunner:
                     result.conflicts += 1
                     require(result.conflicts <= CONFLICT_RETRIES_MAX, "too many concurrent-runner conflicts")
+                    if pending is not None:  # the page in flight lands (or not) before positions are read
+                        done, pending = pending, None
+                        try:
+                            self._finish(done, result, head, progress, after_commit)
+                        except ConcurrentRunner:
+                            pass
+                    self.rows.before_read = None
                     self.rows.forget()
                     self._load_positions()
                     folded = self._folded()
@@ -374,7 +381,11 @@ class Projector:
                 self._fold(page, start, folded)
         except InvariantBroken as err:
             # A state the ledger can never record (a bet before its round opened): the store was
-            # altered, and every view is in doubt, not one: all stop, with a finding.
+            # altered, and every view is in doubt, not one: all stop, with a finding. Unless the
+            # views moved under the fold (a runner beside this one, which the lock should
+            # prevent): rows read past their position are no finding; start again from there.
+            if self._moved_beside():
+                raise ConcurrentRunner("the views moved while this page was folded") from err
             raise Unfoldable(
                 f"events from position {start} cannot be folded ({type(err).__name__}: {err}); the views stop at "
                 f"position {min(folded.values())}: the store may have been altered, check it with "
@@ -383,6 +394,14 @@ class Projector:
         except Exception:
             return read, last, self._fold_carefully(page, folded)
         return read, last, []
+
+    def _moved_beside(self) -> bool:
+        """Another runner committed positions other than this one's since it last looked."""
+        if self.rows.before_read is not None:  # a page in flight: let it land (one connection)
+            self.rows.before_read()
+            return True  # this runner's own page moved them: fold again from there, to be sure
+        tracked = dict(self.db.query("SELECT view, position FROM proj_tracking"))
+        return any(tracked.get(name) != position for name, position in self.positions.items())
 
     def _fold(self, page: list[Record], first: int, folded: dict[str, int]) -> None:
         """Fold `page` (the decoded records from position `first` on) into the page's rows."""

@@ -56,6 +56,7 @@ def check_input_file(path: str) -> None:
 
 def classify(exc: BaseException) -> CliError:
     """Any exception that ends a command -> the one line it is reported as."""
+    from ledger.partitions import StoreLost
     from ledger.store import StoreUnavailable
 
     if isinstance(exc, CliError):
@@ -68,7 +69,7 @@ def classify(exc: BaseException) -> CliError:
         return _os_error(exc)
     if isinstance(exc, UnicodeDecodeError):
         return CliError(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
-    if isinstance(exc, sqlite3.OperationalError | LibraryInterfaceError | LibraryOperationalError) \
+    if isinstance(exc, sqlite3.OperationalError | LibraryInterfaceError | LibraryOperationalError | StoreLost) \
             or _is_psycopg_operational(exc):
         return CliError(ErrorCode.STORE_UNREACHABLE, _first_line(exc))
     return CliError(ErrorCode.INTERNAL, f"{type(exc).__name__}: {_first_line(exc)} (rerun with --debug)")
