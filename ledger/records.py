@@ -187,9 +187,12 @@ def _decoder(cls: type[Record]) -> Decoder:
     pick = _picker((*_ENVELOPE_NAMES, *own))
     if defaults:
         plain = pick
+        filled = tuple(defaults.items())
 
         def pick(d: Any) -> tuple[Any, ...]:
-            return (*plain(d), *[d.get(name, value) for name, value in defaults.items()])
+            if len(filled) == 1:  # BetPlaced.operator_id: one lookup, no loop
+                return (*plain(d), d.get(filled[0][0], filled[0][1]))
+            return (*plain(d), *[d.get(name, value) for name, value in filled])
     first = len(_ENVELOPE_NAMES)
     nested = [(first + i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
 

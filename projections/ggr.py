@@ -152,8 +152,9 @@ def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None
     by_operator: dict[str, list[SettlementLine]] = {}
     for line in results:
         by_operator.setdefault(operator_of(line.player_id), []).append(line)
-    shares: dict[str, tuple[int, int, str]] = {
-        o: (sum(r.staked_minor for r in lines), sum(r.returned_minor for r in lines), fraction_text(kept_sum(lines)))
+    # lists, as the stored JSON reads back (a fold's rows equal the stored rows)
+    shares: dict[str, list[Any]] = {
+        o: [sum(r.staked_minor for r in lines), sum(r.returned_minor for r in lines), fraction_text(kept_sum(lines))]
         for o, lines in by_operator.items()}
     rows.put(SETTLEMENTS.name, {"round_id": ev.originator_id, "settlement_no": ev.settlement_no,
                                 "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
