@@ -515,6 +515,21 @@ class RefusalCode(StrEnum):
         "bad_timezone",
         "a table timezone that is not an IANA time zone name",
         "table {table_id}: {timezone!r} is not an IANA time zone name like 'Europe/Berlin' or 'UTC'",
+        {
+            "operator": "operator {operator_id}: {timezone!r} is not an IANA time zone name like 'Europe/Madrid' "
+                        "or 'UTC'",
+        },
+    )
+    # operators (domain/operators.py, ledger/operator.py)
+    UNKNOWN_OPERATOR = (
+        "unknown_operator",
+        "a bet naming an operator no configure_operator has configured (the default operator needs none)",
+        "bet {bet_id} names operator {operator_id}, which is not configured; configure_operator first",
+    )
+    OPERATOR_MISMATCH = (
+        "operator_mismatch",
+        "a bet in a currency its operator is not configured for",
+        "bet {bet_id}: operator {operator_id} plays in {currencies}, not {currency}",
     )
 
 
@@ -753,7 +768,17 @@ object of a round file (domain/roundfile.py). See docs/feed.md and docs/events.m
     Use(C.BAD_TIMEZONE, example="table bj-1: 'Mars/Olympus' is not an IANA time zone name like 'Europe/Berlin' or 'UTC'"),
 ))
 
-SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE, SERVICE, TABLES)
+OPERATORS = Section("Operators", """\
+Modules: domain/operators.py (the default operator, player keys) and ledger/operator.py (the
+Operator aggregate, `configure_operator`); place_bet naming an operator (ledger/handlers.py).
+See docs/operators.md.""", (
+    Use(C.UNKNOWN_OPERATOR, example="bet b-9 names operator OP7, which is not configured; configure_operator first"),
+    Use(C.OPERATOR_MISMATCH, example="bet b-9: operator OP2 plays in EUR, not GBP"),
+    Use(C.BAD_TIMEZONE, "configure_operator with a zone that is not an IANA time zone name",
+        "operator OP2: 'Mars/Olympus' is not an IANA time zone name like 'Europe/Madrid' or 'UTC'"),
+))
+
+SECTIONS = (SHARED, BLACKJACK, BACCARAT, TEEN_PATTI, LEDGER, COMMAND_LINE, SERVICE, TABLES, OPERATORS)
 
 
 def markdown() -> str:

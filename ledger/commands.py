@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from domain.errorpolicy import CAUSES
 from domain.model import DECISION_SOURCES
+from domain.operators import OPERATOR_ID_PATTERN
 from domain.refusals import RefusalCode
 from domain.text import FREE_TEXT_ALLOWED, char_name, hostile_at
 
@@ -83,6 +84,30 @@ class ConfigureTable(_TableCommand):
     difference_max_minor: MinorAmount | None = None  # baccarat: the Player/Banker difference limit
 
 
+OperatorId = Annotated[str, Field(min_length=1, max_length=64, pattern=OPERATOR_ID_PATTERN)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_+\-/]+$")]
+
+
+@final
+class ConfigureOperator(BaseModel):
+    """An operator's configuration (ledger/operator.py): each change is a new configuration
+    version. The default operator (domain/operators.py) plays without one; configuring it
+    names it, its currencies, zone and jurisdictions."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    type: Literal["configure_operator"]
+    command_id: Id
+    operator_id: OperatorId
+    studio_time: datetime
+    name: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(clean_free_text)]
+    currencies: Annotated[list[Currency], Field(min_length=1, max_length=32)]
+    timezone: Zone = "UTC"  # the operator's gaming days
+    jurisdictions: Annotated[list[Annotated[str, Field(pattern=r"^[A-Z]{2}(-[A-Z0-9]{1,3})?$")]],
+                             Field(max_length=32)] = []  # ISO 3166: ES, GB, CA-ON
+
+
 @final
 class OpenRound(_Command):
     type: Literal["open_round"]
@@ -103,6 +128,7 @@ class PlaceBet(_Command):
     stake_minor: MinorAmount
     mode: Literal["traditional", "no_commission"] | None = None  # baccarat Banker mode
     seat_no: Annotated[int, Field(ge=1, le=16)] | None = None  # spielbank: the player's own seat
+    operator_id: OperatorId | None = None  # absent: the default operator (domain/operators.py)
 
 
 @final
@@ -128,6 +154,7 @@ class Decide(_Command):
     # who decides (blackjack): checked against the seat's player / the box holder (`not_box_holder`);
     # absent = the studio vouches that the right player decided (feeds before this field), nothing checked
     player_id: Id | None = None
+    operator_id: OperatorId | None = None  # the operator of `player_id` (absent: the default operator)
 
 
 @final
@@ -148,6 +175,7 @@ class Pause(_Command):
     # the interruption concerns (recorded as Round.Interrupted); a "complete" policy plays only
     # that player's hands. Absent for the other causes.
     player_id: Id | None = None
+    operator_id: OperatorId | None = None  # the operator of `player_id` (absent: the default operator)
 
 
 @final
@@ -176,7 +204,7 @@ class ReverseSettlement(_Command):
 
 Command = Annotated[
     OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
-    | ConfigureTable,
+    | ConfigureTable | ConfigureOperator,
     Field(discriminator="type"),
 ]
 # Only keys go to pydantic's process-wide JSON string cache: ids are new on every line, so
@@ -185,7 +213,9 @@ COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command, config=ConfigDict(c
 
 
 COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement,
-                   ConfigureTable)
+                   ConfigureTable, ConfigureOperator)
+# Commands about no round (configuration): no round text, no round number in a rejection row.
+CONFIG_COMMANDS = (ConfigureTable, ConfigureOperator)
 RoundCommand = OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
 
 

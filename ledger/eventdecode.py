@@ -21,7 +21,15 @@ from uuid import UUID
 from eventsourcing.persistence import Notification
 from eventsourcing.utils import resolve_topic
 
-from ledger.records import Decoder, Record, RecordType, decoder_for, stored_fields, type_of_topic
+from ledger.records import (
+    Decoder,
+    Record,
+    RecordType,
+    decoder_for,
+    stored_fields,
+    type_of_topic,
+    without_defaults,
+)
 
 # Aggregate ids remembered as text, forgotten all at once when full: rounds in flight are
 # far fewer, and a long reader must not keep every round's id (its memory would grow with
@@ -76,7 +84,13 @@ class StoredEventDecoder:
     def _direct_topic(self, topic: str) -> bool:
         """Whether `topic`'s states decode without the mapper: no cipher, no compressor, and
         an event class at class_version 1 (a topic that does not resolve raises as the mapper would)."""
-        direct = self._direct[topic] = self._bare and getattr(resolve_topic(topic), "class_version", 1) == 1
+        cls = resolve_topic(topic)
+        version = getattr(cls, "class_version", 1)
+        # a class whose one upcast adds fields at their defaults (STORED_DEFAULTS): its records
+        # fill the defaults of a state stored without them; a state stored with them (with its
+        # `class_version`) goes through the mapper
+        direct = version == 1 or (version == 2 and bool(getattr(cls, "STORED_DEFAULTS", None)))
+        self._direct[topic] = direct = self._bare and direct
         return direct
 
     def _id_text(self, aggregate_id: Any) -> str:
@@ -104,7 +118,8 @@ class StoredEventDecoder:
         which hashes what is stored, including any field outside the vocabulary)."""
         decoder = self._decoders.get(n.topic) or self._decoder(n.topic)
         state = self._state(n.topic, n.state, n.originator_id, n.originator_version)
-        return decoder(n.id, self._id_text(n.originator_id), state), stored_fields(state)
+        record = decoder(n.id, self._id_text(n.originator_id), state)
+        return record, without_defaults(type(record), stored_fields(state))
 
     def kind(self, topic: str) -> RecordType:
         found = self._kinds.get(topic)

@@ -18,12 +18,14 @@ from domain import registry
 from domain.cards import parse_card
 from domain.errors import Refusal, refuse
 from domain.model import Bet
+from domain.operators import DEFAULT_OPERATOR_ID, player_key
 from domain.refusals import RefusalCode
 from domain.ruleset import BetLimit
 from domain.seating import spans_rounds
 from domain.tableconfig import TableSettings
 from ledger.commands import (
     CloseBetting,
+    ConfigureOperator,
     ConfigureTable,
     DealCard,
     Decide,
@@ -74,12 +76,24 @@ def configure_table(cmd: ConfigureTable, unit: UnitOfWork, stamp: Stamp) -> None
     )
 
 
+def configure_operator(cmd: ConfigureOperator, unit: UnitOfWork, stamp: Stamp) -> None:
+    unit.operator_or_new(cmd.operator_id).configure(
+        stamp, operator_id=cmd.operator_id, name=cmd.name, currencies=list(cmd.currencies), timezone=cmd.timezone,
+        jurisdictions=list(cmd.jurisdictions))
+
+
 def place_bet(cmd: PlaceBet, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
-    bet = Bet(cmd.bet_id, cmd.player_id, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
+    operator_id = cmd.operator_id or DEFAULT_OPERATOR_ID
+    player = cmd.player_id
+    if operator_id != DEFAULT_OPERATOR_ID:  # the default operator plays unconfigured (domain/operators.py)
+        r.refuse_unless_running()  # a closed round says so before the operator does
+        unit.operator_or_new(operator_id).check_bet(cmd.bet_id, r.currency)
+        player = player_key(operator_id, player)
+    bet = Bet(cmd.bet_id, player, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
     check_seats(unit, r, bet)
-    r.place_bet(bet, stamp)
+    r.place_bet(bet, stamp, operator_id)
     if r.phase != before:  # most commands leave the phase as it was: no call
         round_closed(unit, r, before, stamp)
 
@@ -107,7 +121,8 @@ def deal_card(cmd: DealCard, unit: UnitOfWork, stamp: Stamp) -> Refusal | None:
 def decide(cmd: Decide, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
-    r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp, player_id=cmd.player_id)
+    player = None if cmd.player_id is None else player_key(cmd.operator_id, cmd.player_id)
+    r.decide(cmd.hand, cmd.action, cmd.source, cmd.amount_minor, stamp, player_id=player)
     if r.phase != before:
         round_closed(unit, r, before, stamp)
 
@@ -123,7 +138,8 @@ def follow(cmd: Follow, unit: UnitOfWork, stamp: Stamp) -> None:
 def pause(cmd: Pause, unit: UnitOfWork, stamp: Stamp) -> None:
     r = opened_round(unit, cmd)
     before = r.phase
-    r.pause(cmd.cause, cmd.by, cmd.note, cmd.player_id, stamp)
+    player = None if cmd.player_id is None else player_key(cmd.operator_id, cmd.player_id)
+    r.pause(cmd.cause, cmd.by, cmd.note, player, stamp)
     if r.phase != before:
         round_closed(unit, r, before, stamp)
 
@@ -154,6 +170,7 @@ def reverse_settlement(cmd: ReverseSettlement, unit: UnitOfWork, stamp: Stamp) -
 HANDLERS: dict[type, Handler] = {
     OpenRound: open_round,
     ConfigureTable: configure_table,
+    ConfigureOperator: configure_operator,
     PlaceBet: place_bet,
     CloseBetting: close_betting,
     DealCard: deal_card,

@@ -22,7 +22,15 @@ from domain.refusals import RefusalCode
 from domain.text import char_name, escaped, hostile_at, storable
 from ledger import logging as ledger_logging
 from ledger.batching import Raw, Result
-from ledger.commands import COMMAND_ADAPTER, Command, ConfigureTable, hostile_text, is_command, parse_command
+from ledger.commands import (
+    COMMAND_ADAPTER,
+    CONFIG_COMMANDS,
+    Command,
+    ConfigureOperator,
+    hostile_text,
+    is_command,
+    parse_command,
+)
 from ledger.handlers import HANDLERS
 from ledger.ids import round_text_for
 from ledger.library.aggregate import Stamp
@@ -39,7 +47,14 @@ def payload_hash(cmd: Command) -> str:
     # payload always gives the same bytes (whatever the key order on the wire). The
     # model's serializer straight to bytes: what `model_dump_json().encode()` gives,
     # without its keyword plumbing and the str round trip (half the time per command).
+    # A field added after hashes were stored (`operator_id`) is left out when absent: a command
+    # that does not use it hashes as it always did, so a retry after an upgrade is a duplicate.
+    if getattr(cmd, "operator_id", "") is None:
+        return hashlib.sha256(cmd.__pydantic_serializer__.to_json(cmd, exclude=ADDED_FIELDS)).hexdigest()
     return hashlib.sha256(cmd.__pydantic_serializer__.to_json(cmd)).hexdigest()
+
+
+ADDED_FIELDS = {"operator_id"}  # optional fields newer than the stored payload hashes
 
 
 def studio_text(when: datetime) -> str:
@@ -123,7 +138,15 @@ def _type_of(value: object) -> tuple[str, ...]:
 
 def round_text(cmd: Command) -> str | None:
     """The round a command is about, as text (None for a command about the table as a whole)."""
-    return None if type(cmd) is ConfigureTable else round_text_for(cmd.table_id, cmd.round_no)
+    return None if type(cmd) in CONFIG_COMMANDS else round_text_for(cmd.table_id, cmd.round_no)  # type: ignore[union-attr]
+
+
+def where_of(cmd: Command) -> str:
+    """What a command is about, for its log lines: `table#round`, a table, an operator."""
+    if type(cmd) is ConfigureOperator:
+        return f"operator:{cmd.operator_id}"
+    round_no = getattr(cmd, "round_no", None)
+    return cmd.table_id if round_no is None else f"{cmd.table_id}#{round_no}"
 
 
 def conflict(cmd: Command | Refusal) -> Result:
@@ -158,14 +181,14 @@ class Intake:
         if prior is not None:
             return self._repeat(cmd, raw, digest, prior)
         kind = type(cmd)
-        rtext = None if kind is ConfigureTable else round_text_for(cmd.table_id, cmd.round_no)  # type: ignore[union-attr]
+        rtext = None if kind in CONFIG_COMMANDS else round_text_for(cmd.table_id, cmd.round_no)  # type: ignore[union-attr]
         recorded: list[str] = []  # the names of the events the command records (Stamp.recorded)
         # The per-command tuples made by tuple.__new__: a NamedTuple's own __new__ is a Python
         # function (three a command, ~0.12 µs each more).
         stamp = _new(Stamp, (cid, studio_text(cmd.studio_time), self.unit.recorded_at, recorded))
         try:
             if self.debug:
-                where = cmd.table_id if type(cmd) is ConfigureTable else f"{cmd.table_id}#{cmd.round_no}"
+                where = where_of(cmd)
                 with ledger_logging.bound(command_id=cid, round=where):
                     consequence = HANDLERS[kind](cmd, self.unit, stamp)
             else:
@@ -200,7 +223,7 @@ class Intake:
         """The refusal's result, and its row in the rejections log."""
         ids: Ids = _peek(raw)
         if cmd is not None:
-            ids = (cmd.command_id, cmd.table_id, None if isinstance(cmd, ConfigureTable) else cmd.round_no, cmd.type)
+            ids = (cmd.command_id, getattr(cmd, "table_id", None), getattr(cmd, "round_no", None), cmd.type)
         self.rows.rejections.append(
             RejectionRow(*ids, code=refusal.code, message=storable(refusal.message), payload=_raw_text(raw),
                          received_at=_now())

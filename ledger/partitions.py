@@ -204,6 +204,9 @@ def _route(run: _Run, inboxes: Sequence[Queue[Batch | None]], raws: Iterable[Raw
     pending: list[Batch] = [([], []) for _ in inboxes]
     for i, raw in enumerate(raws):
         k = router.route(raw)
+        if is_barrier(raw):  # what every table reads: committed alone, after all before it
+            yield from _barrier(run, inboxes, pending, k, (i, raw))
+            continue
         pending[k][0].append(i)
         pending[k][1].append(raw)
         if len(pending[k][0]) >= batch_size:
@@ -216,6 +219,30 @@ def _route(run: _Run, inboxes: Sequence[Queue[Batch | None]], raws: Iterable[Raw
             yield from run.send(k, inboxes[k], batch)
 
 
+BARRIER_TYPE = b'"configure_operator"'  # a command of no table that the bets of every table read
+
+
+def is_barrier(raw: Raw) -> bool:
+    """A configuration every partition's commands may read (an operator): it has no table."""
+    if isinstance(raw, BaseModel):
+        return getattr(raw, "type", "") == "configure_operator"
+    data = raw.encode("utf-8") if isinstance(raw, str) else raw
+    return BARRIER_TYPE in data and not table_of(raw)
+
+
+def _barrier(run: _Run, inboxes: Sequence[Queue[Batch | None]], pending: list[Batch], k: int,
+             line: tuple[int, Raw]) -> Iterator[tuple[list[int], list[Result]]]:
+    """Commit every command before `line`, then `line` alone, before any command after it:
+    a bet after an operator's configuration is checked against it on every worker."""
+    for j, batch in enumerate(pending):
+        if batch[0]:
+            yield from run.send(j, inboxes[j], batch)
+            pending[j] = ([], [])
+    yield from run.settle()
+    yield from run.send(k, inboxes[k], ([line[0]], [line[1]]))
+    yield from run.settle()
+
+
 class _Run:
     """The parent's side: batches out to the workers' inboxes, results in from the channel."""
 
@@ -224,12 +251,19 @@ class _Run:
         self.errors: list[str] = []
         self.lost = False  # a worker's store connection was lost
         self.done = 0
+        self.sent = self.received = 0  # batches
+
+    def settle(self) -> Iterator[tuple[list[int], list[Result]]]:
+        """Wait until every batch sent has committed (or a worker failed)."""
+        while self.received < self.sent and not self.errors and all(p.exitcode is None for p in self.procs):
+            yield from self.receive(block=True)
 
     def send(self, k: int, inbox: Queue[Batch | None], batch: Batch | None) -> Iterator[tuple[list[int], list[Result]]]:
         """Put `batch` in worker k's `inbox`, collecting results while the inbox is full."""
         while self.procs[k].exitcode is None:
             try:
                 inbox.put(batch, timeout=POLL_S)
+                self.sent += batch is not None
                 break
             except queue_errors.Full:
                 yield from self.receive(block=False)
@@ -248,6 +282,7 @@ class _Run:
                 self._note_deaths()
                 return
             if kind == "batch" and positions is not None:
+                self.received += 1
                 yield positions, payload
             else:
                 self.done += 1

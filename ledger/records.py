@@ -28,11 +28,12 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 from domain.errors import require
 from domain.model import StakeMove
-from ledger import records_round, records_shoe, records_table
+from ledger import records_operator, records_round, records_shoe, records_table
 from ledger.records_lines import Posting as Posting
 from ledger.records_lines import Postings as Postings
 from ledger.records_lines import Refund as Refund
 from ledger.records_lines import SettlementLine as SettlementLine
+from ledger.records_operator import OperatorConfigured as OperatorConfigured
 from ledger.records_round import BetPlaced as BetPlaced
 from ledger.records_round import BettingClosed as BettingClosed
 from ledger.records_round import CardDealt as CardDealt
@@ -57,11 +58,13 @@ ROUND_TOPIC_PREFIX = "ledger.round:Round."
 SHOE_TOPIC_PREFIX = "ledger.shoe:Shoe."
 TABLE_TOPIC_PREFIX = "ledger.table:Table."
 TABLE_CONFIGURED_TOPIC = TABLE_TOPIC_PREFIX + "Configured"
+OPERATOR_TOPIC_PREFIX = "ledger.operator:Operator."
 ENVELOPE = ("position", "originator_id", "originator_version", "timestamp", "command_id", "studio_time")
 LIBRARY_KEYS = frozenset({"originator_id", "originator_version", "timestamp"})  # the library's envelope
 # Record type -> its stored event name (the topic after the module), as audit files
 # and timelines show it.
-EVENT_NAMES: dict[type, str] = {**records_round.EVENT_NAMES, **records_shoe.EVENT_NAMES, **records_table.EVENT_NAMES}
+EVENT_NAMES: dict[type, str] = {**records_round.EVENT_NAMES, **records_shoe.EVENT_NAMES, **records_table.EVENT_NAMES,
+                                **records_operator.EVENT_NAMES}
 
 
 
@@ -82,7 +85,8 @@ RoundRecord: TypeAlias = (Opened | TableApplied | BetPlaced | BettingClosed | Ca
                           | FollowDecided | Paused | Interrupted | Resumed | Voided | Settled | SettlementReversed)
 ShoeRecord: TypeAlias = ShoeStarted | ShoeRoundStarted | ShoeCardsRecorded | ShoeRetired
 TableRecord: TypeAlias = TableConfigured | TableSeatingChanged
-Record: TypeAlias = RoundRecord | ShoeRecord | TableRecord | Unknown
+OperatorRecord: TypeAlias = OperatorConfigured
+Record: TypeAlias = RoundRecord | ShoeRecord | TableRecord | OperatorRecord | Unknown
 RecordType: TypeAlias = type[Record]
 
 ROUND_TYPES: tuple[type[RoundRecord], ...] = (
@@ -93,6 +97,7 @@ ROUND_TYPES: tuple[type[RoundRecord], ...] = (
 TABLE_ROUND_TYPES: tuple[type[RoundRecord], ...] = (TableApplied,)
 SHOE_TYPES: tuple[type[ShoeRecord], ...] = (ShoeStarted, ShoeRoundStarted, ShoeCardsRecorded, ShoeRetired)
 TABLE_TYPES: tuple[type[TableRecord], ...] = (TableConfigured, TableSeatingChanged)
+OPERATOR_TYPES: tuple[type[OperatorRecord], ...] = (OperatorConfigured,)
 SHORT_NAMES: dict[type, str] = {t: n.partition(".")[2] for t, n in EVENT_NAMES.items()}
 _TYPES_BY_NAME = {n: t for t, n in EVENT_NAMES.items()}
 
@@ -120,7 +125,7 @@ def type_of_topic(topic: str) -> RecordType:
     """The record type a stored topic decodes to (`Unknown` outside the vocabulary)."""
     name = topic.rpartition(":")[2]
     if not (topic.startswith(ROUND_TOPIC_PREFIX) or topic.startswith(SHOE_TOPIC_PREFIX)
-            or topic.startswith(TABLE_TOPIC_PREFIX)):
+            or topic.startswith(TABLE_TOPIC_PREFIX) or topic.startswith(OPERATOR_TOPIC_PREFIX)):
         return Unknown
     return _TYPES_BY_NAME.get(name, Unknown)
 
@@ -166,7 +171,7 @@ def _cards(items: Any) -> tuple[str, ...]:
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "postings": _lines(Posting), "stake_moves": _lines(StakeMove), "results": _lines(SettlementLine),
-    "refunds": _lines(Refund), "cards": _cards,
+    "refunds": _lines(Refund), "cards": _cards, "currencies": _cards, "jurisdictions": _cards,
 }
 Decoder = Callable[[int, str, Mapping[str, Any]], Record]
 _ENVELOPE_NAMES = ENVELOPE[2:]  # as stored (the id is read from the row)
@@ -176,7 +181,18 @@ def _decoder(cls: type[Record]) -> Decoder:
     """The decoder of one record type: its stored fields picked by name, nested lines typed.
     One itemgetter picks the envelope and the event's own fields at once."""
     own = cls._fields[len(ENVELOPE):]
+    defaults: dict[str, Any] = cls._field_defaults
+    if defaults:  # fields an event stores only when they differ from their default (the last ones)
+        own = own[:len(own) - len(defaults)]
     pick = _picker((*_ENVELOPE_NAMES, *own))
+    if defaults:
+        plain = pick
+        filled = tuple(defaults.items())
+
+        def pick(d: Any) -> tuple[Any, ...]:
+            if len(filled) == 1:  # BetPlaced.operator_id: one lookup, no loop
+                return (*plain(d), d.get(filled[0][0], filled[0][1]))
+            return (*plain(d), *[d.get(name, value) for name, value in filled])
     first = len(_ENVELOPE_NAMES)
     nested = [(first + i, _CONVERT[name]) for i, name in enumerate(own) if name in _CONVERT]
 
@@ -202,7 +218,8 @@ def _unknown(topic: str) -> Decoder:
     return decode
 
 
-_DECODERS: dict[type, Decoder] = {t: _decoder(t) for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES, *SHOE_TYPES, *TABLE_TYPES)}
+_DECODERS: dict[type, Decoder] = {
+    t: _decoder(t) for t in (*ROUND_TYPES, *TABLE_ROUND_TYPES, *SHOE_TYPES, *TABLE_TYPES, *OPERATOR_TYPES)}
 
 
 def stored_fields(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,9 +254,22 @@ def fields_of(record: Record) -> dict[str, Any]:
     if type(record) is Unknown:
         return dict(record.fields)
     out = {"command_id": record.command_id, "studio_time": record.studio_time}
+    defaults = record._field_defaults
     for name in record._fields[len(ENVELOPE):]:
-        out[name] = _plain(getattr(record, name))
+        value = getattr(record, name)
+        if name not in defaults or value != defaults[name]:  # a default is not stored (STORED_DEFAULTS)
+            out[name] = _plain(value)
     return out
+
+
+def without_defaults(kind: RecordType, fields: dict[str, Any]) -> dict[str, Any]:
+    """Stored fields as stored: without the fields an upcast added at their default (an event
+    holding its default is stored without it, ledger/library/eventstore.py)."""
+    defaults = kind._field_defaults if kind is not Unknown else {}
+    for name, value in defaults.items():
+        if name in fields and fields[name] == value:
+            del fields[name]
+    return fields
 
 
 def postings_of(record: Record) -> Postings:
@@ -266,12 +296,14 @@ def record_of(kind: type[Record], position: int, originator_id: str, originator_
 # write-side declaration changes and a module was not rewritten. A new event's record is
 # imported above by hand, and joins its aggregate's union and types.
 DERIVED_MODULES: dict[str, str] = {
-    "ledger.round": "records_round.py", "ledger.shoe": "records_shoe.py", "ledger.table": "records_table.py"}
+    "ledger.round": "records_round.py", "ledger.shoe": "records_shoe.py", "ledger.table": "records_table.py",
+    "ledger.operator": "records_operator.py"}
 # A stored field holding lines (a list of dicts) -> its type as read. Every other field reads
 # as it is declared on the write side.
 LINE_FIELDS: dict[str, str] = {
     "postings": "Postings", "stake_moves": "tuple[StakeMove, ...]", "results": "tuple[SettlementLine, ...]",
-    "refunds": "tuple[Refund, ...]", "cards": "tuple[str, ...]",
+    "refunds": "tuple[Refund, ...]", "cards": "tuple[str, ...]", "currencies": "tuple[str, ...]",
+    "jurisdictions": "tuple[str, ...]",
 }
 # The names a derived module imports when its fields use them, and from where.
 DERIVED_IMPORTS = (("domain.model", "StakeMove"), ("ledger.records_lines", "Postings"),
@@ -281,12 +313,13 @@ DERIVED_IMPORTS = (("domain.model", "StakeMove"), ("ledger.records_lines", "Post
 def written_events() -> list[tuple[str, type]]:
     """(record name, event class) for every event class the ledger writes, in declaration
     order: a round's events by their own name, a shoe's and a table's prefixed."""
-    from ledger.round import Round  # the write side; imported only to derive from it
+    from ledger.operator import Operator  # the write side; imported only to derive from it
+    from ledger.round import Round
     from ledger.shoe import Shoe
     from ledger.table import Table
 
     found: list[tuple[str, type]] = []
-    for aggregate, prefix in ((Round, ""), (Shoe, "Shoe"), (Table, "Table")):
+    for aggregate, prefix in ((Round, ""), (Shoe, "Shoe"), (Table, "Table"), (Operator, "Operator")):
         base = vars(aggregate)["Event"]
         found += [(prefix + name, cls) for name, cls in vars(aggregate).items()
                   if isinstance(cls, type) and issubclass(cls, base) and cls is not base]
@@ -308,10 +341,12 @@ def _derived_module(module: str, events: list[tuple[str, type]]) -> str:
     parts: list[str] = []
     for name, cls in events:
         lines = []
+        defaults = getattr(cls, "STORED_DEFAULTS", {})
         for field, written in vars(cls).get("__annotations__", {}).items():
             require(field in LINE_FIELDS or "list[" not in str(written),
                     f"{cls.__qualname__}.{field} holds lines: give it a read type in LINE_FIELDS")
-            lines.append(f"    {field}: {LINE_FIELDS.get(field, written)}\n")
+            default = f" = {defaults[field]!r}" if field in defaults else ""  # absent when stored: the default
+            lines.append(f"    {field}: {LINE_FIELDS.get(field, written)}{default}\n")
         parts.append(f"class {name}(NamedTuple):\n    \"\"\"`{cls.__qualname__}` as read ({cls.__module__}).\"\"\"\n\n"
                      + envelope + "".join(lines))
     names = "".join(f"    {name}: \"{cls.__qualname__}\",\n" for name, cls in events)

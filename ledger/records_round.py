@@ -64,6 +64,7 @@ class BetPlaced(NamedTuple):
     mode: str | None
     seat_no: int | None
     postings: Postings
+    operator_id: str = 'default'
 
 
 class BettingClosed(NamedTuple):

@@ -19,6 +19,7 @@ from domain.errorpolicy import is_player_side
 from domain.errors import InvariantBroken, Refusal, refuse
 from domain.model import Bet, StakeMove
 from domain.money import player_account
+from domain.operators import DEFAULT_OPERATOR_ID
 from domain.refusals import RefusalCode
 from domain.ruleset import RuleSet
 from domain.tableconfig import TableSettings
@@ -81,6 +82,12 @@ class Round(RoundState):
             r._rule_set = None
 
     class BetPlaced(Event):
+        """`player_id` is the player key (domain/operators.py), `operator_id` the bet's operator.
+        Version 2 added `operator_id`; a default operator's bet is stored in its version 1 form
+        (`STORED_DEFAULTS`, ledger/library/aggregate.py), so old and new stores hold the same bytes."""
+
+        class_version = 2
+        STORED_DEFAULTS = {"operator_id": DEFAULT_OPERATOR_ID}
         bet_id: str
         player_id: str
         spot: str
@@ -89,6 +96,11 @@ class Round(RoundState):
         mode: str | None
         seat_no: int | None
         postings: list[Posting]
+        operator_id: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["operator_id"] = DEFAULT_OPERATOR_ID
 
         def apply(self, r: Round) -> None:
             bet = Bet(self.bet_id, self.player_id, self.spot, self.bet_type, self.stake_minor, self.mode, self.seat_no)
@@ -232,7 +244,7 @@ class Round(RoundState):
             self._emit(Round.TableApplied, stamp, config_version=version, config_hash=digest,
                        settings=settings.as_dict())
 
-    def place_bet(self, bet: Bet, stamp: Stamp) -> None:
+    def place_bet(self, bet: Bet, stamp: Stamp, operator_id: str = DEFAULT_OPERATOR_ID) -> None:
         self.refuse_unless_running()
         if bet.bet_id in self.bets:  # hot path: the message is built only when refusing
             raise refuse(RefusalCode.DUPLICATE_BET_ID, bet_id=bet.bet_id, round=self._label())
@@ -242,7 +254,7 @@ class Round(RoundState):
         self._emit(
             Round.BetPlaced, stamp, bet_id=bet.bet_id, player_id=bet.player_id, spot=bet.spot,
             bet_type=bet.bet_type, stake_minor=bet.stake_minor, mode=bet.mode, seat_no=bet.seat_no,
-            postings=postings,
+            postings=postings, operator_id=operator_id,
         )
 
     def close_betting(self, stamp: Stamp) -> None:

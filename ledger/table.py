@@ -82,11 +82,18 @@ class TableConfig:
         return effective_rules(registry.get_rule_set(self.ruleset_id, self.ruleset_version), self.settings)
 
 
-def check_timezone(table_id: str, timezone: str) -> None:
+def valid_timezone(timezone: str) -> bool:
+    """An IANA zone name the system's zone database knows."""
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise refuse(RefusalCode.BAD_TIMEZONE, table_id=table_id, timezone=timezone) from None
+        return False
+    return True
+
+
+def check_timezone(table_id: str, timezone: str) -> None:
+    if not valid_timezone(timezone):
+        raise refuse(RefusalCode.BAD_TIMEZONE, table_id=table_id, timezone=timezone)
 
 
 class Table(LedgerAggregate):

@@ -24,10 +24,11 @@ from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.domain import DomainEvent
 
 from domain.errors import InvariantBroken, Refusal
-from ledger.commands import Command, ConfigureTable, OpenRound
+from ledger.commands import Command, ConfigureOperator, ConfigureTable, OpenRound
 from ledger.ids import round_id_for
 from ledger.library.aggregate import LedgerAggregate, PendingEvents
 from ledger.library.recorders import LedgerRows, VersionRead
+from ledger.operator import Operator, operator_uuid_for
 from ledger.round import Round
 from ledger.shoe import Shoe, shoe_id_for
 from ledger.table import Table, table_id_for
@@ -75,6 +76,8 @@ class UnitOfWork:
                 continue
             if type(p) is ConfigureTable:
                 tables.add(p.table_id)
+                continue
+            if type(p) is ConfigureOperator:  # read by `operator_or_new`: operators are few and cached
                 continue
             rounds.add((p.table_id, p.round_no))
             if type(p) is OpenRound:
@@ -147,6 +150,14 @@ class UnitOfWork:
     def table_or_new(self, table_id: str) -> Table:
         found = self.load(table_id_for(table_id))
         return self.keep(Table.new(table_id)) if found is None else as_kind(Table, found)
+
+    def operator(self, operator_id: str) -> Operator | None:
+        found = self.load(operator_uuid_for(operator_id))
+        return None if found is None else as_kind(Operator, found)
+
+    def operator_or_new(self, operator_id: str) -> Operator:
+        found = self.load(operator_uuid_for(operator_id))
+        return self.keep(Operator.new(operator_id)) if found is None else as_kind(Operator, found)
 
     def shoe_of(self, r: Round) -> Shoe:
         shoe_id = shoe_id_for(r.table_id, r.shoe_id)

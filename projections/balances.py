@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.records import (
     BetPlaced,
     DecisionTaken,
@@ -27,6 +28,7 @@ from ledger.records import (
     postings_of,
 )
 from projections.folding import Rows, View, postings_delta
+from projections.operators import key_clause
 from projections.rounds import ROUNDS
 from projections.sql import Db, Table, columns_of
 
@@ -151,12 +153,17 @@ def _move(rows: Rows, account: str, currency: str, moved: int, held: int, positi
 
 
 def balance_rows(db: Db, accounts: list[str], kind: str | None, nonzero: bool, *, limit: int | None = None,
-                 after: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
+                 after: tuple[Any, ...] | None = None, scope: OperatorScope = EVERY_OPERATOR) -> list[dict[str, Any]]:
     """Accounts (all, or those named), of one kind (player | round | house) or all, in display
-    order (kind, account, currency), at most `limit`, those after the sort key `after` alone."""
+    order (kind, account, currency), at most `limit`, those after the sort key `after` alone;
+    for a scope of operators, only their players' accounts (rounds and the house are the studio's)."""
     cols = BALANCES.column_names
     clauses: list[str] = []
     params: list[Any] = []
+    if not scope.everyone:
+        clause, more = key_clause("owner", scope)
+        clauses.append(f"kind = 'player' AND {clause}")
+        params += more
     if accounts:
         clauses.append(f"account IN ({', '.join(['?'] * len(accounts))})")
         params += accounts

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from domain.operators import DEFAULT_OPERATOR_ID, OperatorScope
 from ledger.eventlog import EventLog
 from projections.dgoj import KINDS, ExportRules, Play, Session, collect_plays, make_session
 from projections.dgoj_register import REGISTER, Entry, latest_pages, place, register_row
@@ -165,8 +166,11 @@ class SessionExport:
     once), counting them in `tally`; then `register_pages()` gives their register rows."""
 
     def __init__(self, log: EventLog, db: Db, rules: ExportRules, fecha: str, lote_id: str,
-                 since: datetime | None = None, until: datetime | None = None) -> None:
+                 since: datetime | None = None, until: datetime | None = None,
+                 operator_id: str = DEFAULT_OPERATOR_ID) -> None:
         self.log, self.db, self.rules = log, db, rules
+        # One operator's players only: a batch goes to a regulator under that operator's licence.
+        self.scope = OperatorScope.of(operator_id)
         self.fecha, self.lote_id, self.since, self.until = fecha, lote_id, since, until
         self.tally = Tally()
         self.clock: datetime | None = None
@@ -220,7 +224,7 @@ class SessionExport:
                 mine, latest = collect_plays(self.log.decode_rows([r for r in round_rows if kind(r[3]) in KINDS]))
                 if latest is not None and (self.clock is None or latest > self.clock):
                     self.clock = latest
-                plays += mine
+                plays += [p for p in mine if self.scope.allows_key(p.player_id)]
             self.spill.add_plays(plays)
 
     def entries(self) -> Iterator[Entry]:

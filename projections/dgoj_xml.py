@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
 
+from domain.operators import player_of
 from projections.dgoj_register import Entry
 
 NS = "http://cnjuego.gob.es/sci/v3.3.xsd"
@@ -132,10 +133,11 @@ def _juego(parent: ET.Element, entry: Entry) -> None:
 
 def _jugador(parent: ET.Element, entry: Entry, context: PlayerContext) -> None:
     s = entry.session
-    if len(s.player_id) > JUGADOR_ID_LEN_MAX:
-        raise ExportError(f"player id {s.player_id!r} is longer than DGOJ's {JUGADOR_ID_LEN_MAX} characters")
+    player_id = player_of(s.player_id)  # as its operator names the player (a batch holds one operator's)
+    if len(player_id) > JUGADOR_ID_LEN_MAX:
+        raise ExportError(f"player id {player_id!r} is longer than DGOJ's {JUGADOR_ID_LEN_MAX} characters")
     player = _add(parent, "Jugador")
-    _add(player, "JugadorId", s.player_id)
+    _add(player, "JugadorId", player_id)
     session = _add(player, "Sesion")
     _add(session, "SesionId", s.session_id)
     for name, at in (("FechaInicioSesion", s.start), ("FechaFinSesion", s.end),

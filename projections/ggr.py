@@ -25,7 +25,8 @@ from fractions import Fraction
 from typing import Any
 
 from domain.errors import InvariantBroken
-from ledger.records import Record, Settled, SettlementReversed, Voided
+from domain.operators import EVERY_OPERATOR, OperatorScope, operator_of
+from ledger.records import Record, Settled, SettlementLine, SettlementReversed, Voided
 from projections.folding import (
     Rows,
     View,
@@ -38,6 +39,7 @@ from projections.folding import (
     plus_fraction_text,
     studio_quarter_hour,
 )
+from projections.operators import zones_for
 from projections.rounds import round_row
 from projections.sql import Db, Table, columns_of
 
@@ -74,7 +76,18 @@ class GgrStored(GgrSums, GgrPlace):
     rounding_kept: str
 
 
+@dataclass(frozen=True)
+class OperatorGgrStored(GgrStored):
+    """A row of `proj_ggr_operators`: a `proj_ggr` row's share of one operator's players
+    (`rounds_closed`: the rounds in which the operator had a stake). The operators' rows of
+    a table, period and currency add up to its `proj_ggr` row's money exactly."""
+
+    operator_id: str
+
+
 GGR = Table("proj_ggr", key=("table_id", "game", "period", "currency", "timezone"), columns=columns_of(GgrStored))
+OPERATOR_GGR = Table("proj_ggr_operators", key=("operator_id", "table_id", "game", "period", "currency", "timezone"),
+                     columns=columns_of(OperatorGgrStored))
 SETTLEMENTS = Table(
     "proj_ggr_settlements",
     key=("round_id", "settlement_no"),
@@ -82,19 +95,25 @@ SETTLEMENTS = Table(
         ("round_id", "text"), ("settlement_no", "int"), ("table_id", "text"), ("game", "text"),
         ("currency", "text"), ("period", "text"), ("staked_minor", "int"), ("paid_minor", "int"),
         ("rounding_kept", "text"), ("reversed_period", "text"),
+        ("operators", "json"),  # operator id -> [staked, paid, rounding kept n/d]: a reversal subtracts each
     ),
 )
 
 
 def _add(rows: Rows, info: dict[str, Any], period: str, *, rounds: int, staked: int, paid: int,
-         refunded: int, kept: Fraction) -> None:
-    key = (info["table_id"], info["game"], period, info["currency"], info["timezone"] or "")
-    row = rows.edit(GGR.name, key)
+         refunded: int, kept: Fraction, operator_id: str | None = None) -> None:
+    key: tuple[str, ...] = (info["table_id"], info["game"], period, info["currency"], info["timezone"] or "")
+    table = GGR.name
+    if operator_id is not None:
+        key, table = (operator_id, *key), OPERATOR_GGR.name
+    row = rows.edit(table, key)
     if row is None:
-        row = {"table_id": key[0], "game": key[1], "period": period, "currency": key[3], "timezone": key[4],
-               "rounds_closed": 0, "staked_minor": 0, "paid_minor": 0, "refunded_minor": 0, "ggr_minor": 0,
-               "rounding_kept": "0/1"}
-        rows.put(GGR.name, row)
+        row = {"table_id": info["table_id"], "game": info["game"], "period": period, "currency": info["currency"],
+               "timezone": info["timezone"] or "", "rounds_closed": 0, "staked_minor": 0, "paid_minor": 0,
+               "refunded_minor": 0, "ggr_minor": 0, "rounding_kept": "0/1"}
+        if operator_id is not None:
+            row["operator_id"] = operator_id
+        rows.put(table, row)
     row["rounds_closed"] += rounds
     row["staked_minor"] += staked
     row["paid_minor"] += paid
@@ -117,6 +136,12 @@ def fold(rows: Rows, ev: Record) -> None:
         case Voided():
             refunded = sum(r.amount_minor for r in ev.refunds)
             _add(rows, info, period, rounds=1, staked=refunded, paid=0, refunded=refunded, kept=Fraction(0))
+            by_operator: dict[str, int] = {}
+            for r in ev.refunds:
+                by_operator[operator_of(r.player_id)] = by_operator.get(operator_of(r.player_id), 0) + r.amount_minor
+            for operator_id, amount in by_operator.items():
+                _add(rows, info, period, rounds=1, staked=amount, paid=0, refunded=amount, kept=Fraction(0),
+                     operator_id=operator_id)
 
 
 def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None:
@@ -124,11 +149,21 @@ def _settled(rows: Rows, info: dict[str, Any], period: str, ev: Settled) -> None
     staked = sum(r.staked_minor for r in results)
     paid = sum(r.returned_minor for r in results)
     kept = kept_sum(results)
+    by_operator: dict[str, list[SettlementLine]] = {}
+    for line in results:
+        by_operator.setdefault(operator_of(line.player_id), []).append(line)
+    # lists, as the stored JSON reads back (a fold's rows equal the stored rows)
+    shares: dict[str, list[Any]] = {
+        o: [sum(r.staked_minor for r in lines), sum(r.returned_minor for r in lines), fraction_text(kept_sum(lines))]
+        for o, lines in by_operator.items()}
     rows.put(SETTLEMENTS.name, {"round_id": ev.originator_id, "settlement_no": ev.settlement_no,
                                 "table_id": info["table_id"], "game": info["game"], "currency": info["currency"],
                                 "period": period, "staked_minor": staked, "paid_minor": paid,
-                                "rounding_kept": fraction_text(kept), "reversed_period": None})
+                                "rounding_kept": fraction_text(kept), "reversed_period": None, "operators": shares})
     _add(rows, info, period, rounds=1, staked=staked, paid=paid, refunded=0, kept=kept)
+    for operator_id, (o_staked, o_paid, o_kept) in shares.items():
+        _add(rows, info, period, rounds=1, staked=o_staked, paid=o_paid, refunded=0, kept=parse_fraction(o_kept),
+             operator_id=operator_id)
 
 
 def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementReversed) -> None:
@@ -139,19 +174,29 @@ def _reversed(rows: Rows, info: dict[str, Any], period: str, ev: SettlementRever
     old["reversed_period"] = period
     _add(rows, info, period, rounds=-1, staked=-old["staked_minor"], paid=-old["paid_minor"],
          refunded=0, kept=-parse_fraction(old["rounding_kept"]))
+    for operator_id, (o_staked, o_paid, o_kept) in (old["operators"] or {}).items():
+        _add(rows, info, period, rounds=-1, staked=-o_staked, paid=-o_paid, refunded=0, kept=-parse_fraction(o_kept),
+             operator_id=operator_id)
 
 
 SUMMED = tuple(f.name for f in fields(GgrSums))
 
 
-def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+def ggr_rows(db: Db, zone: tzinfo | Zones = UTC, scope: OperatorScope = EVERY_OPERATOR) -> list[dict[str, Any]]:
     """Per gaming day (in the time zone each round's table configuration had, else `zone`),
-    table, game and currency."""
+    table, game and currency; for a scope of operators, their players' share only (a scope of
+    one configured operator: its gaming days, in its zone)."""
     zones = as_zones(zone)
     cols = GGR.column_names
     days: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
         lambda: dict.fromkeys(SUMMED, 0) | {"rounding_kept": Fraction(0)})
-    for found in db.query(f"SELECT {', '.join(cols)} FROM {GGR.name}"):
+    source, where, params = GGR.name, "", []
+    if not scope.everyone:
+        zones = zones_for(db, scope, zones)
+        chosen = sorted(scope.operators or ())
+        source, where, params = (OPERATOR_GGR.name, f" WHERE operator_id IN ({', '.join('?' * len(chosen))})"
+                                 if chosen else " WHERE 1 = 0", chosen)
+    for found in db.query(f"SELECT {', '.join(cols)} FROM {source}{where}", params):
         row = dict(zip(cols, found))
         key = (gaming_day(row["period"], zones.of(row["timezone"])), row["table_id"], row["game"], row["currency"])
         total = days[key]
@@ -165,8 +210,10 @@ def ggr_rows(db: Db, zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
 
 VIEW = View(
     name="ggr",
-    version=3,  # 2: per quarter hour of studio time, summed into the asked zone's gaming days; 3: timezone
-    tables=(GGR, SETTLEMENTS),
+    # 2: per quarter hour of studio time, summed into the asked zone's gaming days; 3: timezone;
+    # 4: each operator's share (proj_ggr_operators)
+    version=4,
+    tables=(GGR, SETTLEMENTS, OPERATOR_GGR),
     handles=frozenset({Settled, SettlementReversed, Voided}),
     fold=fold,
     reads=("rounds",),

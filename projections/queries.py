@@ -51,12 +51,14 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.errorcodes import EmptyPeriod
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from projections import round_search
 from projections.audit_store import parse_round_ref
 from projections.balances import BalanceRow as BalanceRow  # re-exported: the result type of `balances`
 from projections.folding import Zones, as_zones, day_bounds, parse_fraction, utc_text
 from projections.ggr import GgrSums
+from projections.operators import zones_for
 from projections.recall import PlayerRound
 from projections.refunds import RefundRow
 from projections.round_search import RoundQuery
@@ -402,14 +404,14 @@ class Balances:
 
 
 def balances(db: Db, accounts: Sequence[str] = (), kind: str | None = None, nonzero: bool = False,
-             limit: int | None = None, cursor: str | None = None) -> Balances:
+             limit: int | None = None, cursor: str | None = None, scope: OperatorScope = EVERY_OPERATOR) -> Balances:
     """Accounts (all, or those named), of one kind (player | round | house) or all, `limit` at a
     time from `cursor` (a Balances' next_cursor; `shown_totals` then sums the page)."""
     from projections.balances import balance_rows, balance_totals
 
     after = _after("balances", cursor, 3)
     found = [BalanceRow(**r) for r in balance_rows(db, list(accounts), kind, nonzero, limit=limit and limit + 1,
-                                                   after=tuple(after) if after else None)]
+                                                   after=tuple(after) if after else None, scope=scope)]
     rows, cut = _page(found, limit)
     shown: dict[str, list[int]] = {}
     for r in rows:
@@ -459,13 +461,15 @@ class Refunds:
 
 
 def refunds(db: Db, day_from: str | None = None, day_to: str | None = None, zone: tzinfo | Zones = UTC,
-            totals_only: bool = False, log: EventLog | None = None) -> Refunds:
+            totals_only: bool = False, log: EventLog | None = None, scope: OperatorScope = EVERY_OPERATOR) -> Refunds:
     """Refunded bets and totals per gaming day, cause and currency, days [day_from, day_to];
-    with `log`, why there are none."""
+    with `log`, why there are none. For a scope of operators, their players' refunds (one
+    configured operator: its gaming days)."""
     from projections.refunds import refund_lines, refund_totals
 
-    lines = [] if totals_only else [RefundLine(**_times(r)) for r in refund_lines(db, day_from, day_to, zone)]
-    totals = [RefundTotal(**t) for t in refund_totals(db, day_from, day_to, zone)]
+    zone = zones_for(db, scope, as_zones(zone))
+    lines = [] if totals_only else [RefundLine(**_times(r)) for r in refund_lines(db, day_from, day_to, zone, scope)]
+    totals = [RefundTotal(**t) for t in refund_totals(db, day_from, day_to, zone, scope)]
     return Refunds(lines, totals, _why_empty(log, totals, day_from, day_to, zone))
 
 
@@ -615,12 +619,14 @@ class Ggr:
 
 
 def ggr(db: Db, zone: tzinfo | Zones = UTC, day_from: str | None = None, day_to: str | None = None,
-        log: EventLog | None = None) -> Ggr:
+        log: EventLog | None = None, scope: OperatorScope = EVERY_OPERATOR) -> Ggr:
     """GGR per gaming day, table, game and currency, days [day_from, day_to], and totals per currency;
-    with `log`, why there are no rows."""
+    with `log`, why there are no rows. For a scope of operators, their players' share (one
+    configured operator: its gaming days)."""
     from projections.ggr import ggr_rows
 
-    rows = [GgrRow(**r | {"rounding_kept": ExactMinor.of_text(r["rounding_kept"])}) for r in ggr_rows(db, zone)
+    rows = [GgrRow(**r | {"rounding_kept": ExactMinor.of_text(r["rounding_kept"])})
+            for r in ggr_rows(db, zone, scope)
             if (day_from is None or r["day"] >= day_from) and (day_to is None or r["day"] <= day_to)]
     sums: dict[str, tuple[list[int], Fraction]] = {}
     for r in rows:
@@ -719,19 +725,22 @@ class Reconciliation:
     findings: list[JsonObject]
 
 
-def reconcile_wallet(log: EventLog, wallet: str | Path, zone: tzinfo | Zones = UTC) -> Reconciliation:
+def reconcile_wallet(log: EventLog, wallet: str | Path, zone: tzinfo | Zones = UTC,
+                     scope: OperatorScope = EVERY_OPERATOR) -> Reconciliation:
     """Reconcile a wallet CSV with the movements the ledger expects; raises WalletFormatError
     (WalletEmpty for an empty file) for a file that is not a wallet file."""
     from projections.reconcile import read_wallet
 
-    return reconcile_rows(log, read_wallet(wallet), zone)
+    return reconcile_rows(log, read_wallet(wallet), zone, scope)
 
 
-def reconcile_rows(log: EventLog, wallet_rows: list[dict[str, Any]], zone: tzinfo | Zones = UTC) -> Reconciliation:
-    """As `reconcile_wallet`, for the rows of a wallet file already read (`read_wallet`)."""
+def reconcile_rows(log: EventLog, wallet_rows: list[dict[str, Any]], zone: tzinfo | Zones = UTC,
+                   scope: OperatorScope = EVERY_OPERATOR) -> Reconciliation:
+    """As `reconcile_wallet`, for the rows of a wallet file already read (`read_wallet`); for one
+    operator's wallet file, that operator's players' movements only (named by its own ids)."""
     from projections.reconcile import expected_movements, reconcile
 
-    report = reconcile(wallet_rows, expected_movements(log.records(), zone)).as_dict()
+    report = reconcile(wallet_rows, expected_movements(log.records(), zone, scope)).as_dict()
     return Reconciliation(**_plain(report))
 
 

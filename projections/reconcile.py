@@ -28,14 +28,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from domain.errors import Refusal
 from domain.money import check_currency, format_minor
+from domain.operators import EVERY_OPERATOR, OperatorScope, player_of
 from ledger.records import (
     BetPlaced,
     DecisionTaken,
     FollowDecided,
     Opened,
+    OperatorConfigured,
     Record,
     RoundRecord,
     Settled,
@@ -46,6 +49,7 @@ from ledger.records import (
 )
 from projections.balances import PLAYER_PREFIX
 from projections.folding import Zones, as_zones, studio_utc
+from projections.operators import OperatorZones
 
 WALLET_COLUMNS = ("transaction_id", "type", "reference", "player", "amount_minor", "currency", "time")
 # The wallet file's movement types, its format and not the ledger's words: a stake the wallet
@@ -80,8 +84,9 @@ class Movement:
 class _Movements:
     """Collects the movements in event order, each (type, reference) kept distinct."""
 
-    def __init__(self, zone: tzinfo | Zones) -> None:
+    def __init__(self, zone: tzinfo | Zones, scope: OperatorScope = EVERY_OPERATOR) -> None:
         self.zones = as_zones(zone)
+        self.scope = scope
         self.rounds: dict[str, tuple[str, str, str]] = {}  # round id -> (table, currency, TABLE#NO)
         self.moves_seen: Counter[str] = Counter()
         self.keys: Counter[tuple[str, str]] = Counter()
@@ -90,6 +95,10 @@ class _Movements:
         self.round_zones: dict[str, str] = {}  # round id -> timezone of the configuration it opened under
 
     def emit(self, ev: RoundRecord, type_: str, reference: str, player: str, amount: int) -> None:
+        if not self.scope.everyone:  # one operator's wallet: its players, named as it names them
+            if not self.scope.allows_key(player):
+                return
+            player = player_of(player)
         table, currency, label = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE, "", ev.originator_id))
         self.keys[(type_, reference)] += 1
         if self.keys[(type_, reference)] > 1:  # ids reused across rounds: keep every movement distinct
@@ -103,6 +112,8 @@ class _Movements:
                 self.rounds[ev.originator_id] = (ev.table_id, ev.currency, f"{ev.table_id}#{ev.round_no}")
             case TableConfigured():
                 self.config_zones[(ev.table_id, ev.config_version)] = ev.timezone
+            case OperatorConfigured() if ev.operator_id == self.scope.only():  # its gaming days, in its zone
+                self.zones = OperatorZones(ZoneInfo(ev.timezone))
             case TableApplied():
                 table = self.rounds.get(ev.originator_id, (UNKNOWN_TABLE,))[0]
                 zone = self.config_zones.get((table, ev.config_version))
@@ -135,10 +146,11 @@ class _Movements:
                                   leg.account[len(PLAYER_PREFIX):], -leg.amount_minor)
 
 
-def expected_movements(events: Iterable[Record], zone: tzinfo | Zones = UTC) -> list[Movement]:
+def expected_movements(events: Iterable[Record], zone: tzinfo | Zones = UTC,
+                       scope: OperatorScope = EVERY_OPERATOR) -> list[Movement]:
     """Every wallet movement the ledger's events imply, in event order; days in the time zone
     of the table configuration each round opened under (Round.TableApplied), else `zone`."""
-    movements = _Movements(zone)
+    movements = _Movements(zone, scope)
     for ev in events:
         movements.add(ev)
     return movements.out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from typing import Any
 
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.records import Record, Voided
 from projections.folding import (
     Rows,
@@ -25,6 +26,7 @@ from projections.folding import (
     iso,
     studio_utc_text,
 )
+from projections.operators import key_clause
 from projections.rounds import round_row
 from projections.sql import Db, Table, columns_of
 
@@ -73,11 +75,11 @@ def fold(rows: Rows, ev: Record) -> None:
 
 
 def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,
-                 zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+                 zone: tzinfo | Zones = UTC, scope: OperatorScope = EVERY_OPERATOR) -> list[dict[str, Any]]:
     """Every refund line of the gaming days asked for, each with its `day` in `zone`
-    (or its table's own zone)."""
+    (or its table's own zone); of the scope's operators' players only."""
     zones = as_zones(zone)
-    where, params = _between(day_from, day_to, zones)
+    where, params = _between(day_from, day_to, zones, scope)
     cols = REFUNDS.column_names
     found = db.query(f"SELECT {', '.join(cols)} FROM {REFUNDS.name}{where} ORDER BY position, line_no", params)
     rows = (row | {"day": gaming_day(row["studio_at"], zones.of(row["timezone"]))}
@@ -86,10 +88,10 @@ def refund_lines(db: Db, day_from: str | None = None, day_to: str | None = None,
 
 
 def refund_totals(db: Db, day_from: str | None = None, day_to: str | None = None,
-                  zone: tzinfo | Zones = UTC) -> list[dict[str, Any]]:
+                  zone: tzinfo | Zones = UTC, scope: OperatorScope = EVERY_OPERATOR) -> list[dict[str, Any]]:
     """Count and amount per gaming day (in `zone`, or each table's own zone), cause and currency."""
     zones = as_zones(zone)
-    where, params = _between(day_from, day_to, zones)
+    where, params = _between(day_from, day_to, zones, scope)
     found = db.query(
         f"SELECT studio_at, timezone, cause, currency, COUNT(*), SUM(amount_minor) FROM {REFUNDS.name}{where} "
         "GROUP BY studio_at, timezone, cause, currency", params)
@@ -109,12 +111,14 @@ def _within(day: str, day_from: str | None, day_to: str | None) -> bool:
     return (day_from is None or day >= day_from) and (day_to is None or day <= day_to)
 
 
-def _between(day_from: str | None, day_to: str | None, zones: Zones) -> tuple[str, list[str]]:
+def _between(day_from: str | None, day_to: str | None, zones: Zones,
+             scope: OperatorScope = EVERY_OPERATOR) -> tuple[str, list[str]]:
     """The studio-time bounds of the days asked for, a day wider on each side: a round at a
     configured table has its table's zone (every zone is within a day of the fallback's
-    day); the exact days are then kept per row by `_within`."""
+    day); the exact days are then kept per row by `_within`. And the scope's players."""
     low, high = day_bounds(day_from, day_to, zones.fallback, margin_days=1)
-    clauses, params = [], []
+    clause, params = key_clause("player_id", scope)
+    clauses = [clause] if clause else []
     if low:
         clauses.append("studio_at >= ?")
         params.append(low)

@@ -20,6 +20,8 @@ from datetime import datetime, time
 from typing import Any
 
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
+from projections.operators import key_clause
 from projections.recall import RECALL
 from projections.rounds import ROUNDS, STATUSES, studio_text
 from projections.sql import Db
@@ -57,6 +59,7 @@ class RoundQuery:
     time_from: time | None = None  # time of day, UTC, [time_from, time_to); past midnight when from > to
     time_to: time | None = None
     sort: str = "time"
+    scope: OperatorScope = EVERY_OPERATOR  # rounds where these operators' players played (`player`: theirs)
 
     def checked(self) -> RoundQuery:
         require(self.status is None or self.status in STATUSES, f"unknown status {self.status!r}")
@@ -124,6 +127,14 @@ def _source(db: Db, q: RoundQuery) -> tuple[str, list[str], list[Any]]:
         source = (f"(SELECT * FROM {RECALL.name} p WHERE {match} {fence}) p "
                   f"JOIN {ROUNDS.name} r ON r.round_id = p.round_id")
         params.extend(values)
+    if not q.scope.everyone:
+        if q.player:
+            clause, values = key_clause("p.player_id", q.scope)
+            _add(where, params, clause, values)
+        else:
+            clause, values = key_clause("s.player_id", q.scope)
+            _add(where, params, f"EXISTS (SELECT 1 FROM {RECALL.name} s WHERE s.round_id = r.round_id AND {clause})",
+                 values)
     if q.table:
         _add(where, params, *db.prefix_match("r.table_id", q.table))
     for clause, value in (("r.table_id = ?", q.table_id), ("r.dealer_id = ?", q.dealer)):

@@ -31,12 +31,12 @@ from domain.text import storable
 from ledger.eventdecode import no_cyclic_gc
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ledger.records import Record, RecordType
-from projections import balances, ggr, monitor, recall, refunds, rounds, tables
+from projections import balances, ggr, monitor, operators, recall, refunds, rounds, tables
 from projections.folding import CachedRows, View
 from projections.sql import Db, Table
 
 # Order matters: a view reads only views listed before it (View.reads).
-ALL_VIEWS: tuple[View, ...] = (tables.VIEW, rounds.VIEW, balances.VIEW, recall.VIEW, recall.TIMELINE_VIEW, refunds.VIEW, ggr.VIEW,
+ALL_VIEWS: tuple[View, ...] = (tables.VIEW, operators.VIEW, rounds.VIEW, balances.VIEW, recall.VIEW, recall.TIMELINE_VIEW, refunds.VIEW, ggr.VIEW,
                                  monitor.VIEW)
 PAGE_SIZE_DEFAULT = 5000  # larger pages: fewer transactions, fewer rewrites of rows that span pages
 CONFLICT_RETRIES_MAX = 50

@@ -26,9 +26,9 @@ aggregates (134x).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Generic, NamedTuple, Self, TypeVar
+from typing import ClassVar, Generic, NamedTuple, Self, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import DomainEvent, OriginatorIDError, OriginatorVersionError
@@ -124,6 +124,11 @@ class LedgerEvent(DomainEvent, Generic[A]):
 
     command_id: str
     studio_time: str
+    # The fields the class's latest `class_version` added, with the value its `upcast` gives
+    # events stored before it: an event holding all of them at that value is stored in the
+    # version before's form (ledger/library/eventstore.py `LedgerMapper`), and read back by
+    # the upcast (the write side) or by the record's default (ledger/records.py).
+    STORED_DEFAULTS: ClassVar[Mapping[str, object]] = {}
 
     @classmethod
     def recorded(cls, originator_id: UUID, originator_version: int, timestamp: datetime, stamp: Stamp,

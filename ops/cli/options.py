@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.errors import Refusal
+from domain.operators import DEFAULT_OPERATOR_ID, OperatorScope, is_operator_id
 from ops.cli.errors import CliError, ErrorCode, usage
 from projections import queries
 from projections.folding import Zones
@@ -308,6 +309,24 @@ def add_command(sub: Subparsers[argparse.ArgumentParser], name: str, help: str,
 
 def add_json_argument(p: argparse._ActionsContainer, help: str = JSON_HELP) -> None:
     p.add_argument("--json", action="store_true", help=help)
+
+
+def operator_id(text: str) -> str:
+    """An operator id as `--operator` takes it (domain/operators.py)."""
+    if not is_operator_id(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an operator id (letters, digits and _ . - only)")
+    return text
+
+
+def add_operator_argument(p: argparse.ArgumentParser, what: str = "figures") -> None:
+    p.add_argument("--operator", type=operator_id, metavar="ID",
+                   help=f"only this operator's players' {what} (a player is the pair operator, player id; "
+                        f"bets whose feed names no operator are the operator {DEFAULT_OPERATOR_ID!r})")
+
+
+def operator_scope(args: argparse.Namespace) -> OperatorScope:
+    """The operators a read may show: `--operator`'s, or every operator."""
+    return OperatorScope.of(getattr(args, "operator", None))
 
 
 def add_db_argument(p: argparse.ArgumentParser) -> None:

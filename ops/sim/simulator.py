@@ -25,6 +25,7 @@ from fractions import Fraction
 from domain.registry import all_rule_sets
 from domain.ruleset import RuleSet
 from ops.sim.core import as_rate, player_pool
+from ops.sim.operators import operator_ids, with_operators
 from ops.sim.table import FAULT_KINDS, TableSim
 
 TABLES_MAX = 500
@@ -104,6 +105,7 @@ class Studio:
         rule_sets: list[RuleSet] | None = None,
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
         biased_tables: frozenset[str] = frozenset(),
+        operators: int | None = None,
     ) -> None:
         if not 1 <= tables <= TABLES_MAX:
             raise ValueError(f"tables must be 1..{TABLES_MAX}, got {tables}")
@@ -124,6 +126,9 @@ class Studio:
             raise ValueError(f"no table {', '.join(sorted(unknown_tables))} to bias; tables: "
                              f"{', '.join(self.stats.tables)}")
         self.biased_tables = biased_tables
+        self.operators = operators  # None: bets name no operator (the default operator's)
+        if operators is not None:
+            operator_ids(operators)  # the count checked now, not when the feed is read
 
     def _table_stream(self, index: int, table_id: str, rules: RuleSet) -> Iterator[tuple[int, int, int, bytes]]:
         sim = TableSim(
@@ -148,9 +153,13 @@ class Studio:
                 yield (t_ms, index, n, line)
 
     def lines(self) -> Iterator[bytes]:
-        """The whole studio's feed, tables interleaved by studio time."""
+        """The whole studio's feed, tables interleaved by studio time (with operators: their
+        configurations first, every player's commands naming the player's operator)."""
         streams = [self._table_stream(i, t, r) for i, (t, r) in enumerate(self.plan)]
-        for _t, _i, _n, line in heapq.merge(*streams):
+        merged: Iterator[bytes] = (line for _t, _i, _n, line in heapq.merge(*streams))
+        if self.operators is not None:
+            merged = with_operators(merged, self.operators, self.seed)
+        for line in merged:
             self.stats.lines += 1
             yield line
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from ledger.records import Record
 from ledger.store import open_app
@@ -44,12 +45,14 @@ def events_of(feed_or_events: Any) -> list[Record]:
             log.close()
 
 
-def write_wallet(feed_or_events: Any, path: str | Path, discrepancies: int = 0, seed: int = 0) -> list[Injected]:
+def write_wallet(feed_or_events: Any, path: str | Path, discrepancies: int = 0, seed: int = 0,
+                 scope: OperatorScope = EVERY_OPERATOR) -> list[Injected]:
     """Write the wallet CSV the operator would have for this feed / these
     events, with `discrepancies` planted ones (kinds taken in turn from
-    DISCREPANCY_KINDS, each on a different movement). Returns what was planted."""
+    DISCREPANCY_KINDS, each on a different movement). Returns what was planted.
+    For one operator (`scope`), that operator's wallet: its players, by its own ids."""
     require(0 <= discrepancies <= DISCREPANCIES_MAX, f"discrepancies {discrepancies} outside 0..{DISCREPANCIES_MAX}")
-    movements = expected_movements(events_of(feed_or_events))
+    movements = expected_movements(events_of(feed_or_events), scope=scope)
     rng = random.Random(seed)
     kinds = [DISCREPANCY_KINDS[(i + seed) % len(DISCREPANCY_KINDS)] for i in range(discrepancies)]
     on_movements = [k for k in kinds if k != "missing_in_ledger"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.money import format_minor
+from domain.operators import DEFAULT_OPERATOR_ID
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, check_input_file, usage
 from ops.cli.options import (
@@ -19,6 +20,7 @@ from ops.cli.options import (
     add_period_arguments,
     check_period,
     number_range,
+    operator_id,
     text_length,
 )
 from projections import regulator
@@ -72,6 +74,10 @@ def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_period_arguments(d, "sessions whose first bet is")
     d.add_argument("--operator-id", required=True, type=text_length(1, 4), metavar="ID",
                    help="OperadorId (1..4 characters)")
+    d.add_argument("--operator", type=operator_id, default=DEFAULT_OPERATOR_ID, metavar="ID",
+                   help="the ledger operator whose players the batch holds (default: the operator "
+                        f"{DEFAULT_OPERATOR_ID!r}, of every bet whose feed names none); one batch never holds "
+                        "another operator's players")
     d.add_argument("--store-id", required=True, type=text_length(1, 10), metavar="ID",
                    help="AlmacenId (1..10 characters)")
     d.add_argument("--out", required=True, metavar="FILE.xml", help="where to write the batch")
@@ -113,7 +119,8 @@ def _export(args: argparse.Namespace, rules: ExportRules, header: Header, now: d
     try:
         if not args.no_register:
             ensure(db)
-        with SessionExport(log, db, rules, fecha(now), header.lote_id, args.since, args.until) as export:
+        with SessionExport(log, db, rules, fecha(now), header.lote_id, args.since, args.until,
+                           args.operator) as export:
             xsd = Path(args.xsd) if args.xsd else None
             try:
                 errors = _write_atomically(Path(args.out), lambda f: write_lote(export.entries(), header, now, f),

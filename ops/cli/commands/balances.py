@@ -8,7 +8,14 @@ import sys
 from dataclasses import asdict
 
 from domain.money import format_minor
-from ops.cli.options import add_command, add_db_argument, add_json_argument, open_views
+from ops.cli.options import (
+    add_command,
+    add_db_argument,
+    add_json_argument,
+    add_operator_argument,
+    open_views,
+    operator_scope,
+)
 from projections import queries
 
 EPILOG = """\
@@ -30,11 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--kind", choices=("player", "round", "house"), help="only accounts of this kind")
     p.add_argument("--nonzero", action="store_true", help="hide accounts at zero with nothing on game")
     add_json_argument(p)
+    add_operator_argument(p, "accounts (rounds and the house are the studio's: not shown with it)")
 
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        found = queries.balances(views.db, args.account, args.kind, args.nonzero)
+        found = queries.balances(views.db, args.account, args.kind, args.nonzero, scope=operator_scope(args))
     if args.json:
         print(json.dumps(asdict(found), indent=2))
         return 0

@@ -12,10 +12,12 @@ from ops.cli.options import (
     add_command,
     add_db_argument,
     add_json_argument,
+    add_operator_argument,
     add_period_arguments,
     add_timezone_argument,
     gaming_day_zones,
     open_views,
+    operator_scope,
     period_days,
 )
 from projections import queries
@@ -44,12 +46,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json_argument(p)
     add_timezone_argument(p)
     add_period_arguments(p, "gaming days", days="gaming days")
+    add_operator_argument(p, "share of the GGR (in its gaming days when it is configured)")
 
 
 def run(args: argparse.Namespace) -> int:
     first, last = period_days(args)
     with open_views(args.db) as views:
-        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last, log=views.log))
+        found = asdict(queries.ggr(views.db, gaming_day_zones(args.timezone), first, last, log=views.log,
+                                      scope=operator_scope(args)))
     rows, totals = found["rows"], found["totals"]
     if args.json:
         print(json.dumps(found, indent=2))

@@ -12,10 +12,12 @@ from dataclasses import asdict
 from typing import Any
 
 from domain.money import format_minor
+from domain.operators import player_key
 from ops.cli.options import (
     add_command,
     add_db_argument,
     add_json_argument,
+    add_operator_argument,
     add_timezone_argument,
     gaming_day_zones,
     int_range,
@@ -39,11 +41,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"how many rounds ({RECALL_LAST_MIN}..{RECALL_LAST_MAX}, default {RECALL_LAST_DEFAULT})")
     add_json_argument(p)
     add_timezone_argument(p)
+    add_operator_argument(p, "rounds: PLAYER as that operator names it")
 
 
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
-        found = asdict(queries.recall(views.db, args.player, args.last, gaming_day_zones(args.timezone)))
+        found = asdict(queries.recall(views.db, player_key(args.operator, args.player), args.last,
+                                      gaming_day_zones(args.timezone)))
     rounds = found["rounds"]
     if args.json:
         print(json.dumps(found, indent=2))

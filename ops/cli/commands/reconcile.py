@@ -18,9 +18,11 @@ from ops.cli.options import (
     add_command,
     add_db_argument,
     add_json_argument,
+    add_operator_argument,
     add_timezone_argument,
     gaming_day_zones,
     int_range,
+    operator_scope,
 )
 from projections import queries
 from projections.reconcile import CATEGORIES, WalletEmpty, WalletFormatError, finding_text, read_wallet
@@ -44,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json_argument(p)
     p.add_argument("--findings", type=int_range(0), default=50, metavar="N", help="list at most N findings (default 50)")
     add_timezone_argument(p)
+    add_operator_argument(p, "movements: WALLET.csv is that operator's wallet, naming players by its own ids")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_EMPTY, f"{args.wallet} has a header but no transactions")
     log = EventLog.open(args.db)
     try:
-        report = queries.reconcile_rows(log, wallet, gaming_day_zones(args.timezone))
+        report = queries.reconcile_rows(log, wallet, gaming_day_zones(args.timezone), operator_scope(args))
     finally:
         log.close()
     if args.json:

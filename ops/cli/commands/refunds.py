@@ -12,10 +12,12 @@ from ops.cli.options import (
     add_command,
     add_db_argument,
     add_json_argument,
+    add_operator_argument,
     add_period_arguments,
     add_timezone_argument,
     gaming_day_zones,
     open_views,
+    operator_scope,
     period_days,
 )
 from projections import queries
@@ -39,13 +41,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--totals", action="store_true", help="only the totals")
     add_timezone_argument(p)
     add_json_argument(p)
+    add_operator_argument(p, "refunds (in its gaming days when it is configured)")
 
 
 def run(args: argparse.Namespace) -> int:
     day_from, day_to = period_days(args)
     with open_views(args.db) as views:
         found = queries.refunds(views.db, day_from, day_to, gaming_day_zones(args.timezone), totals_only=args.totals,
-                                log=views.log)
+                                log=views.log, scope=operator_scope(args))
     if args.json:
         print(json.dumps(asdict(found), indent=2))
         return 0

@@ -10,6 +10,7 @@ from datetime import time
 from typing import Any
 
 from domain.money import format_minor
+from domain.operators import player_key
 from domain.tableconfig import describe_settings
 from ledger.eventlog import EventLog
 from ops.cli.errors import usage
@@ -17,10 +18,12 @@ from ops.cli.options import (
     add_command,
     add_db_argument,
     add_json_argument,
+    add_operator_argument,
     add_period_arguments,
     check_period,
     int_range,
     open_views,
+    operator_scope,
     round_uuid_of,
     say_cut,
 )
@@ -58,6 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing.add_argument("--limit", type=int_range(1, LIST_LIMIT_MAX), metavar="N",
                          help=f"at most N rounds (1..{LIST_LIMIT_MAX})")
     add_db_argument(listing)
+    add_operator_argument(listing, "rounds (with --player: PLAYER as that operator names it)")
     shape = listing.add_mutually_exclusive_group()
     add_json_argument(shape, "one JSON object per line: round, round_id, status, game, table_id, studio_time, ...")
     shape.add_argument("--csv", action="store_true", help="CSV with a header line (money as plain amounts)")
@@ -100,7 +104,9 @@ def run_list(args: argparse.Namespace) -> int:
     check_period(args)
     if args.sort.lstrip("-") in PLAYER_SORTS and not args.player:
         raise usage(f"--sort {args.sort} needs --player (it is the player's own figure)")
-    q = RoundQuery(player=args.player, table=args.table, status=args.status, dealer=args.dealer, since=args.since,
+    scope = operator_scope(args)
+    player = player_key(args.operator, args.player) if args.player else None
+    q = RoundQuery(player=player, scope=scope, table=args.table, status=args.status, dealer=args.dealer, since=args.since,
                    until=args.until, time_from=args.time_from, time_to=args.time_to, sort=args.sort)
     with open_views(args.db) as views:
         found = queries.round_list(views.db, q, limit=args.limit)

@@ -6,8 +6,10 @@ import sys
 import time
 from typing import BinaryIO
 
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ops.cli.errors import usage
 from ops.cli.options import int_range
+from ops.sim.operators import OPERATORS_MAX, operator_ids
 from ops.sim.simulator import ROUNDS_MAX, TABLES_MAX, Studio
 
 PROGRESS_EVERY_LINES = 20_000
@@ -27,6 +29,9 @@ Examples:
   ledger simulate --tables 10 --rounds 100 --seed 1 --out feed.jsonl \\
       --wallet-out wallet.csv --wallet-discrepancies 5
   ledger simulate --tables 5 --rounds 200 --biased-table bacc-1 --out feed.jsonl
+  ledger simulate --tables 5 --rounds 50 --operators 3 --out feed.jsonl --wallet-out wallet.csv
+      # bets of 3 operators (OP1..OP3, configured first) whose player ids overlap; a wallet
+      # file per operator (wallet-OP1.csv, ...)
   ledger ingest feed.jsonl            # then load it into the ledger
 """
 
@@ -55,6 +60,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--biased-table", action="append", default=[], metavar="TABLE",
                    help="deal TABLE from a shoe stacked toward the house (a round the players win on balance "
                    "is dealt again from the reshuffled rest of the shoe); repeatable; for `ledger monitor`")
+    p.add_argument("--operators", type=int_range(1, OPERATORS_MAX), metavar="N",
+                   help="bets of N operators (OP1..ON, configured first) whose player ids overlap: a player bets "
+                        "through a seeded operator per table (default: none named, the default operator)")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=run)
 
@@ -62,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         studio = Studio(args.tables, args.rounds, args.seed, args.fault_rate,
-                        biased_tables=frozenset(args.biased_table))
+                        biased_tables=frozenset(args.biased_table), operators=args.operators)
     except ValueError as exc:  # a biased table that the studio does not have
         raise usage(str(exc)) from None
     started = time.monotonic()
@@ -81,16 +89,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"simulated {len(stats.tables)} tables, {stats.rounds_total} rounds, {written} commands "
               f"in {time.monotonic() - started:.1f}s; faults: {faults}", file=sys.stderr)
     if args.wallet_out:
-        from ops.sim.wallet import write_wallet
+        from ops.sim.wallet import events_of, write_wallet
 
-        try:
-            planted = write_wallet(kept, args.wallet_out, args.wallet_discrepancies, args.seed)
-        except ValueError as exc:  # more discrepancies asked for than the feed has movements
-            raise usage(f"--wallet-discrepancies: {exc}") from None
-        if not args.quiet:
-            print(f"wallet transactions written to {args.wallet_out} "
-                  f"({len(planted or [])} planted discrepancies)", file=sys.stderr)
+        events = events_of(kept)  # the feed ingested once, whatever the number of wallets
+        for path, scope in _wallets(args.wallet_out, args.operators):
+            try:
+                planted = write_wallet(events, path, args.wallet_discrepancies, args.seed, scope)
+            except ValueError as exc:  # more discrepancies asked for than the feed has movements
+                raise usage(f"--wallet-discrepancies: {exc}") from None
+            if not args.quiet:
+                print(f"wallet transactions written to {path} "
+                      f"({len(planted or [])} planted discrepancies)", file=sys.stderr)
     return 0
+
+
+def _wallets(path: str, operators: int | None) -> list[tuple[str, OperatorScope]]:
+    """One wallet file, or with --operators one per operator (`wallet.csv` -> `wallet-OP1.csv`, ...)."""
+    if not operators:
+        return [(path, EVERY_OPERATOR)]
+    stem, dot, suffix = path.rpartition(".")
+    if not dot or "/" in suffix:
+        stem, suffix = path, ""
+    return [(f"{stem}-{op}{'.' + suffix if suffix else ''}", OperatorScope.of(op)) for op in operator_ids(operators)]
 
 
 def _write(studio: Studio, out: BinaryIO, quiet: bool, kept: list[bytes] | None = None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from ops.service.routes import audit, commands, docs, health, players, reports, rounds
+from ops.service.routes import audit, commands, docs, health, operators, players, reports, rounds
 
 TAGS = [
     {"name": "studio", "description": "Studio keys (and admin): the feed's commands."},
@@ -24,7 +24,7 @@ TAGS = [
 def install(api: FastAPI) -> APIRoute:
     """Every route on `api`; returns POST /v1/commands' (the app's fast path answers it)."""
     commands_route = commands.install(api)
-    for area in (rounds, players, reports, audit, health):
+    for area in (rounds, players, reports, operators, audit, health):
         api.include_router(area.router)
     docs.install(api)
     return commands_route

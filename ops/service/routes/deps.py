@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 
 from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
+from domain.operators import DEFAULT_OPERATOR_ID, OPERATOR_ID_PATTERN, OperatorScope
 from domain.refusals import RefusalCode
 from ledger.keys import ROLE_AUDIT, ROLE_READ
 from ops.service.auth import role
@@ -89,6 +90,20 @@ def gaming_zones(timezone: Annotated[str | None, Query(
 
 
 GAMING_ZONES = Annotated[Zones, Depends(gaming_zones)]
+
+
+OPERATOR_ID_QUERY = Query(min_length=1, max_length=64, pattern=OPERATOR_ID_PATTERN, description=(
+    "only this operator's players (a player is the pair operator, player id; bets whose feed names no operator "
+    f"are the operator {DEFAULT_OPERATOR_ID!r}), as `--operator` on the command line"))
+
+
+def operator_scope(operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> OperatorScope:
+    """The operators a read shows: `?operator=`'s, or every operator (the seam keys scoped to
+    operators narrow, docs/operators.md)."""
+    return OperatorScope.of(operator)
+
+
+OPERATOR = Annotated[OperatorScope, Depends(operator_scope)]
 
 
 # ---------------------------------------------------------------- periods: since (inclusive), until (exclusive)

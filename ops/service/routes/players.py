@@ -6,9 +6,20 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from domain.errorcodes import ErrorCode
+from domain.operators import EVERY_OPERATOR, player_key
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import documented
-from ops.service.routes.deps import CURSOR, GAMING_ZONES, KEYED, READ, READ_TAGS, READS, cursor_checked
+from ops.service.routes.deps import (
+    CURSOR,
+    GAMING_ZONES,
+    KEYED,
+    OPERATOR,
+    OPERATOR_ID_QUERY,
+    READ,
+    READ_TAGS,
+    READS,
+    cursor_checked,
+)
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
 
@@ -26,14 +37,14 @@ def get_balances(reads: READS, account: Annotated[list[str] | None, Query(max_le
                  nonzero: bool = False,
                  limit: Annotated[int | None, Query(ge=1, le=BALANCES_LIMIT_MAX, description="at most this many "
                                                     "accounts (all: none given)")] = None,
-                 cursor: CURSOR = None) -> queries.Balances:
+                 cursor: CURSOR = None, scope: OPERATOR = EVERY_OPERATOR) -> queries.Balances:
     with reads.views() as db, cursor_checked():
-        return queries.balances(db, account or [], None if kind == "all" else kind, nonzero, limit, cursor)
+        return queries.balances(db, account or [], None if kind == "all" else kind, nonzero, limit, cursor, scope)
 
 
 @router.get("/recall/{player:id}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
 def get_recall(reads: READS, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
                last: Annotated[int, Query(ge=RECALL_LAST_MIN, le=RECALL_LAST_MAX)] = RECALL_LAST_DEFAULT,
-               ) -> queries.Recall:
-    with reads.views() as db:
-        return queries.recall(db, player, last, zones)
+               operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> queries.Recall:
+    with reads.views() as db:  # the player as its operator names it
+        return queries.recall(db, player_key(operator, player), last, zones)

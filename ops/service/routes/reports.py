@@ -16,6 +16,7 @@ from ops.service.routes.deps import (
     GAMING_ZONES,
     INSTANTS,
     KEYED,
+    OPERATOR,
     READ,
     READ_TAGS,
     READS,
@@ -30,16 +31,16 @@ ERRORS = documented(*KEYED, ErrorCode.REQUEST_INVALID)
 
 @router.get("/refunds", summary="refunded bets and totals by gaming day and cause",
             response_model=queries.Refunds, responses=ERRORS)
-def get_refunds(reads: READS, zones: GAMING_ZONES, period: DAYS_OR_OLD) -> queries.Refunds:
+def get_refunds(reads: READS, zones: GAMING_ZONES, period: DAYS_OR_OLD, scope: OPERATOR) -> queries.Refunds:
     with reads.views() as db:
-        return queries.refunds(db, period.first, period.last, zones, log=reads.log)
+        return queries.refunds(db, period.first, period.last, zones, log=reads.log, scope=scope)
 
 
 @router.get("/ggr", summary="gross gaming revenue per table, game and gaming day", response_model=queries.Ggr,
             responses=ERRORS)
-def get_ggr(reads: READS, zones: GAMING_ZONES, period: DAYS) -> queries.Ggr:
+def get_ggr(reads: READS, zones: GAMING_ZONES, period: DAYS, scope: OPERATOR) -> queries.Ggr:
     with reads.views() as db:
-        return queries.ggr(db, zones, period.first, period.last, log=reads.log)
+        return queries.ggr(db, zones, period.first, period.last, log=reads.log, scope=scope)
 
 
 @router.get("/rejections", summary="refused commands, oldest first, by code and the time they were received",
@@ -61,14 +62,14 @@ def get_rejections(reads: READS, period: INSTANTS, code: Annotated[str | None, Q
              response_model=queries.Reconciliation,
              responses=documented(*KEYED, ErrorCode.REQUEST_INVALID, ErrorCode.INPUT_INVALID, ErrorCode.INPUT_EMPTY,
                                   ErrorCode.INPUT_NOT_UTF8, ErrorCode.BODY_TOO_LARGE, ErrorCode.BAD_REQUEST))
-def post_reconcile(reads: READS, wallet: Annotated[UploadFile, File()], zones: GAMING_ZONES,
+def post_reconcile(reads: READS, wallet: Annotated[UploadFile, File()], zones: GAMING_ZONES, scope: OPERATOR,
                    ) -> queries.Reconciliation:
     from projections.reconcile import WalletEmpty, WalletFormatError
 
     with tempfile.TemporaryDirectory() as tmp:
         path = save(wallet, "wallet", Path(tmp) / "wallet.csv")
         try:
-            return queries.reconcile_wallet(reads.log, path, zones)
+            return queries.reconcile_wallet(reads.log, path, zones, scope)
         except UnicodeDecodeError as exc:
             raise _wallet_error(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
         except WalletEmpty as exc:

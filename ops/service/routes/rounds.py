@@ -8,12 +8,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
+from domain.operators import OperatorScope, player_key
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
     INSTANTS,
     KEYED,
+    OPERATOR_ID_QUERY,
     READ,
     READ_TAGS,
     READS,
@@ -49,11 +51,13 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
                 time_from: Clock = None, time_to: Clock = None, sort: Sort = "time",
                 limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX, description="at most this many (all: "
                                                    "none given)")] = None,
-                cursor: CURSOR = None) -> queries.RoundList | Response:
+                cursor: CURSOR = None, operator: Annotated[str | None, OPERATOR_ID_QUERY] = None,
+                ) -> queries.RoundList | Response:
     if sort.lstrip("-") in PLAYER_SORTS and not player:
         raise ServiceError(ErrorCode.REQUEST_INVALID, f"sort: {sort} needs player (it is the player's own figure)")
     since, until = period  # the studio's time of the round's opening
-    q = RoundQuery(player=player or None, table=table or None, status=status, dealer=dealer, since=since,
+    q = RoundQuery(player=player_key(operator, player) if player else None, scope=OperatorScope.of(operator),
+                   table=table or None, status=status, dealer=dealer, since=since,
                    until=until, time_from=time_from, time_to=time_to, sort=sort)
     with reads.views() as db, cursor_checked():
         found = queries.round_list(db, q, limit=limit, cursor=cursor)

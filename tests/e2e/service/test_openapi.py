@@ -73,7 +73,7 @@ def test_the_commands_body_is_the_union_ledger_schema_prints(openapi: dict[str, 
     for union in (served, expected):
         union["discriminator"]["mapping"] = sorted(union["discriminator"]["mapping"])
     assert served == expected
-    assert served["discriminator"]["propertyName"] == "type" and len(served["oneOf"]) == 11
+    assert served["discriminator"]["propertyName"] == "type" and len(served["oneOf"]) == 12
 
 
 def test_every_route_has_an_answer_schema_and_documents_its_errors(openapi: dict[str, Any]) -> None:

@@ -95,7 +95,7 @@ def test_an_empty_period_says_why(client, keys) -> None:
 
 # ---------------------------------------------------------------- refusing what a read does not understand
 
-PATH_VALUES = {"round_ref": "t1%231", "player": "p1"}  # any value: the parameters are checked before the path's
+PATH_VALUES = {"round_ref": "t1%231", "player": "p1", "operator_id": "default"}  # any value: the parameters are checked before the path's
 
 
 def read_routes(app: Any) -> list[str]:

@@ -23,6 +23,7 @@ from ledger.records import (
     fields_of,
     stored_fields,
     type_of_topic,
+    without_defaults,
 )
 from ledger.store import open_app
 from tests.store.golden.make_golden import STORE, decoded_events
@@ -90,7 +91,10 @@ def _by_mapper(log: EventLog) -> list[tuple[str, str]]:
     while rows := app.recorder.select_notifications(position, 1000):
         for n in rows:
             state = app.mapper.to_domain_event(n).__dict__
-            out.append((repr(decode(n.id, n.topic, state)), repr(stored_fields(state))))
+            record = decode(n.id, n.topic, state)
+            # the mapper's upcast adds a default the stored bytes lack (BetPlaced.operator_id)
+            out.append((repr(record), repr(without_defaults(type(record), stored_fields(state)))))
+            assert b"operator_id" not in n.state  # no golden event names an operator
         position = rows[-1].id + 1
     return out
 

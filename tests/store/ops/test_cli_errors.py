@@ -82,6 +82,8 @@ CASES: dict[str, tuple[list[str], tuple[list[str], ErrorCode], tuple[list[str], 
     "table show": (["t1", *M], (["t1", "--db", "mysql://x"], ErrorCode.BAD_DB_URL),
                    (["t1", *M], ErrorCode.STORE_MISSING)),
     "table list": (M, (["--db", "mysql://x"], ErrorCode.BAD_DB_URL), (M, ErrorCode.STORE_MISSING)),
+    "operator show": (["OP1", *M], (["OP~1", *M], ErrorCode.USAGE), (["OP1", *M], ErrorCode.STORE_MISSING)),
+    "operator list": (M, (["--db", "mysql://x"], ErrorCode.BAD_DB_URL), (M, ErrorCode.STORE_MISSING)),
 }
 
 

@@ -8,12 +8,13 @@ from projections.runner import ALL_VIEWS
 
 FINGERPRINTS = {
     "tables": "6e20be59f413add8",
+    "operators": "cf1205370cf95a1a",
     "rounds": "d2b527f682263317",
     "balances": "8878cf9206c8d4dd",
     "recall": "49aff61e61b15717",
     "timeline": "1102e3227195b094",
     "refunds": "e00a6cabd2885047",
-    "ggr": "2d07c8bbe43f1bbf",
+    "ggr": "6eccd0db9b1c1233",
     "monitor": "b8481a3b7d0f2d0d",
 }
 
