@@ -8,8 +8,11 @@ same PostgreSQL database and schema as the events.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -89,11 +92,12 @@ _PG_ARRAY_KINDS: dict[str, type[EncodedArray]] = {"int": Int8Array, "text": Text
 class Db:
     """One connection (sqlite3 or psycopg) used for view reads and writes."""
 
-    def __init__(self, conn: Any, dialect: str, schema: str | None = None) -> None:
+    def __init__(self, conn: Any, dialect: str, schema: str | None = None, path: str = "") -> None:
         require(dialect in ("sqlite", "postgres"), f"unknown dialect {dialect}")
         self.conn = conn
         self.dialect = dialect
         self.schema = schema
+        self.path = path  # SQLite: the database file ("" or ":memory:": none another process can open)
         self._upserts: dict[tuple[str, int], str] = {}  # SQLite: (table name, rows) -> multi-row upsert
         self._unnests: dict[str, tuple[str, tuple[type[EncodedArray], ...]]] = {}  # PostgreSQL: the upsert, its arrays
 
@@ -114,7 +118,7 @@ class Db:
         # together), which the next run folds again. The ledger's own
         # connection keeps its setting, so events stay as durable as before.
         conn.execute("PRAGMA synchronous=NORMAL")
-        return cls(conn, "sqlite")
+        return cls(conn, "sqlite", path=db_name)
 
     @classmethod
     def postgres(cls, kwargs: dict[str, str], schema: str = "public") -> Db:
@@ -193,18 +197,25 @@ class Db:
 
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:
-        """One process at a time in the block, per database and schema. PostgreSQL: a session
-        advisory lock (creating tables, or folding pages, from several processes at once races
-        in the catalog and on the positions). SQLite needs none: BEGIN IMMEDIATE serialises."""
+        """One holder at a time in the block, per database (and schema) and `name`; a second
+        waits. Both locks are bound to their holder's life, so a holder that dies (kill -9,
+        a terminated backend) frees it at once, and it never outlives its holder:
+        PostgreSQL: a session advisory lock (creating tables, or folding pages, from several
+        processes at once races in the catalog and on the positions).
+        SQLite: an OS lock (flock) on `<database>.<name>.lock` beside the database. BEGIN
+        IMMEDIATE serialises single writes but not a runner's reads between them: two
+        projectors folding side by side read each other's rows (docs/scaling.md)."""
         if self.dialect == "sqlite":
-            yield
+            with _file_lock(self.path, name):
+                yield
             return
         key = f"casino-ledger:{self.schema}:{name}"
         self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
         try:
             yield
         finally:
-            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+            if not self.conn.closed:  # a lost session took its lock along (and its error says why)
+                self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     @contextmanager
     def pipeline(self) -> Iterator[Callable[[], None]]:
@@ -336,3 +347,30 @@ def dump(db: Db, table: Table) -> list[tuple[Any, ...]]:
     """Every row of `table` in key order (for comparisons: rebuild == incremental)."""
     cols = ", ".join(table.column_names)
     return db.query(f"SELECT {cols} FROM {table.name} ORDER BY {', '.join(table.key)}")
+
+
+_MEMORY_LOCKS: dict[str, threading.Lock] = {}  # a database no other process can open: a lock per name
+_MEMORY_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _file_lock(path: str, name: str) -> Iterator[None]:
+    """Hold `flock` on `<path>.<name>.lock` (made if missing, never deleted: deleting a lock file
+    races a process opening it). flock belongs to the open file, so two holders in one process
+    exclude each other too; the kernel drops it when its holder dies."""
+    if not path or path == ":memory:":  # a database of this connection alone
+        yield
+        return
+    if "mode=memory" in path:  # shared by this process's connections only
+        with _MEMORY_LOCKS_GUARD:
+            lock = _MEMORY_LOCKS.setdefault(f"{path}:{name}", threading.Lock())
+        with lock:
+            yield
+        return
+    fd = os.open(f"{path.removeprefix('file:').split('?')[0]}.{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocks (without the GIL) while another holds it
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
