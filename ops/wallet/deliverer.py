@@ -24,6 +24,7 @@ import psycopg
 from ledger.eventlog import EventLog
 from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
 from ops.wallet.config import OperatorWallet
+from ops.wallet.jetstream import JetStreamClient
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
 from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
@@ -36,6 +37,11 @@ WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits 
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
 UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
+
+
+def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
+    """How the operator hears of its transactions: called over HTTP, or published to JetStream."""
+    return JetStreamClient(wallet) if wallet.transport == "jetstream" else WalletClient(wallet)
 
 
 def now_ms() -> int:
@@ -59,7 +65,7 @@ class Deliverer:
         self.url = url
         self.wallets = wallets
         self.page_size = page_size
-        self.clients = {op: WalletClient(w) for op, w in wallets.items()}
+        self.clients = {op: client_for(w) for op, w in wallets.items()}
         self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
                       for op, w in wallets.items()}
         self.in_flight: dict[Future[Answer], WalletTx] = {}
