@@ -187,6 +187,9 @@ COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command, config=ConfigDict(c
 COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, Pause, Resume, Void, ReverseSettlement,
                    ConfigureTable)
 RoundCommand = OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
+# The same as a set, for `type(x) in COMMAND_TYPES` where most values are commands: a failed
+# `isinstance(command, Refusal)` looks `__class__` up on the pydantic model first (~0.1 µs).
+COMMAND_TYPES = frozenset(COMMAND_CLASSES)
 
 
 def is_command(value: object) -> TypeGuard[Command]:
