@@ -28,9 +28,13 @@ Runner = Callable[[Path, Path, list[str]], str]
 
 
 def figure_of(report: dict[str, Any], dotted: str) -> float:
-    """The number at `dotted` ("a.b.c") in a benchmark's JSON report."""
+    """The number at `dotted` ("a.b.c") in a benchmark's JSON report; a number indexes a list
+    ("steps.ingest.ratio.0": memory_bench's ratio at its first larger size)."""
     value: Any = report
     for name in dotted.split("."):
+        if isinstance(value, list) and name.isdigit() and int(name) < len(value):
+            value = value[int(name)]
+            continue
         if not isinstance(value, dict) or name not in value:
             raise KeyError(f"the report has no field {dotted!r} (at {name!r})")
         value = value[name]

@@ -17,6 +17,10 @@ def test_figure_of_reads_a_dotted_field_and_refuses_what_is_not_a_number() -> No
     assert cmp.figure_of(report, "steps.ingest.peak") == 120.0
     with pytest.raises(KeyError):
         cmp.figure_of(report, "steps.project.peak")
+    listed = {"steps": {"ingest": {"ratio": [1.02, 1.05]}}}
+    assert cmp.figure_of(listed, "steps.ingest.ratio.1") == 1.05
+    with pytest.raises(KeyError):
+        cmp.figure_of(listed, "steps.ingest.ratio.2")
     for field in ("flag", "name", "steps"):
         with pytest.raises(ValueError):
             cmp.figure_of(report, field)
