@@ -8,14 +8,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
-from domain.operators import OperatorScope, player_key
+from domain.operators import EVERY_OPERATOR
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
+    EVERY_OPERATOR_ONLY,
     INSTANTS,
     KEYED,
-    OPERATOR_ID_QUERY,
+    OPERATOR,
     READ,
     READ_TAGS,
     READS,
@@ -23,6 +24,7 @@ from ops.service.routes.deps import (
     cursor_checked,
     round_id,
     round_not_found,
+    scoped_player,
 )
 from projections import queries
 from projections.csvtext import csv_lines
@@ -51,12 +53,12 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
                 time_from: Clock = None, time_to: Clock = None, sort: Sort = "time",
                 limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX, description="at most this many (all: "
                                                    "none given)")] = None,
-                cursor: CURSOR = None, operator: Annotated[str | None, OPERATOR_ID_QUERY] = None,
+                cursor: CURSOR = None, scope: OPERATOR = EVERY_OPERATOR,
                 ) -> queries.RoundList | Response:
     if sort.lstrip("-") in PLAYER_SORTS and not player:
         raise ServiceError(ErrorCode.REQUEST_INVALID, f"sort: {sort} needs player (it is the player's own figure)")
     since, until = period  # the studio's time of the round's opening
-    q = RoundQuery(player=player_key(operator, player) if player else None, scope=OperatorScope.of(operator),
+    q = RoundQuery(player=scoped_player(scope, player) if player else None, scope=scope,
                    table=table or None, status=status, dealer=dealer, since=since,
                    until=until, time_from=time_from, time_to=time_to, sort=sort)
     with reads.views() as db, cursor_checked():
@@ -68,7 +70,7 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
 
 
 @router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
-            response_model=queries.RoundDetail, responses=ROUND_ERRORS)
+            response_model=queries.RoundDetail, responses=ROUND_ERRORS, dependencies=EVERY_OPERATOR_ONLY)
 def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
     round_uuid = round_id(round_ref)
     detail = queries.round_detail(reads.log, round_uuid, round_ref)
@@ -79,7 +81,7 @@ def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
 
 @router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
             response_model=queries.RoundReplay, responses=documented(
-                *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
+                *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID), dependencies=EVERY_OPERATOR_ONLY)
 def get_replay(round_ref: str, reads: READS,
                at: Annotated[int | None, Query(ge=1, le=100_000, description="cut after the at-th event")] = None,
                ) -> queries.RoundReplay:
@@ -92,7 +94,7 @@ def get_replay(round_ref: str, reads: READS,
 
 @router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
-                       **documented(ErrorCode.CHAIN_MISMATCH)})
+                       **documented(ErrorCode.CHAIN_MISMATCH)}, dependencies=EVERY_OPERATOR_ONLY)
 def get_replay_page(round_ref: str, reads: READS) -> HTMLResponse:
     from projections.chain_index import ChainMismatch
     from projections.replay_page import RoundNotFound, render_round_html
