@@ -536,12 +536,17 @@ class Recall:
     older: bool
 
 
-def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC) -> Recall:
-    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX), with timelines."""
+def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC,
+           scope: OperatorScope = EVERY_OPERATOR) -> Recall:
+    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX), with timelines
+    (for a scope of some operators, the other operators' bets only as a count and a total)."""
     from projections.recall import RECALL_LAST_MAX, RECALL_LAST_MIN, player_story
+    from projections.redaction import redact_timeline
 
     require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
     page = player_story(db, player_id, limit=last, timelines=True, zone=zone)
+    for r in page.rounds:
+        r["timeline"] = redact_timeline(r["timeline"], scope)
     return Recall(player_id, [RecallRound(**_times(r)) for r in page.rounds],
                   {c: StoryTotal(**t) for c, t in page.totals.items()}, page.older)
 

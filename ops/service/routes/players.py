@@ -48,4 +48,4 @@ def get_recall(reads: READS, player: Annotated[str, Path(max_length=128)], zones
                scope: OPERATOR = EVERY_OPERATOR) -> queries.Recall:
     key = scoped_player(scope, player)  # the player as its operator names it
     with reads.views() as db:
-        return queries.recall(db, key, last, zones)
+        return queries.recall(db, key, last, zones, scope)
