@@ -203,6 +203,9 @@ class RoundDetail:
     view: JsonObject | None
     events: list[JsonObject]
     story: RoundStory
+    # For a read of some operators (a key limited to them): the other operators' bets in this
+    # round, only as a count and a total (projections/redaction.py); None: every bet is shown.
+    other_operators: JsonObject | None = None
 
 
 _EVENT_COMMON = {"originator_id", "originator_version", "timestamp", "command_id", "studio_time"}
@@ -267,6 +270,8 @@ class _ReplayFacts:
 class RoundReplay(RoundStory, _ReplayFacts):
     """The replay document (projections/document.py): the timeline with the state after
     each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
+
+    other_operators: JsonObject | None = None  # as RoundDetail's
 
 
 def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str | None = None,

@@ -4,9 +4,11 @@ per-bet amounts. Applied to what a read answers (a round's timeline), after the 
 for a scope of some operators; every operator's scope sees the round as recorded."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from domain.operators import OperatorScope
+from projections.balances import PLAYER_PREFIX
 
 OTHERS_EVENT = "other_operators_bets"  # the entry that stands for the hidden bets
 
@@ -44,3 +46,71 @@ def _redacted(entry: dict[str, Any], scope: OperatorScope, hidden: set[str]) -> 
     if mine is not None:
         kept["stake_moves"] = mine
     return kept
+
+
+OTHER = "(another operator's)"  # what stands for a text naming another operator's player or bet
+
+
+def redact_document(doc: dict[str, Any], scope: OperatorScope) -> dict[str, Any]:
+    """A round's document (its detail or replay, as plain JSON) for `scope`: every object naming
+    another operator's player (`player_id`, `owner`, a `player:` account) or bet (`bet_id`)
+    dropped from its list, every text naming one dropped (in a list) or replaced, and
+    `other_operators` saying how many bets they placed and their total stake."""
+    if scope.everyone:
+        return doc
+    bets: dict[str, int] = {}
+    players: set[str] = set()
+    _collect(doc, scope, bets, players)
+    tokens = sorted(players | set(bets), key=len, reverse=True)
+    pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in tokens)) if tokens else None
+    out = _strip(doc, scope, set(bets), pattern)
+    out["other_operators"] = {"bets": len(bets), "staked_minor": sum(bets.values())}
+    return out  # type: ignore[no-any-return]
+
+
+def _foreign(obj: dict[str, Any], scope: OperatorScope) -> str | None:
+    """The other operator's player an object names, if it names one."""
+    for field in ("player_id", "owner"):
+        value = obj.get(field)
+        if isinstance(value, str) and value and not scope.allows_key(value):
+            return value
+    account = obj.get("account")
+    if isinstance(account, str) and account.startswith(PLAYER_PREFIX) and not scope.allows_key(
+            account[len(PLAYER_PREFIX):]):
+        return account[len(PLAYER_PREFIX):]
+    return None
+
+
+def _collect(node: Any, scope: OperatorScope, bets: dict[str, int], players: set[str]) -> None:
+    if isinstance(node, dict):
+        player = _foreign(node, scope)
+        if player is not None:
+            players.add(player)
+            bet = node.get("bet_id")
+            if isinstance(bet, str):
+                stake = node.get("stake_minor")
+                bets.setdefault(bet, stake if isinstance(stake, int) else 0)
+                if isinstance(stake, int) and bets[bet] == 0:
+                    bets[bet] = stake
+        for value in node.values():
+            _collect(value, scope, bets, players)
+    elif isinstance(node, list):
+        for value in node:
+            _collect(value, scope, bets, players)
+
+
+def _strip(node: Any, scope: OperatorScope, bets: set[str], pattern: re.Pattern[str] | None) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip(v, scope, bets, pattern) for k, v in node.items()
+                if not (pattern is not None and pattern.search(k))}
+    if isinstance(node, list):
+        return [_strip(v, scope, bets, pattern) for v in node if not _hidden(v, scope, bets, pattern)]
+    if isinstance(node, str) and pattern is not None and pattern.search(node):
+        return OTHER
+    return node
+
+
+def _hidden(item: Any, scope: OperatorScope, bets: set[str], pattern: re.Pattern[str] | None) -> bool:
+    if isinstance(item, dict):
+        return _foreign(item, scope) is not None or item.get("bet_id") in bets
+    return isinstance(item, str) and pattern is not None and pattern.search(item) is not None

@@ -1,6 +1,7 @@
 """Rounds: the list, one round, its replay and its dispute page."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import time
 from typing import Annotated, Literal
 
@@ -28,6 +29,7 @@ from ops.service.routes.deps import (
 )
 from projections import queries
 from projections.csvtext import csv_lines
+from projections.redaction import redact_document
 from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 
@@ -70,26 +72,27 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
 
 
 @router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
-            response_model=queries.RoundDetail, responses=ROUND_ERRORS, dependencies=EVERY_OPERATOR_ONLY)
-def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
+            response_model=queries.RoundDetail, responses=ROUND_ERRORS)
+def get_round(round_ref: str, reads: READS, scope: OPERATOR = EVERY_OPERATOR) -> queries.RoundDetail | queries.JsonObject:
     round_uuid = round_id(round_ref)
     detail = queries.round_detail(reads.log, round_uuid, round_ref)
     if detail is None:
         raise round_not_found(round_ref, round_uuid)
-    return detail
+    return detail if scope.everyone else redact_document(asdict(detail), scope)
 
 
 @router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
             response_model=queries.RoundReplay, responses=documented(
-                *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID), dependencies=EVERY_OPERATOR_ONLY)
+                *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
 def get_replay(round_ref: str, reads: READS,
                at: Annotated[int | None, Query(ge=1, le=100_000, description="cut after the at-th event")] = None,
-               ) -> queries.RoundReplay:
+               scope: OPERATOR = EVERY_OPERATOR) -> queries.RoundReplay | queries.JsonObject:
     round_uuid = round_id(round_ref)
     replay = queries.round_replay(reads.log, round_uuid, at=at, ref=round_ref)
     if replay is None:
         raise round_not_found(round_ref, round_uuid)
-    return replay
+    # a key of some operators: the others' bets only as a count and a total
+    return replay if scope.everyone else redact_document(asdict(replay), scope)
 
 
 @router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,

@@ -60,7 +60,15 @@ def test_key_reads_only_its_operators(scoped: tuple[TestClient, dict[str, str]])
     assert 0 < len(rounds) < len(all_rounds)
     # a key of two operators names the player's operator; the default operator's is not its own
     assert client.get(f"/v1/recall/{player}", headers=auth(keys["op13"])).json()["code"] == "operator_forbidden"
-    for path in ("/v1/rejections", "/v1/rounds/T1%231", "/v1/rounds/T1%231/replay", "/v1/rounds/T1%231/replay.html"):
+    shared = "/v1/rounds/bacc-1%231"  # OP2's and the others' bets (the simulated day, seed 3)
+    seen, full = client.get(shared, headers=op2).json(), client.get(shared, headers=auth(keys["all"])).json()
+    others = [b for b in full["bets"] if not b["player_id"].startswith("OP2~")]
+    assert seen["bets"] == [b for b in full["bets"] if b["player_id"].startswith("OP2~")] and others
+    assert seen["other_operators"] == {"bets": len(others), "staked_minor": sum(b["stake_minor"] for b in others)}
+    assert full["other_operators"] is None
+    replay = client.get(shared + "/replay", headers=op2).json()
+    assert replay["other_operators"] == seen["other_operators"]
+    for path in ("/v1/rejections", "/v1/rounds/T1%231/replay.html"):
         answer = client.get(path, headers=op2)
         assert (answer.status_code, answer.json()["code"]) == (403, "operator_forbidden"), path
 
