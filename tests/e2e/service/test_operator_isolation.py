@@ -78,7 +78,7 @@ def read_routes(api: Any) -> list[tuple[str, bool]]:
 
 
 def _path(route: str, day: Day) -> str:
-    values = {"round_ref": day.shared_round.replace("#", "%23"), "player": day.player, "operator_id": "OP1",
+    values: dict[str, str] = {"round_ref": day.shared_round.replace("#", "%23"), "player": day.player, "operator_id": "OP1",
               "ref": day.shared_round.replace("#", "%23"), "table": day.shared_round.split("#")[0]}
 
     def fill(m: re.Match[str]) -> str:
