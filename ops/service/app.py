@@ -377,30 +377,29 @@ def scope_refusal(key: ApiKey, raw: str | bytes, data: Any = None) -> dict[str, 
             return None
     if not isinstance(data, dict):
         return None
-    found = _outside_tables(key, data) or _outside_operators(key, data)
+    cid = data.get("command_id")
+    cid = storable(cid) if isinstance(cid, str) else None
+    found = _outside_tables(key, data, cid) or _outside_operators(key, data, cid)
     if found is None:
         return None
-    code, message = found
-    cid = data.get("command_id")
-    metrics.COMMANDS.labels("refused", code.value).inc()
-    return Result(status="refused", command_id=storable(cid) if isinstance(cid, str) else None,
-                  code=code, message=message).as_dict()
+    metrics.COMMANDS.labels("refused", str(found.code)).inc()
+    return found.as_dict()
 
 
-def _outside_tables(key: ApiKey, data: dict[str, Any]) -> tuple[RefusalCode, str] | None:
+def _outside_tables(key: ApiKey, data: dict[str, Any], cid: str | None) -> Result | None:
     """A command of another table, or one naming no table (`configure_operator`: the studio's
     own, never a table key's), for a key limited to tables."""
     if not key.tables:
         return None
     table, tables = data.get("table_id"), ", ".join(key.tables)
-    if isinstance(table, str):
-        return None if key.allows_table(table) else (RefusalCode.TABLE_NOT_ALLOWED, RefusalCode.TABLE_NOT_ALLOWED.message(
-            tables=tables, table_id=storable(table)))
     kind = data.get("type")
-    if kind not in ("configure_operator",):  # no table and no type the ledger knows: it refuses it itself
+    if isinstance(table, str) and key.allows_table(table):
         return None
-    return RefusalCode.TABLE_NOT_ALLOWED, RefusalCode.TABLE_NOT_ALLOWED.message(
-        tables=tables, table_id=f"{kind} (it names no table)")
+    if not isinstance(table, str) and kind != "configure_operator":  # no table, no type known: the ledger refuses it
+        return None
+    named = storable(table) if isinstance(table, str) else f"{kind} (it names no table)"
+    return Result(status="refused", command_id=cid, code=RefusalCode.TABLE_NOT_ALLOWED,
+                  message=RefusalCode.TABLE_NOT_ALLOWED.message(tables=tables, table_id=named))
 
 
 # The commands that name an operator: a bet's, a player's decision or pause (with `player_id`),
@@ -408,7 +407,7 @@ def _outside_tables(key: ApiKey, data: dict[str, Any]) -> tuple[RefusalCode, str
 _OPERATOR_COMMANDS = ("place_bet", "decide", "pause", "configure_operator")
 
 
-def _outside_operators(key: ApiKey, data: dict[str, Any]) -> tuple[RefusalCode, str] | None:
+def _outside_operators(key: ApiKey, data: dict[str, Any], cid: str | None) -> Result | None:
     """A command of another operator's player (or configuring another operator), for a key
     limited to operators."""
     kind = data.get("type")
@@ -420,8 +419,9 @@ def _outside_operators(key: ApiKey, data: dict[str, Any]) -> tuple[RefusalCode, 
     operator = DEFAULT_OPERATOR_ID if operator is None else operator
     if isinstance(operator, str) and key.scope.allows(operator):
         return None
-    return RefusalCode.OPERATOR_NOT_ALLOWED, RefusalCode.OPERATOR_NOT_ALLOWED.message(
-        operators=", ".join(key.operators), operator_id=storable(str(operator)))
+    return Result(status="refused", command_id=cid, code=RefusalCode.OPERATOR_NOT_ALLOWED,
+                  message=RefusalCode.OPERATOR_NOT_ALLOWED.message(operators=", ".join(key.operators),
+                                                                   operator_id=storable(str(operator))))
 
 
 def app_from_env() -> FastAPI:
