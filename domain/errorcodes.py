@@ -74,6 +74,10 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = ("unauthorized", "no API key, or one the store does not know or has revoked "
                                     "(`Authorization: Bearer KEY`)", 401, False)
     FORBIDDEN = ("forbidden", "a valid API key whose role may not use the route", 403, False)
+    OPERATOR_FORBIDDEN = ("operator_forbidden", "a read of an operator the API key is not limited to "
+                                                    "(`?operator=` or a player of another operator, a key made "
+                                                    "with `ledger keys add --operator`), or a route that shows "
+                                                    "every operator (the audit trail, refused commands)", 403, False)
     NOT_FOUND = ("not_found", "no route at this path", 404, False)
     ROUND_NOT_FOUND = ("round_not_found", "no round of that UUID or TABLE#ROUND_NO in the store", 404, False)
     METHOD_NOT_ALLOWED = ("method_not_allowed", "the route does not answer this HTTP method", 405, False)

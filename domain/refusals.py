@@ -480,6 +480,12 @@ class RefusalCode(StrEnum):
         "a command posted to the live service with an API key scoped to other tables; nothing recorded, not logged",
         "this API key may write tables {tables} only, not {table_id}; nothing was recorded",
     )
+    OPERATOR_NOT_ALLOWED = (
+        "operator_not_allowed",
+        "a command posted to the live service with an API key scoped to other operators (a bet, a player's "
+        "decision or pause, an operator's configuration); nothing recorded, not logged",
+        "this API key may write operators {operators} only, not {operator_id}; nothing was recorded",
+    )
     # table configuration (domain/tableconfig.py, ledger/table.py)
     TABLE_LIMIT_FORBIDDEN = (
         "table_limit_forbidden",
@@ -753,6 +759,12 @@ Module: ops/service/app.py (`ledger serve`, POST /v1/commands). Answered per com
 the results array, beside the ledger's own codes; the command never reaches the ledger.""", (
     Use(C.TABLE_NOT_ALLOWED, "a studio key made with `ledger keys add --tables T1,T2` posts a command of another table",
         "this API key may write tables T1, T2 only, not bacc-1; nothing was recorded"),
+    Use(C.TABLE_NOT_ALLOWED, "a studio key made with `--tables` posts a command that names no table "
+        "(`configure_operator`)", "this API key may write tables T1 only, not configure_operator (it names no "
+        "table); nothing was recorded"),
+    Use(C.OPERATOR_NOT_ALLOWED, "a studio key made with `ledger keys add --operator OP1` posts a bet of another "
+        "operator's player (a feed naming none: the default operator), or configures another operator",
+        "this API key may write operators OP1 only, not OP2; nothing was recorded"),
 ))
 
 TABLES = Section("Tables", """\

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from domain.operators import OperatorScope, is_operator_id
 from ledger.app import LedgerApp
 from ledger.startup import tables_created_alone
 
@@ -32,8 +33,11 @@ ROLES = ("studio", "backoffice", "auditor", "admin")
 ROLE_WRITE = ("studio", "admin")  # may post commands
 ROLE_READ = ("backoffice", "auditor", "admin")  # may read views and reports
 ROLE_AUDIT = ("auditor", "admin")  # may export and verify the audit chain
+# Roles a key may be limited to operators in (issue 30): an operator's back office reads only
+# its players, a studio key writes only their bets. Auditors and admins see every operator.
+ROLE_OPERATOR_SCOPED = ("studio", "backoffice")
 KEY_PREFIX = "lk_"
-COLUMNS = ("key_id", "name", "role", "tables", "secret_hash", "created_at", "revoked_at")
+COLUMNS = ("key_id", "name", "role", "tables", "secret_hash", "created_at", "revoked_at", "operators")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +48,19 @@ class ApiKey:
     tables: tuple[str, ...]  # empty: every table
     created_at: str
     revoked_at: str | None
+    operators: tuple[str, ...] = ()  # empty: every operator
 
     def allows_table(self, table_id: str) -> bool:
         return not self.tables or table_id in self.tables
 
+    @property
+    def scope(self) -> OperatorScope:
+        """The operators this key may see (domain/operators.py; no operator named: every one)."""
+        return OperatorScope(frozenset(self.operators) if self.operators else None)
+
     def as_dict(self) -> dict[str, Any]:
         return {"key_id": self.key_id, "name": self.name, "role": self.role, "tables": list(self.tables),
-                "created_at": self.created_at, "revoked_at": self.revoked_at}
+                "operators": list(self.operators), "created_at": self.created_at, "revoked_at": self.revoked_at}
 
 
 def _hash(secret: str) -> str:
@@ -78,8 +88,18 @@ class KeyStore:
             c.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} (key_id text PRIMARY KEY, name text NOT NULL, "
                 "role text NOT NULL, tables text NOT NULL, secret_hash text NOT NULL, created_at text NOT NULL, "
-                "revoked_at text)"
+                "revoked_at text, operators text NOT NULL DEFAULT '')"
             )
+            self._add_operators_column(c)
+
+    def _add_operators_column(self, c: Any) -> None:
+        """A key table made before keys had operators gains the column (its keys: every operator)."""
+        if self.postgres:
+            c.execute(f"ALTER TABLE {self.table} ADD COLUMN IF NOT EXISTS operators text NOT NULL DEFAULT ''")
+            return
+        c.execute(f"PRAGMA table_info({KEYS_TABLE})")
+        if "operators" not in {row["name"] for row in c.fetchall()}:
+            c.execute(f"ALTER TABLE {KEYS_TABLE} ADD COLUMN operators text NOT NULL DEFAULT ''")
 
     def qualified(self, table: str) -> str:
         """A table of this store by its full name (PostgreSQL: in the store's schema)."""
@@ -93,15 +113,21 @@ class KeyStore:
     def sql(self, text: str) -> str:
         return text.replace("?", "%s") if self.postgres else text
 
-    def add(self, role: str, name: str = "", tables: Sequence[str] = ()) -> tuple[str, ApiKey]:
+    def add(self, role: str, name: str = "", tables: Sequence[str] = (),
+            operators: Sequence[str] = ()) -> tuple[str, ApiKey]:
         """A new key: (the plain key, shown once; its stored description)."""
         require(role in ROLES, f"role {role!r} is not one of {', '.join(ROLES)}")
         require(all(t and "," not in t for t in tables), f"table ids {list(tables)!r}: empty or with a comma")
+        require(all(is_operator_id(o) for o in operators), f"operator ids {list(operators)!r}: not operator ids")
+        require(not operators or role in ROLE_OPERATOR_SCOPED,
+                f"a {role} key sees every operator: only {' and '.join(ROLE_OPERATOR_SCOPED)} keys take operators")
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
-        row = ApiKey(key_id, name or f"{role}-{key_id}", role, tuple(tables), datetime.now(UTC).isoformat(), None)
+        row = ApiKey(key_id, name or f"{role}-{key_id}", role, tuple(tables), datetime.now(UTC).isoformat(), None,
+                     tuple(sorted(set(operators))))
         with self.cursor() as c:
-            c.execute(self.sql(f"INSERT INTO {self.table} ({', '.join(COLUMNS)}) VALUES (?,?,?,?,?,?,?)"),
-                      (row.key_id, row.name, row.role, ",".join(row.tables), _hash(secret), row.created_at, None))
+            c.execute(self.sql(f"INSERT INTO {self.table} ({', '.join(COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)"),
+                      (row.key_id, row.name, row.role, ",".join(row.tables), _hash(secret), row.created_at, None,
+                       ",".join(row.operators)))
         return f"{KEY_PREFIX}{key_id}_{secret}", row
 
     def list(self) -> list[ApiKey]:
@@ -143,4 +169,5 @@ def key_store(app: LedgerApp) -> KeyStore:
 
 def _key(row: Any) -> ApiKey:
     tables = tuple(t for t in row["tables"].split(",") if t)
-    return ApiKey(row["key_id"], row["name"], row["role"], tables, row["created_at"], row["revoked_at"])
+    operators = tuple(o for o in (row["operators"] or "").split(",") if o)
+    return ApiKey(row["key_id"], row["name"], row["role"], tables, row["created_at"], row["revoked_at"], operators)

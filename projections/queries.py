@@ -203,6 +203,9 @@ class RoundDetail:
     view: JsonObject | None
     events: list[JsonObject]
     story: RoundStory
+    # For a read of some operators (a key limited to them): the other operators' bets in this
+    # round, only as a count and a total (projections/redaction.py); None: every bet is shown.
+    other_operators: JsonObject | None = None
 
 
 _EVENT_COMMON = {"originator_id", "originator_version", "timestamp", "command_id", "studio_time"}
@@ -267,6 +270,8 @@ class _ReplayFacts:
 class RoundReplay(RoundStory, _ReplayFacts):
     """The replay document (projections/document.py): the timeline with the state after
     each step, the settlement recomputed on a fresh model, refunds, and the round's story."""
+
+    other_operators: JsonObject | None = None  # as RoundDetail's
 
 
 def round_replay(log: EventLog, round_id: UUID, at: int | None = None, ref: str | None = None,
@@ -536,12 +541,17 @@ class Recall:
     older: bool
 
 
-def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC) -> Recall:
-    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX), with timelines."""
+def recall(db: Db, player_id: str, last: int, zone: tzinfo | Zones = UTC,
+           scope: OperatorScope = EVERY_OPERATOR) -> Recall:
+    """The player's `last` rounds, oldest first (RECALL_LAST_MIN..RECALL_LAST_MAX), with timelines
+    (for a scope of some operators, the other operators' bets only as a count and a total)."""
     from projections.recall import RECALL_LAST_MAX, RECALL_LAST_MIN, player_story
+    from projections.redaction import redact_timeline
 
     require(RECALL_LAST_MIN <= last <= RECALL_LAST_MAX, f"--last {last} outside {RECALL_LAST_MIN}..{RECALL_LAST_MAX}")
     page = player_story(db, player_id, limit=last, timelines=True, zone=zone)
+    for r in page.rounds:
+        r["timeline"] = redact_timeline(r["timeline"], scope)
     return Recall(player_id, [RecallRound(**_times(r)) for r in page.rounds],
                   {c: StoryTotal(**t) for c, t in page.totals.items()}, page.older)
 

@@ -206,6 +206,9 @@ def signin(request: Request, key: Annotated[str, Form(max_length=500)], csrf: An
     if found.role not in ROLES_CONSOLE:
         return _signin_form(request, next, f"A {found.role} key cannot use the console "
                             f"(it needs a {', '.join(ROLES_CONSOLE[:-1])} or {ROLES_CONSOLE[-1]} key).", 403)
+    if found.operators:  # the console's pages show every operator's players: not for such a key (yet)
+        return _signin_form(request, next, f"A key limited to operators ({', '.join(found.operators)}) cannot use "
+                            "the console yet; use the HTTP API.", 403)
     store = sessions(request)
     token = store.open(found.key_id)
     response = RedirectResponse(_safe_next(next), status_code=303)

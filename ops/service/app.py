@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from domain.errorcodes import ErrorCode
+from domain.operators import DEFAULT_OPERATOR_ID
 from domain.refusals import RefusalCode
 from domain.text import storable
 from ledger import logging as ledger_logging
@@ -358,29 +359,69 @@ def intake(key: ApiKey, body: bytes, content_type: str) -> tuple[list[bytes], li
     """The commands as sent, and the answers known before the ledger sees them (scope refusals)."""
     commands = split_body(body, content_type)
     raws = [raw for raw, _ in commands]
-    if not key.tables:
+    if not key.tables and not key.operators:
         return raws, [None] * len(raws)
     return raws, [scope_refusal(key, raw, value) for raw, value in commands]
 
 
 def scope_refusal(key: ApiKey, raw: str | bytes, data: Any = None) -> dict[str, Any] | None:
-    """The `table_not_allowed` result for a command outside the key's tables (nothing is recorded).
-    `data`: the command already parsed (a JSON array's element), else parsed here."""
-    if not key.tables:
+    """The `table_not_allowed` / `operator_not_allowed` result for a command outside the key's
+    tables or operators (nothing is recorded). `data`: the command already parsed (a JSON
+    array's element), else parsed here."""
+    if not key.tables and not key.operators:
         return None
     if data is None:
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):  # too deep or not JSON: the ledger refuses it as bad_command
             return None
-    if not isinstance(data, dict) or not isinstance(data.get("table_id"), str) or key.allows_table(data["table_id"]):
+    if not isinstance(data, dict):
         return None
     cid = data.get("command_id")
-    metrics.COMMANDS.labels("refused", RefusalCode.TABLE_NOT_ALLOWED.value).inc()
-    message = RefusalCode.TABLE_NOT_ALLOWED.template.format(tables=", ".join(key.tables),
-                                                            table_id=storable(data["table_id"]))
-    return Result(status="refused", command_id=storable(cid) if isinstance(cid, str) else None,
-                  code=RefusalCode.TABLE_NOT_ALLOWED, message=message).as_dict()
+    cid = storable(cid) if isinstance(cid, str) else None
+    found = _outside_tables(key, data, cid) or _outside_operators(key, data, cid)
+    if found is None:
+        return None
+    metrics.COMMANDS.labels("refused", str(found.code)).inc()
+    return found.as_dict()
+
+
+def _outside_tables(key: ApiKey, data: dict[str, Any], cid: str | None) -> Result | None:
+    """A command of another table, or one naming no table (`configure_operator`: the studio's
+    own, never a table key's), for a key limited to tables."""
+    if not key.tables:
+        return None
+    table, tables = data.get("table_id"), ", ".join(key.tables)
+    kind = data.get("type")
+    if isinstance(table, str) and key.allows_table(table):
+        return None
+    if not isinstance(table, str) and kind != "configure_operator":  # no table, no type known: the ledger refuses it
+        return None
+    named = storable(table) if isinstance(table, str) else f"{kind} (it names no table)"
+    return Result(status="refused", command_id=cid, code=RefusalCode.TABLE_NOT_ALLOWED,
+                  message=RefusalCode.TABLE_NOT_ALLOWED.message(tables=tables, table_id=named))
+
+
+# The commands that name an operator: a bet's, a player's decision or pause (with `player_id`),
+# an operator's configuration. Absent on a bet or player: the default operator.
+_OPERATOR_COMMANDS = ("place_bet", "decide", "pause", "configure_operator")
+
+
+def _outside_operators(key: ApiKey, data: dict[str, Any], cid: str | None) -> Result | None:
+    """A command of another operator's player (or configuring another operator), for a key
+    limited to operators."""
+    kind = data.get("type")
+    if not key.operators or kind not in _OPERATOR_COMMANDS:
+        return None
+    if kind in ("decide", "pause") and data.get("player_id") is None:
+        return None  # the table's or the box's, no player's
+    operator = data.get("operator_id")
+    operator = DEFAULT_OPERATOR_ID if operator is None else operator
+    if isinstance(operator, str) and key.scope.allows(operator):
+        return None
+    return Result(status="refused", command_id=cid, code=RefusalCode.OPERATOR_NOT_ALLOWED,
+                  message=RefusalCode.OPERATOR_NOT_ALLOWED.message(operators=", ".join(key.operators),
+                                                                   operator_id=storable(str(operator))))
 
 
 def app_from_env() -> FastAPI:

@@ -101,7 +101,9 @@ def role(*allowed: str) -> Callable[..., Awaitable[ApiKey]]:
 
     async def check(request: Request,
                     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
-        return await checked_key(request.app.state.keys, creds.credentials if creds is not None else None, allowed)
+        key = await checked_key(request.app.state.keys, creds.credentials if creds is not None else None, allowed)
+        request.state.api_key = key  # the operators it may see: ops/service/routes/deps.py `caller`
+        return key
 
     return check
 

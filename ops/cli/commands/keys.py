@@ -11,9 +11,13 @@ from ops.cli.options import add_command, add_json_argument
 EPILOG = """\
 Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads,
 reconcile), auditor (reads, audit export and verify), admin (everything).
+--operator limits a backoffice key to those operators' players, bets and money (a
+shared round shows the others' bets only as a count and a total), a studio key to
+their bets; auditor and admin keys see every operator (docs/operators.md).
 The key is printed once; only its hash is stored.
 
   ledger keys add --role studio --tables bj-live-1,bacc-1 --name studio-a
+  ledger keys add --role backoffice --operator OP1 --name casino-uno
   ledger keys add --role auditor --json
   ledger keys list
   ledger keys revoke studio-a           # by name or key id
@@ -26,6 +30,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add = add_command(actions, "add", "make a key (printed once)", run_add)
     add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--tables", default="", help="comma-separated table ids a studio key may write (default all)")
+    add.add_argument("--operator", action="append", default=[], metavar="ID[,ID]",
+                     help="an operator the key is limited to (repeat or comma-separate; default every operator)")
     add.add_argument("--name", default="", help="a name to find the key by (default role-keyid)")
     _common(add)
     ls = add_command(actions, "list", "every key (never the secret)", run_list)
@@ -53,19 +59,39 @@ def _store(db: str | None, *, existing: bool = True):  # type: ignore[no-untyped
 
 
 def run_add(args: argparse.Namespace) -> int:
+    operators = _listed(args.operator)
+    _check_operators(args.role, operators)
     app, store = _store(args.db, existing=False)
     try:
-        key, row = store.add(args.role, args.name, [t.strip() for t in args.tables.split(",") if t.strip()])
+        key, row = store.add(args.role, args.name, _listed([args.tables]), operators)
     finally:
         app.close()
     if args.json:
         print(json.dumps({"key": key, "role": row.role, "name": row.name, "key_id": row.key_id,
-                          "tables": list(row.tables)}))
+                          "tables": list(row.tables), "operators": list(row.operators)}))
     else:
         print(key)
-        print(f"role {row.role}, name {row.name}, tables {','.join(row.tables) or 'all'} "
-              "(shown once: only its hash is stored)", file=sys.stderr)
+        print(f"role {row.role}, name {row.name}, tables {','.join(row.tables) or 'all'}, "
+              f"operators {','.join(row.operators) or 'all'} (shown once: only its hash is stored)", file=sys.stderr)
     return 0
+
+
+def _check_operators(role: str, operators: list[str]) -> None:
+    from domain.operators import is_operator_id
+    from ledger.keys import ROLE_OPERATOR_SCOPED
+    from ops.cli.errors import usage
+
+    bad = [o for o in operators if not is_operator_id(o)]
+    if bad:
+        raise usage(f"--operator: {bad[0]!r} is not an operator id (letters, digits, `_.-`)")
+    if operators and role not in ROLE_OPERATOR_SCOPED:
+        raise usage(f"--operator: a {role} key sees every operator; only {' and '.join(ROLE_OPERATOR_SCOPED)} "
+                    "keys are limited to operators")
+
+
+def _listed(values: list[str]) -> list[str]:
+    """Comma-separated values of one or several options, blanks dropped."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -80,7 +106,7 @@ def run_list(args: argparse.Namespace) -> int:
     for r in rows:
         state = f"revoked {r.revoked_at[:19]}" if r.revoked_at else "active"
         print(f"{r.key_id}  {r.role:<10} {r.name:<24} tables {','.join(r.tables) or 'all':<24} "
-              f"created {r.created_at[:19]}  {state}")
+              f"operators {','.join(r.operators) or 'all':<12} created {r.created_at[:19]}  {state}")
     if not rows:
         print("no keys")
     return 0

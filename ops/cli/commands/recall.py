@@ -22,6 +22,7 @@ from ops.cli.options import (
     gaming_day_zones,
     int_range,
     open_views,
+    operator_scope,
 )
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_views(args.db) as views:
         found = asdict(queries.recall(views.db, player_key(args.operator, args.player), args.last,
-                                      gaming_day_zones(args.timezone)))
+                                      gaming_day_zones(args.timezone), operator_scope(args)))
     rounds = found["rounds"]
     if args.json:
         print(json.dumps(found, indent=2))

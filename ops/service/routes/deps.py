@@ -19,9 +19,9 @@ from fastapi.routing import APIRoute
 
 from domain.errorcodes import ErrorCode
 from domain.errors import Refusal
-from domain.operators import DEFAULT_OPERATOR_ID, OPERATOR_ID_PATTERN, OperatorScope
+from domain.operators import DEFAULT_OPERATOR_ID, OPERATOR_ID_PATTERN, OperatorScope, player_key
 from domain.refusals import RefusalCode
-from ledger.keys import ROLE_AUDIT, ROLE_READ
+from ledger.keys import ROLE_AUDIT, ROLE_READ, ApiKey
 from ops.service.auth import role
 from ops.service.problems import ProblemItem, ServiceError, documented
 from projections import queries
@@ -70,10 +70,10 @@ def _query_names(root: Dependant) -> frozenset[str]:
 
 # The role first (an unknown caller learns nothing of the parameters), then the parameters.
 READ = [Depends(role(*ROLE_READ)), Depends(declared_only)]
-AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only)]
 READ_TAGS: list[str | Enum] = ["backoffice", "auditor"]  # the roles that may read (and admin)
 # Every /v1 read route: no key or a wrong one, a role that may not, a query parameter it does not take, the store down.
-KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.UNKNOWN_PARAMETER, ErrorCode.STORE_UNAVAILABLE)
+KEYED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.OPERATOR_FORBIDDEN, ErrorCode.UNKNOWN_PARAMETER,
+         ErrorCode.STORE_UNAVAILABLE)
 ROUND_ERRORS = documented(*KEYED, ErrorCode.ROUND_NOT_FOUND, RefusalCode.BAD_ROUND_REF, ErrorCode.REQUEST_INVALID)
 
 
@@ -97,13 +97,65 @@ OPERATOR_ID_QUERY = Query(min_length=1, max_length=64, pattern=OPERATOR_ID_PATTE
     f"are the operator {DEFAULT_OPERATOR_ID!r}), as `--operator` on the command line"))
 
 
-def operator_scope(operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> OperatorScope:
-    """The operators a read shows: `?operator=`'s, or every operator (the seam keys scoped to
-    operators narrow, docs/operators.md)."""
+def caller(request: Request) -> ApiKey:
+    """The key the route's role dependency checked (it runs first: a router's dependencies come
+    before the route's own). None there is a route declared without one: refused, never read
+    with every operator."""
+    key: ApiKey | None = getattr(request.state, "api_key", None)
+    if key is None:
+        raise ServiceError(ErrorCode.UNAUTHORIZED, "a valid API key is required: Authorization: Bearer KEY",
+                           headers={"WWW-Authenticate": "Bearer"})
+    return key
+
+
+def narrowed(key: ApiKey, operator: str | None) -> OperatorScope:
+    """The key's operators, narrowed to `operator` when one is asked (403 `operator_forbidden`
+    for an operator outside them: `?operator=` narrows, never widens)."""
+    if operator is None:
+        return key.scope
+    if not key.scope.allows(operator):
+        raise operator_not_allowed(key, operator)
     return OperatorScope.of(operator)
 
 
+def operator_not_allowed(key: ApiKey, operator: str) -> ServiceError:
+    return ServiceError(ErrorCode.OPERATOR_FORBIDDEN,
+                        f"this API key reads operators {', '.join(key.operators)} only, not {operator}",
+                        errors=[ProblemItem(location="query.operator", message="not one of the key's operators")])
+
+
+def operator_scope(request: Request, operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> OperatorScope:
+    """The operators a read shows: the key's (every operator for a key limited to none), narrowed
+    by `?operator=` (docs/operators.md)."""
+    return narrowed(caller(request), operator)
+
+
+def scoped_player(scope: OperatorScope, player: str) -> str:
+    """The player key of a route's `player`, named as the one operator of `scope` names it (every
+    operator: the default operator's); 403 when the scope may not see that operator."""
+    key = player_key(scope.only(), player)
+    if not scope.allows_key(key):
+        operators = sorted(scope.operators or ())
+        raise ServiceError(ErrorCode.OPERATOR_FORBIDDEN, f"player {player}: name its operator with ?operator= (one "
+                           f"of {', '.join(operators)}); without it the player is the default operator's",
+                           errors=[ProblemItem(location="query.operator", message="required for this key")])
+    return key
+
+
+def every_operator(request: Request) -> None:
+    """A route whose answer holds every operator's players (the audit trail, refused commands):
+    403 `operator_forbidden` for a key limited to operators."""
+    key = caller(request)
+    if not key.scope.everyone:
+        raise ServiceError(ErrorCode.OPERATOR_FORBIDDEN,
+                           f"{request.url.path} shows every operator's players: this API key reads operators "
+                           f"{', '.join(key.operators)} only")
+
+
 OPERATOR = Annotated[OperatorScope, Depends(operator_scope)]
+# The audit trail holds every operator's players: auditors' and admins' (keys of no operator).
+AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only), Depends(every_operator)]
+EVERY_OPERATOR_ONLY = [Depends(every_operator)]
 
 
 # ---------------------------------------------------------------- periods: since (inclusive), until (exclusive)

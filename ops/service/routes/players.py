@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from domain.errorcodes import ErrorCode
-from domain.operators import EVERY_OPERATOR, player_key
+from domain.operators import EVERY_OPERATOR
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import documented
 from ops.service.routes.deps import (
@@ -14,11 +14,11 @@ from ops.service.routes.deps import (
     GAMING_ZONES,
     KEYED,
     OPERATOR,
-    OPERATOR_ID_QUERY,
     READ,
     READ_TAGS,
     READS,
     cursor_checked,
+    scoped_player,
 )
 from projections import queries
 from projections.recall import RECALL_LAST_DEFAULT, RECALL_LAST_MAX, RECALL_LAST_MIN
@@ -45,6 +45,7 @@ def get_balances(reads: READS, account: Annotated[list[str] | None, Query(max_le
 @router.get("/recall/{player:id}", summary="a player's last N rounds", response_model=queries.Recall, responses=ERRORS)
 def get_recall(reads: READS, player: Annotated[str, Path(max_length=128)], zones: GAMING_ZONES,
                last: Annotated[int, Query(ge=RECALL_LAST_MIN, le=RECALL_LAST_MAX)] = RECALL_LAST_DEFAULT,
-               operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> queries.Recall:
-    with reads.views() as db:  # the player as its operator names it
-        return queries.recall(db, player_key(operator, player), last, zones)
+               scope: OPERATOR = EVERY_OPERATOR) -> queries.Recall:
+    key = scoped_player(scope, player)  # the player as its operator names it
+    with reads.views() as db:
+        return queries.recall(db, key, last, zones, scope)

@@ -13,6 +13,7 @@ from ops.service.routes.deps import (
     CURSOR,
     DAYS,
     DAYS_OR_OLD,
+    EVERY_OPERATOR_ONLY,
     GAMING_ZONES,
     INSTANTS,
     KEYED,
@@ -45,6 +46,7 @@ def get_ggr(reads: READS, zones: GAMING_ZONES, period: DAYS, scope: OPERATOR) ->
 
 @router.get("/rejections", summary="refused commands, oldest first, by code and the time they were received",
             response_model=queries.Rejections, responses=ERRORS,
+            dependencies=EVERY_OPERATOR_ONLY,
             description="Every refused command, oldest first. `received_at` is when the ledger received it (UTC, "
             "the server's time), not a gaming day: a refused line may name no table (or not be JSON), so it has "
             "no gaming day, and `since`/`until` filter on the time received.")

@@ -1,6 +1,7 @@
 """Rounds: the list, one round, its replay and its dispute page."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import time
 from typing import Annotated, Literal
 
@@ -8,14 +9,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from domain.errorcodes import ErrorCode
-from domain.operators import OperatorScope, player_key
+from domain.operators import EVERY_OPERATOR
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
+    EVERY_OPERATOR_ONLY,
     INSTANTS,
     KEYED,
-    OPERATOR_ID_QUERY,
+    OPERATOR,
     READ,
     READ_TAGS,
     READS,
@@ -23,9 +25,11 @@ from ops.service.routes.deps import (
     cursor_checked,
     round_id,
     round_not_found,
+    scoped_player,
 )
 from projections import queries
 from projections.csvtext import csv_lines
+from projections.redaction import redact_document
 from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import LIST_LIMIT_MAX
 
@@ -51,12 +55,12 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
                 time_from: Clock = None, time_to: Clock = None, sort: Sort = "time",
                 limit: Annotated[int | None, Query(ge=1, le=LIST_LIMIT_MAX, description="at most this many (all: "
                                                    "none given)")] = None,
-                cursor: CURSOR = None, operator: Annotated[str | None, OPERATOR_ID_QUERY] = None,
+                cursor: CURSOR = None, scope: OPERATOR = EVERY_OPERATOR,
                 ) -> queries.RoundList | Response:
     if sort.lstrip("-") in PLAYER_SORTS and not player:
         raise ServiceError(ErrorCode.REQUEST_INVALID, f"sort: {sort} needs player (it is the player's own figure)")
     since, until = period  # the studio's time of the round's opening
-    q = RoundQuery(player=player_key(operator, player) if player else None, scope=OperatorScope.of(operator),
+    q = RoundQuery(player=scoped_player(scope, player) if player else None, scope=scope,
                    table=table or None, status=status, dealer=dealer, since=since,
                    until=until, time_from=time_from, time_to=time_to, sort=sort)
     with reads.views() as db, cursor_checked():
@@ -69,12 +73,12 @@ def list_rounds(request: Request, reads: READS, period: INSTANTS, status: querie
 
 @router.get("/{round_ref:id}", summary="one round (TABLE#NO, URL-encoded, or UUID): facts, events and story",
             response_model=queries.RoundDetail, responses=ROUND_ERRORS)
-def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
+def get_round(round_ref: str, reads: READS, scope: OPERATOR = EVERY_OPERATOR) -> queries.RoundDetail | queries.JsonObject:
     round_uuid = round_id(round_ref)
     detail = queries.round_detail(reads.log, round_uuid, round_ref)
     if detail is None:
         raise round_not_found(round_ref, round_uuid)
-    return detail
+    return detail if scope.everyone else redact_document(asdict(detail), scope)
 
 
 @router.get("/{round_ref:id}/replay", summary="the round replayed, settlement recomputed",
@@ -82,17 +86,18 @@ def get_round(round_ref: str, reads: READS) -> queries.RoundDetail:
                 *KEYED, ErrorCode.ROUND_NOT_FOUND, ErrorCode.REQUEST_INVALID))
 def get_replay(round_ref: str, reads: READS,
                at: Annotated[int | None, Query(ge=1, le=100_000, description="cut after the at-th event")] = None,
-               ) -> queries.RoundReplay:
+               scope: OPERATOR = EVERY_OPERATOR) -> queries.RoundReplay | queries.JsonObject:
     round_uuid = round_id(round_ref)
     replay = queries.round_replay(reads.log, round_uuid, at=at, ref=round_ref)
     if replay is None:
         raise round_not_found(round_ref, round_uuid)
-    return replay
+    # a key of some operators: the others' bets only as a count and a total
+    return replay if scope.everyone else redact_document(asdict(replay), scope)
 
 
 @router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
-                       **documented(ErrorCode.CHAIN_MISMATCH)})
+                       **documented(ErrorCode.CHAIN_MISMATCH)}, dependencies=EVERY_OPERATOR_ONLY)
 def get_replay_page(round_ref: str, reads: READS) -> HTMLResponse:
     from projections.chain_index import ChainMismatch
     from projections.replay_page import RoundNotFound, render_round_html
