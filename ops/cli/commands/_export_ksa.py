@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.money import format_minor
+from domain.operators import DEFAULT_OPERATOR_ID
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, check_input_file
 from ops.cli.options import (
@@ -28,7 +29,7 @@ from projections.ksa_register import ensure
 from projections.ksa_stream import KsaExport, RegisterError, Tally, Target
 from projections.ksa_verify import verify
 from projections.ksa_xml import Keys
-from projections.regulator import DEFAULT_OPERATOR, Period, Scope
+from projections.regulator import Period, Scope
 from projections.sql import Db
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "nl-ksa"  # ops/schemas/nl-ksa: the KSA's XSDs, unchanged
@@ -74,8 +75,8 @@ def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     k.add_argument("--signing-cert", required=True, metavar="CERT.pem", help="its certificate (PEM)")
     k.add_argument("--recipient-cert", required=True, action="append", metavar="KSA.pem",
                    help="a recipient's certificate (PEM); repeat for several")
-    k.add_argument("--operator-id", type=text_length(1, 256), default=DEFAULT_OPERATOR, metavar="ID",
-                   help=f"Operator_ID, the licensee (default {DEFAULT_OPERATOR})")
+    k.add_argument("--operator-id", type=text_length(1, 256), default=DEFAULT_OPERATOR_ID, metavar="ID",
+                   help=f"Operator_ID, the licensee (default {DEFAULT_OPERATOR_ID})")
     k.add_argument("--data-safe-id", type=text_length(1, 256), default="ledger", metavar="ID",
                    help="Data_Safe_ID (default ledger)")
     k.add_argument("--session-gap-minutes", type=number_range(0, SESSION_GAP_MAX.days * 1440, low_open=True),
