@@ -512,8 +512,7 @@ class BaccaratRound(NoPlayerChoices):
         if target != expected:
             raise refuse(
                 RefusalCode.WRONG_TARGET, "baccarat", card=card, card_name=card.name, target=target, expected=expected)
-        self.counter.check(card)  # impossible_card
-        self.counter.take(card)
+        self.counter.take(card)  # impossible_card (checked before it is counted)
         if expected == "burn":
             self._burn(card)
         else:

@@ -104,7 +104,7 @@ class BlackjackRound:
         self._apply(self._deal, card, target)
 
     def _deal(self, s: State, card: Card, target: str) -> None:
-        s.seen.take(card)
+        s.seen.add(card)  # `deal` checked it: the change only counts it
         s.offers = []  # follow offers not answered before the next card count as declined
         if s.phase == "deal":
             if target == "dealer":

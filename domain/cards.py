@@ -95,6 +95,11 @@ class CardCounter:
         self.check(card)
         self.seen[card] += 1
 
+    def add(self, card: Card) -> None:
+        """Count a card `check` has just passed: a card dealt is checked once, not twice
+        (a check is a Counter read and a comparison, for every card of every round)."""
+        self.seen[card] += 1
+
     @property
     def remaining(self) -> int:
         return self.decks * CARDS_PER_DECK - sum(self.seen.values())

@@ -26,7 +26,7 @@ from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.refusals import RefusalCode
 from ledger import logging as ledger_logging
 from ledger.batching import STATUSES, Raw, Result, batches, collector_spared
-from ledger.commands import Command
+from ledger.commands import COMMAND_TYPES, Command
 from ledger.ids import round_id_for
 from ledger.intake import Intake, conflict, parse_all
 from ledger.library.eventstore import LedgerEventStore, LedgerMapper
@@ -174,7 +174,7 @@ class LedgerApp(Application[UUID]):
         unit = UnitOfWork(self, self.shoes_in_use)
         wanted = unit.wanted(parsed)
         fast = assume_new and not wanted  # no lookup; a failed write runs the batch again the usual way
-        ids = [] if fast else [p.command_id for p in parsed if not isinstance(p, Refusal)]
+        ids = [] if fast else [p.command_id for p in parsed if type(p) in COMMAND_TYPES or not isinstance(p, Refusal)]  # type: ignore[union-attr]
         # The batch's two reads (command ids seen before; which new aggregates exist) in one round trip.
         known, existing = self.ledger_recorder().lookup(ids, wanted) if ids or wanted else ({}, set())
         intake = Intake(unit, known, ledger_logging.debug_enabled())

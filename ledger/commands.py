@@ -217,6 +217,9 @@ COMMAND_CLASSES = (OpenRound, PlaceBet, CloseBetting, DealCard, Decide, Follow, 
 # Commands about no round (configuration): no round text, no round number in a rejection row.
 CONFIG_COMMANDS = (ConfigureTable, ConfigureOperator)
 RoundCommand = OpenRound | PlaceBet | CloseBetting | DealCard | Decide | Follow | Pause | Resume | Void | ReverseSettlement
+# The same as a set, for `type(x) in COMMAND_TYPES` where most values are commands: a failed
+# `isinstance(command, Refusal)` looks `__class__` up on the pydantic model first (~0.1 µs).
+COMMAND_TYPES = frozenset(COMMAND_CLASSES)
 
 
 def is_command(value: object) -> TypeGuard[Command]:

@@ -221,7 +221,7 @@ class Round(RoundState):
         """Record an event; the model stays current when it was current before (it
         moved with the checked call this event records, or it does not move)."""
         current = self._model_at == self.version
-        self._record_event(event_class, stamp, **fields)
+        self._record_fields(event_class, stamp, fields)  # this call's own dict: not copied again
         if current:
             self._model_at = self.version
 

@@ -156,8 +156,14 @@ class RoundState(LedgerAggregate):
         self._model_at = -1  # the version `_model` reflects; any other version rebuilds it
 
     def _post(self, postings: list[Posting]) -> None:
+        # A loop, not sum() of a generator: a generator's frame is made and resumed per call
+        # and per leg, and every bet, decision and settlement posts (timeit in docs/benchmarks.md).
         account = self.account
-        self.balance_minor += sum(p["amount_minor"] for p in postings if p["account"] == account)
+        total = 0
+        for p in postings:
+            if p["account"] == account:
+                total += p["amount_minor"]
+        self.balance_minor += total
 
     def _put_in(self, bet_id: str, player_id: str, amount_minor: int) -> None:
         key = (bet_id, player_id)

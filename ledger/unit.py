@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Cache
 from eventsourcing.domain import DomainEvent
 
 from domain.errors import InvariantBroken, Refusal
-from ledger.commands import Command, ConfigureOperator, ConfigureTable, OpenRound
+from ledger.commands import COMMAND_TYPES, Command, ConfigureOperator, ConfigureTable, OpenRound
 from ledger.ids import round_id_for
 from ledger.library.aggregate import LedgerAggregate, PendingEvents
 from ledger.library.recorders import LedgerRows, VersionRead
@@ -72,8 +72,10 @@ class UnitOfWork:
         shoes: set[tuple[str, str]] = set()
         tables: set[str] = set()
         for p in parsed:
-            if isinstance(p, Refusal):
+            if type(p) not in COMMAND_TYPES and isinstance(p, Refusal):  # a command's class answers in C
                 continue
+            if TYPE_CHECKING:  # what the line above tells, for mypy (no check at run time)
+                assert not isinstance(p, Refusal)
             if type(p) is ConfigureTable:
                 tables.add(p.table_id)
                 continue

@@ -165,6 +165,11 @@ class Outbox:
         rows = self.db.query(f"{self._select} WHERE status IN ({marks}) ORDER BY seq LIMIT ?", (*statuses, limit))
         return [WalletTx(*row) for row in rows]
 
+    def of_operator(self, operator: str) -> list[WalletTx]:
+        """Every transaction of `operator`, in ledger order (`ledger wallet reconcile`)."""
+        rows = self.db.query(f"{self._select} WHERE operator_id=? ORDER BY seq, tx_id", (operator,))
+        return [WalletTx(*row) for row in rows]
+
     def failures(self) -> dict[str, int]:
         """Calls without a good answer, per operator (every outcome but `ok`)."""
         return {op: int(n) for op, n in self.db.query(

@@ -73,6 +73,12 @@ class LedgerAggregate:
 
     def _record_event(self: A, event_class: type[LedgerEvent[A]], stamp: Stamp, **fields: object) -> None:
         """Make the next event in sequence, apply it (id and version checked), keep it pending until saved."""
+        self._record_fields(event_class, stamp, fields)
+
+    def _record_fields(self: A, event_class: type[LedgerEvent[A]], stamp: Stamp, fields: dict[str, object]) -> None:
+        """`_record_event` with the fields as the dict the caller made for this event alone (the
+        event takes its values; the dict is not kept): a caller that takes `**fields` itself
+        (ledger/round.py `_emit`) passes it on without a second keyword copy."""
         event = event_class.recorded(
             self._id, self.version + 1, stamp.recorded_at or DomainEvent.create_timestamp(), stamp, fields,
         )
@@ -156,7 +162,8 @@ class LedgerEvent(DomainEvent, Generic[A]):
                 state[name] = fields[name]
         else:  # what the dataclass __init__ refuses: missing or unknown fields
             raise TypeError(f"{cls.__qualname__} takes {own}, got {tuple(fields)}")
-        event.__post_init__()  # the library's check of the originator id
+        if type(originator_id) is not UUID:  # the aggregates' ids are UUIDs: the library's check only otherwise
+            event.__post_init__()  # the library's check of the originator id (a Python call per event)
         return event
 
     def mutate(self, aggregate: A | None) -> A:

@@ -23,6 +23,7 @@ import orjson
 from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, TranscodingNotRegisteredError
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+_PLAIN_TOP = _PLAIN | {datetime}  # at the top of an event's state: its timestamp, when datetime is registered
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _TYPE_KEY = b'"_type_"'
 _ESCAPE = b"\\u"  # an escaped key could spell "_type_" unseen by the byte count below
@@ -129,13 +130,14 @@ class OrjsonTranscoder(JSONTranscoder):
 
     def _plain_fields(self, obj: dict[str, Any]) -> bool:
         """Every value plain, or a registered type at the top (orjson hands it to
-        `_typed`, as the stdlib hands it to its `default`); orjson checks the keys."""
-        registered = self.types
+        `_typed`, as the stdlib hands it to its `default`); orjson checks the keys.
+        The top level's types checked in C at once (`issuperset` of their `map(type)`):
+        most events hold only plain values beside their timestamp."""
+        top = _PLAIN_TOP if datetime in self.types else _PLAIN
+        if top.issuperset(map(type, obj.values())):
+            return True
         for value in obj.values():
-            kind = type(value)
-            if kind in _PLAIN or (kind in registered and kind is datetime):
-                continue
-            if not _plain(value):
+            if type(value) not in top and not _plain(value):
                 return False
         return True
 
@@ -159,19 +161,25 @@ class OrjsonTranscoder(JSONTranscoder):
 
 def _plain(value: Any) -> bool:
     """Only str, int, bool, None, lists, tuples and dicts of them: what orjson writes
-    byte for byte as the stdlib does (not floats: NaN would differ)."""
+    byte for byte as the stdlib does (not floats: NaN would differ). A container's item
+    types are checked in C first (`issuperset`), and a list's small dicts (an event's
+    postings and results) without a call each: ~0.7 µs an event in Python loops before."""
     kind = type(value)
     if kind is list or kind is tuple:
-        for item in value:
-            if type(item) not in _PLAIN and not _plain(item):
-                return False
+        items = value
+    elif kind is dict:
+        items = value.values()
+    else:
+        return kind in _PLAIN
+    if _PLAIN.issuperset(map(type, items)):
         return True
-    if kind is dict:
-        for item in value.values():
-            if type(item) not in _PLAIN and not _plain(item):
-                return False
-        return True
-    return kind in _PLAIN
+    for item in items:
+        item_kind = type(item)
+        if item_kind in _PLAIN or (item_kind is dict and _PLAIN.issuperset(map(type, item.values()))):
+            continue
+        if not _plain(item):
+            return False
+    return True
 
 
 def _fast_load(data: bytes) -> tuple[Any, int] | None:

@@ -28,9 +28,13 @@ Runner = Callable[[Path, Path, list[str]], str]
 
 
 def figure_of(report: dict[str, Any], dotted: str) -> float:
-    """The number at `dotted` ("a.b.c") in a benchmark's JSON report."""
+    """The number at `dotted` ("a.b.c") in a benchmark's JSON report; a number indexes a list
+    ("steps.ingest.ratio.0": memory_bench's ratio at its first larger size)."""
     value: Any = report
     for name in dotted.split("."):
+        if isinstance(value, list) and name.isdigit() and int(name) < len(value):
+            value = value[int(name)]
+            continue
         if not isinstance(value, dict) or name not in value:
             raise KeyError(f"the report has no field {dotted!r} (at {name!r})")
         value = value[name]
@@ -48,13 +52,17 @@ def run_once(checkout: Path, python: Path, argv: list[str]) -> str:
 
 
 def compare(base: Path, argv: list[str], pairs: int, figure: str,
-            runner: Runner = run_once) -> dict[str, list[float]]:
-    """`pairs` alternating runs (base, then this checkout): each side's figures in run order."""
+            runner: Runner = run_once, also: dict[str, dict[str, list[float]]] | None = None) -> dict[str, list[float]]:
+    """`pairs` alternating runs (base, then this checkout): each side's figures in run order.
+    `also` (figure -> {}): more figures of the same runs, filled in alike."""
     sides = {"base": (base, base / ".venv" / "bin" / "python"), "this": (HERE, Path(sys.executable))}
     found: dict[str, list[float]] = {"base": [], "this": []}
     for _ in range(pairs):
         for side, (checkout, python) in sides.items():
-            found[side].append(figure_of(json.loads(runner(checkout, python, argv)), figure))
+            report = json.loads(runner(checkout, python, argv))
+            found[side].append(figure_of(report, figure))
+            for name, more in (also or {}).items():
+                more.setdefault(side, []).append(figure_of(report, name))
     return found
 
 
@@ -65,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=5, help="alternating runs of each side (default 5)")
     parser.add_argument("--figure", default="ratio", help="the JSON field compared, dotted if nested (default ratio)")
     parser.add_argument("--lower-is-better", action="store_true", help="for times and memory")
+    parser.add_argument("--also", action="append", default=[], metavar="FIELD",
+                        help="another figure of the same runs to show (repeatable); the verdict is --figure's")
     parser.epilog = "After --: MODULE [ARGS], a module of ops/bench and its options."
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index("--") if "--" in argv else len(argv)
@@ -78,14 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = bench[0] if bench[0].startswith("ops.bench.") else f"ops.bench.{bench[0]}"
     argv_run = [module, *bench[1:], *([] if "--json" in bench else ["--json"])]
+    also: dict[str, dict[str, list[float]]] = {name: {} for name in args.also}
     try:
-        found = compare(args.base, argv_run, args.pairs, args.figure)
+        found = compare(args.base, argv_run, args.pairs, args.figure, also=also)
     except (RuntimeError, KeyError, ValueError, json.JSONDecodeError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     medians = {side: statistics.median(values) for side, values in found.items()}
     for side, values in found.items():
         print(f"{side:>4}: {', '.join(f'{v:g}' for v in values)}   median {medians[side]:g}")
+    for name, more in also.items():
+        print(f"{name}: this checkout {statistics.median(more['this']):g} against {statistics.median(more['base']):g} "
+              f"(this {', '.join(f'{v:g}' for v in more['this'])}; base {', '.join(f'{v:g}' for v in more['base'])})")
     better = medians["this"] <= medians["base"] if args.lower_is_better else medians["this"] >= medians["base"]
     print(f"{args.figure}: this checkout {medians['this']:g} against {medians['base']:g} "
           f"({'same or better' if better else 'worse'}, medians of {args.pairs} pairs)")

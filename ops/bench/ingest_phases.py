@@ -46,7 +46,7 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (unit.UnitOfWork, "wanted", "batch reads: ids wanted, lookup"),
     (sqlite_recorder.LedgerSQLiteRecorder, "lookup", "batch reads: ids wanted, lookup"),
     (unit.UnitOfWork, "load", "aggregates: load from batch / cache"),
-    (aggregate.LedgerAggregate, "_record_event", "events: construct + apply"),
+    (aggregate.LedgerAggregate, "_record_fields", "events: construct + apply"),
     (intake.Intake, "take", "per command: index row, result, event names"),
     (intake.Intake, "refuse", "rejection rows"),
     (unit.UnitOfWork, "save", "save: plumbing, cache"),

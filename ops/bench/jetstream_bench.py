@@ -132,6 +132,9 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=500)
     p.add_argument("--tables", type=int, default=50,
                    help="tables in the feed (more split more evenly over the consumers; a studio has hundreds)")
+    p.add_argument("--json", action="store_true",
+                   help="only one JSON object of the medians (for ops.bench.compare: --figure "
+                        "commands_per_s_1, commands_per_s_2, vs_1_2)")
     args = p.parse_args()
     counts = [int(c) for c in args.consumers.split(",")]
     rates: dict[int, list[int]] = {c: [] for c in counts}
@@ -140,12 +143,19 @@ def main() -> int:
             lines = feed(args.commands, f"jsb{r}c{c}-{uuid.uuid4().hex[:6]}", args.tables)
             row = one_run(lines, c, args.batch)
             rates[c].append(row["commands_per_s"])
-            print(json.dumps({"run": r + 1, **row}), flush=True)
+            if not args.json:
+                print(json.dumps({"run": r + 1, **row}), flush=True)
     base = statistics.median(rates[counts[0]])
+    report: dict[str, float] = {}
     for c in counts:
         med = statistics.median(rates[c])
-        print(json.dumps({"consumers": c, "median_commands_per_s": round(med), "runs": rates[c],
-                          f"vs_{counts[0]}": round(med / base, 2)}), flush=True)
+        report[f"commands_per_s_{c}"] = round(med)
+        report[f"vs_{counts[0]}_{c}"] = round(med / base, 3)
+        if not args.json:
+            print(json.dumps({"consumers": c, "median_commands_per_s": round(med), "runs": rates[c],
+                              f"vs_{counts[0]}": round(med / base, 2)}), flush=True)
+    if args.json:
+        print(json.dumps(report), flush=True)
     return 0
 
 

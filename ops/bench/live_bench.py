@@ -241,15 +241,18 @@ async def open_loop(base: str, key: str, lines: list[bytes], rate: float,
 
 
 MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1)}
+_MODE_KEYS = {label: key for key, (label, _) in MODES.items()}  # --json names a step by its mode's key
 
 
 def http_steps(rates: list[float], seconds: float, workers: list[int], trace: bool = False,
                modes: tuple[tuple[str, int], ...] = tuple(MODES.values()), warmup_s: float = 1.0,
-               repeats: int = 1) -> None:
+               repeats: int = 1, report: dict[str, Any] | None = None) -> None:
     """Every rate, each mode and number of workers, `repeats` times, interleaved (every
     configuration sees the same machine load); with repeats > 1 each run's row and then the
-    median of the runs. Several worker counts: the best rates' ratio to one worker's."""
+    median of the runs. Several worker counts: the best rates' ratio to one worker's.
+    With `report` (--json), each step's row goes into it, keyed MODE_RATE[_wN], and nothing is printed."""
     best: dict[str, float] = {}
+    show = print if report is None else (lambda *a, **k: None)
     for rate in rates:
         runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for _ in range(repeats):
@@ -257,13 +260,22 @@ def http_steps(rates: list[float], seconds: float, workers: list[int], trace: bo
                 for n in workers:
                     row = http_step(rate, seconds, n, name, max_batch, trace, warmup_s)
                     runs[name if len(workers) == 1 else f"{name}/workers={n}"].append(row)
-                    print(json.dumps(row if repeats == 1 else {"run": True, **row}), flush=True)
+                    show(json.dumps(row if repeats == 1 else {"run": True, **row}), flush=True)
+                    if report is not None:
+                        key = f"{_MODE_KEYS[name]}_{int(rate)}" + ("" if len(workers) == 1 else f"_w{n}")
+                        report.setdefault(key, []).append(row)
         for name, rows in runs.items():
             row = rows[0] if repeats == 1 else median_row(rows)
             if repeats > 1:
-                print(json.dumps(row), flush=True)
+                show(json.dumps(row), flush=True)
             if row["p99_ms"] <= 50 and row["errors"] == 0 and row["acked_per_s"] >= 0.9 * rate:
                 best[name] = max(best.get(name, 0), rate)
+    if report is not None:
+        for key, rows in report.items():
+            row = rows[0] if len(rows) == 1 else median_row(rows)
+            cpu = row.get("cpu_us_per_command", {})
+            report[key] = {**row, "server_cpu_us_per_command": cpu.get("loop", 0) + cpu.get("other_threads", 0)}
+        return
     print(json.dumps({"highest_rate_with_p99_le_50ms": best}), flush=True)
     for name, _ in modes:
         one = best.get(f"{name}/workers=1")
@@ -377,11 +389,18 @@ def main() -> int:
     p.add_argument("--trace", action="store_true",
                    help="per-request server timestamps and GC passes: print where each step's latency goes")
     p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")
+    p.add_argument("--json", action="store_true",
+                   help="only the HTTP steps' rows as one JSON object, keyed MODE_RATE (for ops.bench.compare: "
+                        "--figure group_1000.p99_ms, group_1000.server_cpu_us_per_command); no JetStream part")
     args = p.parse_args()
+    report: dict[str, Any] | None = {} if args.json else None
     if not args.skip_http:
         http_steps([float(r) for r in args.rates.split(",")], args.seconds, [int(n) for n in args.workers.split(",")], args.trace,
                    tuple(MODES[m] for m in args.modes.split(",")), args.warmup_s,
-                   args.repeats)
+                   args.repeats, report)
+    if report is not None:
+        print(json.dumps(report), flush=True)
+        return 0
     if args.jetstream_commands:
         jetstream(args.jetstream_commands)
     return 0

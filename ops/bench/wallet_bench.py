@@ -73,7 +73,7 @@ def wallet_server(answer_ms: float) -> ThreadingHTTPServer:
 
 
 def wallet_for(server: ThreadingHTTPServer, concurrency: int) -> OperatorWallet:
-    return OperatorWallet(DEFAULT_OPERATOR_ID, f"http://127.0.0.1:{server.server_address[1]}/wallet", "-",
+    return OperatorWallet(DEFAULT_OPERATOR_ID, "-", f"http://127.0.0.1:{server.server_address[1]}/wallet",
                           concurrency=concurrency, timeout_s=10.0, secret=SECRET)
 
 

@@ -4,6 +4,7 @@ out of every repr, message and log."""
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,11 +16,18 @@ class ConfigError(Exception):
     """The configuration cannot be used (one line naming why; never a secret's value)."""
 
 
+TRANSPORTS = ("http", "jetstream")
+
+
 @dataclass(frozen=True)
 class OperatorWallet:
     operator_id: str
-    url: str
     secret_env: str
+    url: str = ""  # http: the wallet's base URL
+    transport: str = "http"  # http: the deliverer calls the wallet; jetstream: it publishes, the operator consumes
+    nats_url: str = "nats://127.0.0.1:4222"
+    stream: str = ""  # jetstream: the stream (made if missing); default WALLET_<OPERATOR>
+    subject: str = ""  # jetstream: messages on <subject>.<kind>; default ledger.wallet.<operator>
     debit_notices: bool = True
     concurrency: int = 8
     timeout_s: float = 5.0
@@ -28,12 +36,13 @@ class OperatorWallet:
     secret: bytes = field(default=b"", repr=False, compare=False)
 
 
-_FIELDS = {"url": str, "secret_env": str, "debit_notices": bool, "concurrency": int, "timeout_s": float,
+_FIELDS = {"url": str, "transport": str, "nats_url": str, "stream": str, "subject": str, "secret_env": str, "debit_notices": bool, "concurrency": int, "timeout_s": float,
            "backoff_s": float, "backoff_max_s": float}
 
 
-def load(path: str, env: dict[str, str] | None = None) -> dict[str, OperatorWallet]:
-    """Every operator's wallet in the file at `path`, with its secret from the environment."""
+def load(path: str, env: dict[str, str] | None = None, *, secrets: bool = True) -> dict[str, OperatorWallet]:
+    """Every operator's wallet in the file at `path`, with its secret from the environment
+    (`secrets=False`: without, for what calls no wallet, as `ledger wallet reconcile`)."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -44,10 +53,35 @@ def load(path: str, env: dict[str, str] | None = None) -> dict[str, OperatorWall
     operators = data.get("operators")
     if not isinstance(operators, dict) or not operators:
         raise ConfigError(f"{path}: no [operators.<id>] table")
-    return {op: _operator(path, op, table, os.environ if env is None else env) for op, table in operators.items()}
+    return {op: _operator(path, op, table, os.environ if env is None else env, secrets) for op, table in operators.items()}
 
 
-def _operator(path: str, op: str, table: Any, env: Any) -> OperatorWallet:
+def _transport(path: str, op: str, values: dict[str, Any]) -> None:
+    """The keys the operator's transport needs, checked; the JetStream names defaulted."""
+    transport = values.setdefault("transport", "http")
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"{path}: operators.{op}.transport must be one of {', '.join(TRANSPORTS)}")
+    for key in ("url", "secret_env") if transport == "http" else ("secret_env",):
+        if key not in values:
+            raise ConfigError(f"{path}: operators.{op} has no {key}")
+    if transport == "http" and not values["url"].startswith(("http://", "https://")):
+        raise ConfigError(f"{path}: operators.{op}.url must start with http:// or https://")
+    if transport == "jetstream":
+        if not values.setdefault("nats_url", "nats://127.0.0.1:4222").startswith(("nats://", "tls://")):
+            raise ConfigError(f"{path}: operators.{op}.nats_url must start with nats:// or tls://")
+        token = re.sub(r"[^A-Za-z0-9_-]", "_", op)
+        stream = values.setdefault("stream", f"WALLET_{token.upper()}")
+        subject = values.setdefault("subject", f"ledger.wallet.{token}")
+        if not _NAME.fullmatch(stream) or not _SUBJECT.fullmatch(subject):
+            raise ConfigError(f"{path}: operators.{op}: stream must be letters, digits, _ or -, and subject "
+                              "dot-separated tokens of those")
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SUBJECT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+
+
+def _operator(path: str, op: str, table: Any, env: Any, secrets: bool = True) -> OperatorWallet:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: operators.{op} is not a table")
     unknown = set(table) - set(_FIELDS)
@@ -62,17 +96,13 @@ def _operator(path: str, op: str, table: Any, env: Any) -> OperatorWallet:
             if type(value) is not kind:
                 raise ConfigError(f"{path}: operators.{op}.{key} must be {kind.__name__}")
             values[key] = value
-    for key in ("url", "secret_env"):
-        if key not in values:
-            raise ConfigError(f"{path}: operators.{op} has no {key}")
-    if not values["url"].startswith(("http://", "https://")):
-        raise ConfigError(f"{path}: operators.{op}.url must start with http:// or https://")
+    _transport(path, op, values)
     if not 1 <= values.get("concurrency", 8) <= CONCURRENCY_MAX:
         raise ConfigError(f"{path}: operators.{op}.concurrency must be 1..{CONCURRENCY_MAX}")
     if not 0 < values.get("timeout_s", 5.0) <= 300:
         raise ConfigError(f"{path}: operators.{op}.timeout_s must be in (0, 300]")
-    secret = env.get(values["secret_env"])
+    secret = env.get(values["secret_env"]) if secrets else "-"
     if not secret:
         raise ConfigError(f"{path}: operators.{op}: the environment variable {values['secret_env']} "
                           "(the wallet's secret) is not set")
-    return OperatorWallet(op, **values, secret=secret.encode())
+    return OperatorWallet(operator_id=op, **values, secret=secret.encode() if secrets else b"")

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
 import psycopg
@@ -23,6 +24,7 @@ import psycopg
 from ledger.eventlog import EventLog
 from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
 from ops.wallet.config import OperatorWallet
+from ops.wallet.jetstream import JetStreamClient
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
 from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
@@ -30,9 +32,16 @@ from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_ge
 PAGE_SIZE_DEFAULT = 1000
 IDLE_WAIT_S = 0.05
 RELOAD_S = 2.0  # the open transactions read again from the store (a person's retry of a dead letter shows)
+LOCK_NAME = "wallet-deliverer"  # one deliverer per store (Db.exclusive: per database and schema)
+WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits for
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
 UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
+
+
+def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
+    """How the operator hears of its transactions: called over HTTP, or published to JetStream."""
+    return JetStreamClient(wallet) if wallet.transport == "jetstream" else WalletClient(wallet)
 
 
 def now_ms() -> int:
@@ -56,7 +65,7 @@ class Deliverer:
         self.url = url
         self.wallets = wallets
         self.page_size = page_size
-        self.clients = {op: WalletClient(w) for op, w in wallets.items()}
+        self.clients = {op: client_for(w) for op, w in wallets.items()}
         self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
                       for op, w in wallets.items()}
         self.in_flight: dict[Future[Answer], WalletTx] = {}
@@ -74,7 +83,26 @@ class Deliverer:
         self.queues = None
         self.log = EventLog.open(self.url, ledger_required=False)
         self.outbox = Outbox(Db.for_store(self.log.backend))
+        self.lock = self._one_deliverer(self.outbox.db)
         self.deriver = Deriver(self.log.round_records, self._notices)
+
+    @staticmethod
+    def _one_deliverer(db: Db) -> ExitStack:
+        """Held for as long as this connection lives (a PostgreSQL session advisory lock, an
+        flock beside the SQLite file): a second deliverer on the store waits here, before it
+        calls any wallet, until the first stops or dies. Taken again after a reconnect (the
+        lost session took its lock along), so a deliverer that lost it waits its turn too."""
+        note = threading.Timer(WAITING_NOTE_S, print, ("ledger wallet deliver: another deliverer is running on "
+                                                       "this store; waiting until it stops",),
+                               {"file": sys.stderr, "flush": True})
+        note.daemon = True
+        note.start()
+        held = ExitStack()
+        try:
+            held.enter_context(db.exclusive(LOCK_NAME))
+        finally:
+            note.cancel()
+        return held
 
     def _notices(self, operator: str) -> bool:
         wallet = self.wallets.get(operator)
@@ -85,7 +113,10 @@ class Deliverer:
             pool.shutdown(wait=False, cancel_futures=True)
         for client in self.clients.values():
             client.close()
-        for closing in (self.outbox.db.close, self.log.close):
+        self._close_store()
+
+    def _close_store(self) -> None:
+        for closing in (self.lock.close, self.outbox.db.close, self.log.close):
             try:
                 closing()
             except Exception:  # closing after the store went away: nothing left to keep
@@ -126,11 +157,7 @@ class Deliverer:
         print(f"ledger wallet deliver: store unreachable ({type(exc).__name__}: {exc}); reconnecting", file=sys.stderr)
         self.result.reconnects += 1
         time.sleep(0.5)
-        try:
-            self.outbox.db.close()
-            self.log.close()
-        except Exception:  # the old connections are gone either way
-            pass
+        self._close_store()
         try:
             self._open()
         except UNREACHABLE:

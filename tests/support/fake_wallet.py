@@ -22,6 +22,7 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import hmac
 import json
@@ -31,6 +32,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 START_BALANCE = 10**12
@@ -96,6 +98,26 @@ class WalletState:
             tx = f"own:{player}:{reference}"
             self._move(Applied(tx, "debit", player, -amount, {"status": "ok"}))
             self.by_reference[(player, reference)] = tx
+
+    def statement(self) -> list[dict[str, Any]]:
+        """The wallet's statement (docs/wallet.md, "Reconciling"): every transaction of the
+        ledger's it applied, once, in the order applied (the operator's own debits are not the
+        ledger's)."""
+        with self.lock:
+            return [{"transaction_id": a.tx_id, "kind": a.kind, "player_id": a.player, "amount_minor": abs(a.amount)}
+                    for a in self.applied.values() if not a.tx_id.startswith("own:")]
+
+    def write_statement(self, path: Path, lines: list[dict[str, Any]] | None = None) -> Path:
+        """The statement as CSV (a path ending .csv) or JSON."""
+        lines = self.statement() if lines is None else lines
+        if path.suffix == ".csv":
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=["transaction_id", "kind", "player_id", "amount_minor"])
+                writer.writeheader()
+                writer.writerows(lines)
+        else:
+            path.write_text(json.dumps({"transactions": lines}))
+        return path
 
     def _move(self, applied: Applied) -> None:
         self.balances[applied.player] = self.balance(applied.player) + applied.amount

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from domain.operators import operator_of, player_of
+from domain.operators import DEFAULT_OPERATOR_ID, operator_of, player_of
 from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, Opened, Record, Settled, SettlementReversed, Voided
 from projections.balances import PLAYER_PREFIX
@@ -66,7 +66,24 @@ def problems(url: str, wallet: WalletState, *, notices: bool = True, operator: s
     for key, how in sorted(endings.items()):
         if wallet.rounds.get(key) != how:
             found.append(f"round {key[0]} player {key[1]}: ledger {how}, wallet {wallet.rounds.get(key)}")
-    return found
+    return found + [f"reconcile: {line}" for line in reconcile_findings(url, wallet, operator or DEFAULT_OPERATOR_ID)]
+
+
+def reconcile_findings(url: str, wallet: WalletState, operator: str = DEFAULT_OPERATOR_ID) -> list[str]:
+    """`ledger wallet reconcile`'s findings (in process) for the wallet's own statement."""
+    from ledger.backend import Backend
+    from ops.wallet.reconcile import Line, reconcile
+    from projections.sql import Db
+    from projections.wallet_outbox import Outbox
+
+    lines = [Line(t["transaction_id"], t["kind"], t["player_id"], t["amount_minor"]) for t in wallet.statement()]
+    outbox = Outbox(Db.for_store(Backend.of_url(url)))
+    try:
+        report = reconcile(outbox, operator, lines)
+    finally:
+        outbox.db.close()
+    return [f"{key}: {item}" for key in ("missing_at_wallet", "not_applied_by_ledger", "duplicated", "differs")
+            for item in report[key]]
 
 
 def statuses(url: str) -> dict[str, int]:

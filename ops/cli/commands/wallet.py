@@ -23,6 +23,7 @@ resends on restart what had no final answer, with the same transaction ids.
   ledger wallet deliver --db sqlite:///day.db --config wallet.toml            # runs until stopped
   ledger wallet deliver --db sqlite:///day.db --config wallet.toml --until-idle --json
   ledger wallet status --db sqlite:///day.db                                  # pending, retrying, dead, lag
+  ledger wallet reconcile --db sqlite:///day.db --config wallet.toml --statement wallet-statement.csv
   ledger wallet retry 6f1c... --by alice --why "player unblocked" --db sqlite:///day.db
   ledger wallet resolve 6f1c... --by alice --why "paid by hand, ticket 42" --db sqlite:///day.db
 """
@@ -43,6 +44,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          run_status)
     _db(status)
     add_json_argument(status)
+    rec = add_command(actions, "reconcile", "compare what was delivered with a wallet's statement (exit 1: findings)",
+                      run_reconcile)
+    _db(rec)
+    rec.add_argument("--config", required=True, metavar="FILE", help="the operators' wallets (TOML: docs/wallet.md)")
+    rec.add_argument("--statement", required=True, metavar="FILE",
+                     help="the wallet's applied transactions (CSV or JSON: docs/wallet.md, \"Reconciling\")")
+    rec.add_argument("--operator", metavar="ID", help="whose wallet (default: the configuration's only operator)")
+    add_json_argument(rec)
     for name, what in (("retry", "send a dead letter again, with its id (a recorded decision)"),
                        ("resolve", "mark a dead letter settled outside the deliverer (a recorded decision)")):
         d = add_command(actions, name, what, run_decide)
@@ -80,8 +89,14 @@ def run_deliver(args: argparse.Namespace) -> int:
         raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
     require_ledger(args.db)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    deliverer = Deliverer(db_url_from(args.db), wallets)
+    signal.signal(signal.SIGTERM, _interrupt)  # waiting for another deliverer's lock: stop waiting
+    try:
+        deliverer = Deliverer(db_url_from(args.db), wallets)
+    except KeyboardInterrupt:
+        print("ledger wallet deliver: stopped while another deliverer ran on this store; nothing done",
+              file=sys.stderr)
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # running: stop after this turn
     started = time.monotonic()
     try:
         result = deliverer.run(until_idle=args.until_idle, stop=stop)
@@ -97,6 +112,48 @@ def run_deliver(args: argparse.Namespace) -> int:
               f"({', '.join(f'{k} {v}' for k, v in sorted(result.outcomes.items())) or 'none'}); "
               f"position {result.position}", file=sys.stderr)
     return 0
+
+
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run_reconcile(args: argparse.Namespace) -> int:
+    from ops.wallet.config import ConfigError, load
+    from ops.wallet.reconcile import StatementError, read_statement, reconcile
+
+    check_input_file(args.config)
+    check_input_file(args.statement)
+    try:
+        operators = load(args.config, secrets=False)
+        with open(args.statement, "rb") as f:
+            statement = read_statement(f.read(), args.statement)
+    except (ConfigError, StatementError) as exc:
+        raise CliError(ErrorCode.INPUT_INVALID, str(exc)) from None
+    operator = args.operator or (next(iter(operators)) if len(operators) == 1 else None)
+    if operator not in operators:
+        raise usage(f"--operator: one of {', '.join(sorted(operators))}" if args.operator is None
+                    else f"--operator {args.operator}: not in {args.config}")
+    outbox = _outbox(args.db)
+    try:
+        report = reconcile(outbox, operator, statement)
+    finally:
+        outbox.db.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_reconcile(report)
+    return 1 if report["findings"] else 0
+
+
+def _print_reconcile(report: dict[str, Any]) -> None:
+    for key, what in (("missing_at_wallet", "delivered, not in the statement"),
+                      ("not_applied_by_ledger", "in the statement, not applied by the ledger"),
+                      ("duplicated", "more than once in the statement"), ("differs", "differs")):
+        for item in report[key]:
+            print(f"{what}: {json.dumps(item)}")
+    print(f"operator {report['operator']}: {report['statement_transactions']} statement transactions; "
+          f"{report['findings']} findings; {report['open']} transactions still open in the store", file=sys.stderr)
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -249,7 +249,7 @@ def test_a_dispute_handler_works_through_the_console(visit: Any, console_store: 
 
 PAGES = ("/ui/rounds", "/ui/rounds?player=alice", "/ui/rounds/dispute-bj%231", "/ui/rounds/dispute-tp%231?step=4",
          "/ui/rounds/dispute-bj%231/proof", "/ui/players/alice", "/ui/tables/bj-live-1", "/ui/monitor?all=1",
-         "/ui/rejections", "/ui/reconcile", "/ui/audit")
+         "/ui/rejections", "/ui/reconcile", "/ui/wallet", "/ui/audit")
 
 
 def test_every_page_fits_a_phone_and_is_keyboard_reachable(visit: Any, console_store: ConsoleStore) -> None:
@@ -262,7 +262,7 @@ def test_every_page_fits_a_phone_and_is_keyboard_reachable(visit: Any, console_s
         assert page.locator("main").count() == 1, path
         assert _fits(page), f"{path} scrolls sideways at 390 px"
         reached = _tab_through(page, 25)
-        for wanted in ("Rounds", "Monitor", "Sign out"):
+        for wanted in ("Rounds", "Monitor", "Rejections", "Reconcile", "Wallet", "Audit", "Sign out"):
             assert wanted in reached, (path, wanted, reached)
         assert not page.locator("a[tabindex='-1'], button[tabindex='-1'], input[tabindex='-1']").count(), path
         screenshot(page, "console-phone-" + path.strip("/").replace("/", "-").replace("?", "-").replace("%23", "-"))

@@ -22,6 +22,8 @@ def test_the_page_shows_operators_dead_letters_and_decisions(tmp_path: Path) -> 
     with TestClient(create_app(Settings(db_url=url, key_cache_s=0.0))) as client:
         sign_in(client, keys["admin"])
         assert 'data-testid="no-deliverer"' in client.get("/ui/wallet").text
+        assert '<a href="/ui/wallet" aria-current="page">Wallet</a>' in client.get("/ui/wallet").text
+        assert '<a href="/ui/wallet" >Wallet</a>' in client.get("/ui/rounds").text  # in every page's navigation
         blocked = player_of(url)
         with FakeWallet(SECRET, refuse_players={blocked: "player_blocked"}) as wallet:
             deliverer = Deliverer(url, load(str(config_file(tmp_path, wallet.url))))

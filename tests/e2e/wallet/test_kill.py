@@ -36,10 +36,11 @@ MIXED = {"drop": 0.04, "timeout": 0.02, "late": 0.02, "lost": 0.03, "5xx": 0.04,
          "duplicate": 0.04}
 
 
-def deliver_process(url: str, config: Path, *more: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def deliver_process(url: str, config: Path, *more: str, env: dict[str, str] | None = None,
+                    stderr: Any = subprocess.PIPE) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "ops.cli", "wallet", "deliver", "--db", url, "--config",
                              str(config), *more], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def ingest(url: str, lines: list[bytes]) -> None:

@@ -17,6 +17,10 @@ def test_figure_of_reads_a_dotted_field_and_refuses_what_is_not_a_number() -> No
     assert cmp.figure_of(report, "steps.ingest.peak") == 120.0
     with pytest.raises(KeyError):
         cmp.figure_of(report, "steps.project.peak")
+    listed = {"steps": {"ingest": {"ratio": [1.02, 1.05]}}}
+    assert cmp.figure_of(listed, "steps.ingest.ratio.1") == 1.05
+    with pytest.raises(KeyError):
+        cmp.figure_of(listed, "steps.ingest.ratio.2")
     for field in ("flag", "name", "steps"):
         with pytest.raises(ValueError):
             cmp.figure_of(report, field)
@@ -69,3 +73,12 @@ def test_a_checkout_without_a_venv_or_a_failing_run_is_exit_2(
     monkeypatch.setattr(cmp, "compare", failing)
     assert cmp.main([str(_base_with_python(tmp_path)), "--", "projection_bench"]) == 2
     assert "boom" in capsys.readouterr().err
+
+
+def test_also_collects_more_figures_of_the_same_runs(tmp_path: Path) -> None:
+    reports = iter([{"ratio": 0.4, "cpu": 2.0}, {"ratio": 0.5, "cpu": 1.0}] * 2)
+    also: dict[str, dict[str, list[float]]] = {"cpu": {}}
+    found = cmp.compare(tmp_path, ["ops.bench.x", "--json"], 2, "ratio",
+                        runner=lambda *a: json.dumps(next(reports)), also=also)
+    assert found == {"base": [0.4, 0.4], "this": [0.5, 0.5]}
+    assert also == {"cpu": {"base": [2.0, 2.0], "this": [1.0, 1.0]}}

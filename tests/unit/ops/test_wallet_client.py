@@ -58,6 +58,15 @@ def test_configuration_per_operator_with_the_secret_from_the_environment(tmp_pat
     assert "two" not in repr(wallets) and "one" not in repr(wallets)
 
 
+def test_a_jetstream_operator_needs_no_url(tmp_path: Path) -> None:
+    """JetStream: the stream and subject default from the operator id; a secret still signs."""
+    path = write(tmp_path, '[operators."op.1"]\ntransport = "jetstream"\nsecret_env = "S"\n')
+    wallet = load(path, {"S": "s"})["op.1"]
+    assert (wallet.transport, wallet.nats_url, wallet.stream, wallet.subject) == (
+        "jetstream", "nats://127.0.0.1:4222", "WALLET_OP_1", "ledger.wallet.op_1")
+    assert load(path, {}, secrets=False)["op.1"].secret == b""
+
+
 @pytest.mark.parametrize(("text", "says"), [
     ("", "no [operators.<id>]"),
     ("[operators.a]\nsecret_env = 'S'\n", "no url"),
@@ -66,6 +75,9 @@ def test_configuration_per_operator_with_the_secret_from_the_environment(tmp_pat
     ("[operators.a]\nurl = 'http://x'\nsecret_env = 'S'\ncolour = 1\n", "unknown keys"),
     ("[operators.a]\nurl = 'http://x'\nsecret_env = 'NOT_SET'\n", "NOT_SET"),
     ("[operators.a\n", "not a readable TOML"),
+    ("[operators.a]\ntransport = 'kafka'\nsecret_env = 'S'\n", "transport must be one of http, jetstream"),
+    ("[operators.a]\ntransport = 'jetstream'\nnats_url = 'http://x'\nsecret_env = 'S'\n", "nats://"),
+    ("[operators.a]\ntransport = 'jetstream'\nsubject = 'a.>'\nsecret_env = 'S'\n", "subject"),
 ])
 def test_configuration_mistakes(tmp_path: Path, text: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says.replace("[", r"\[").replace(".", r"\.")):
