@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+from domain.operators import DEFAULT_OPERATOR_ID, player_of
 from projections.dgoj import Play, Session
 
 VERSION: Final = "v1.11"
@@ -56,6 +57,13 @@ def xsd_name(kind: str) -> str:
 def uid(*parts: str) -> str:
     """The XSD's UID (8-4-4-4-12 of [a-z0-9]): a UUIDv5 of the parts, stable."""
     return str(uuid.uuid5(NAMESPACE, "\x1f".join(parts)))
+
+
+def record_id(operator_id: str, key: str, seq: int) -> str:
+    """A record's Record_ID: the subject's `seq`-th record, unique across operators (the game
+    subjects are every operator's: `game/RULESET`); the default operator's as it always was."""
+    parts = ("record", key, str(seq))
+    return uid(*parts) if operator_id == DEFAULT_OPERATOR_ID else uid(parts[0], operator_id, *parts[1:])
 
 
 def utc(at: datetime) -> str:
@@ -118,7 +126,7 @@ def transactions(play: Play) -> Iterator[Subject]:
             continue
         key = f"tx/{play.round_id}/{play.player_id}/{type_}"
         yield Subject(TRANSACTION, key, _content(player=play.player_id, type=type_, amount=minor, at=utc(at)), (
-            ("Player_Profile_ID", medium(play.player_id, "player id")), ("Transaction_ID", uid(key)),
+            ("Player_Profile_ID", medium(player_of(play.player_id), "player id")), ("Transaction_ID", uid(key)),
             ("Transaction_Datetime", utc(at)), ("Transaction_Amount", amount(minor)),
             ("Transaction_Type", type_), ("Transaction_Status", "SUCCESSFUL")))
 
@@ -132,7 +140,7 @@ def session(s: Session, txs: list[Subject]) -> Subject:
     listed = hashlib.sha256("\n".join(t.key for t in txs).encode()).hexdigest()  # a digest: sessions grow long
     content = _content(game=ruleset, start=utc(s.start), end=utc(s.end), rounds=len(s.plays), won=won,
                        transactions=listed)
-    player = medium(s.player_id, "player id")
+    player = medium(player_of(s.player_id), "player id")  # as its operator names the player
     rows = tuple(("Game_Transaction", (("Transaction_ID", dict(t.fields)["Transaction_ID"]), ("Player_Profile_ID", player)))
                  for t in txs)
     return Subject(SESSION, key, content, (

@@ -97,8 +97,8 @@ class KsaExport:
                 mine, latest = collect_plays(self.log.decode_rows([r for r in round_rows if kind(r[3]) in KINDS]))
                 if latest is not None and (self.clock is None or latest > self.clock):
                     self.clock = latest
-                # Whose bets: bets carry no operator yet (issue 30); when they do, pass the play's here.
-                plays += [p for p in mine if self.scope.holds(None)]
+                # Whose bets: one operator's players only (a play's player key names its operator).
+                plays += [p for p in mine if self.scope.holds_key(p.player_id)]
             spill.add_plays(plays)
 
     def _sent(self, key: str) -> tuple[str, int, str, str] | None:
@@ -133,8 +133,8 @@ class KsaExport:
             return
         seq = 0 if before is None else before[1] + 1
         replaces = before[0] if kind == "correction" and before is not None else None
-        self._add(subject.kind, subject.key, seq, subject.content, Record(ksa.uid("record", subject.key, str(seq)),
-                                                                          replaces, subject.fields))
+        record = Record(ksa.record_id(self.scope.operator_id, subject.key, seq), replaces, subject.fields)
+        self._add(subject.kind, subject.key, seq, subject.content, record)
         if subject.kind == ksa.TRANSACTION:
             now = json.loads(subject.content)
             self.tally.money[now["type"]] += int(now["amount"]) - (0 if sent is None else int(json.loads(sent)["amount"]))
@@ -148,7 +148,8 @@ class KsaExport:
             t = json.loads(content)
             self.tally.money[t["type"]] -= int(t["amount"])
         fields = (("KSA_Type", kind), ("Cancelled_Record_ID", record_id))
-        self._add(ksa.CANCELLATION, key, seq + 1, "", Record(ksa.uid("record", key, str(seq + 1)), None, fields))
+        record = Record(ksa.record_id(self.scope.operator_id, key, seq + 1), None, fields)
+        self._add(ksa.CANCELLATION, key, seq + 1, "", record)
 
     def _add(self, kind: str, key: str, seq: int, content: str, record: Record) -> None:
         assert self._spill is not None

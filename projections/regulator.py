@@ -30,10 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
 
+from domain.operators import DEFAULT_OPERATOR_ID, operator_of
 from ledger.records import RecordType
 from projections.sql import Table
-
-DEFAULT_OPERATOR = "default"  # the operator of a bet that names none (issue 30: `operator_id` absent)
 
 
 def now() -> datetime:
@@ -43,14 +42,17 @@ def now() -> datetime:
 
 @dataclass(frozen=True)
 class Scope:
-    """Whose players and bets an export holds: one operator's (the licensee). Until bets carry
-    an operator (issue 30) every bet is the default operator's; `holds` is the one test a
-    regulator applies to a bet's operator, so `--operator` is wired in here."""
+    """Whose players and bets an export holds: one operator's (the licensee; `--operator`).
+    `holds_key` is the one test a regulator applies to a play: its player key names the bet's
+    operator (domain/operators.py; a bet whose feed named none is the default operator's)."""
 
-    operator_id: str = DEFAULT_OPERATOR
+    operator_id: str = DEFAULT_OPERATOR_ID
 
     def holds(self, bet_operator_id: str | None) -> bool:
-        return (bet_operator_id or DEFAULT_OPERATOR) == self.operator_id
+        return (bet_operator_id or DEFAULT_OPERATOR_ID) == self.operator_id
+
+    def holds_key(self, player_key: str) -> bool:
+        return operator_of(player_key) == self.operator_id
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,10 @@
 outbox, and this module is what a page of it means to the operators' wallets.
 
 Every transaction's id is derived from the event that caused it (its round, version and
-line), so every redelivery after any crash carries the same id. `seq` is the ledger's order
+line), so every redelivery after any crash carries the same id. Each goes to the wallet of the
+operator its player key names (domain/operators.py: every line of a round, stake moves,
+settlement, void and reversal, names a player key), with the player's own id, as that
+operator names the player. `seq` is the ledger's order
 (the event's position, then its line): a player's transactions are sent in it. Reads only:
 records, and a round's own events when an event needs what came before it in the round (a
 resettlement the settlement it replaces, a void the stakes it rolls back).
@@ -16,6 +19,7 @@ from typing import Literal
 from uuid import UUID, uuid5
 
 from domain.errors import require
+from domain.operators import player_key, split_key
 from ledger.ids import NAMESPACE
 from ledger.records import (
     BetPlaced,
@@ -29,7 +33,6 @@ from ledger.records import (
 )
 from projections.balances import PLAYER_PREFIX
 
-DEFAULT_OPERATOR = "default"
 Kind = Literal["debit", "credit", "rollback", "round"]
 # Statuses: sent until final; `notice_off`: a stake the operator takes itself (never sent, but
 # its id is what a void's rollback names); `unanswered`: a debit with no answer, rolled back
@@ -40,20 +43,14 @@ LINE_STEP, SEQ_STEP = 1000, 1_000_000  # seq = position * SEQ_STEP + line * LINE
 WALLET_KINDS = frozenset({Opened, BetPlaced, DecisionTaken, FollowDecided, Settled, Voided})
 
 
-def operator_of(player_id: str, record: Record | None = None) -> str:
-    """Which operator a bet, and the player's account, belong to: the ONE place that decides
-    it. Every bet is the store's default operator's until bets carry an operator (issue 30)."""
-    return DEFAULT_OPERATOR
-
-
 @dataclass(frozen=True, slots=True)
 class WalletTx:
     """One wallet transaction (a row of `wallet_tx`)."""
 
     tx_id: str
     seq: int
-    operator_id: str
-    player_id: str
+    operator_id: str  # whose wallet: the operator the player key names
+    player_id: str  # the player as that operator names it (`player_of(key)`)
     kind: str
     reason: str
     amount_minor: int
@@ -85,7 +82,9 @@ class RoundFacts:
 def make_tx(facts: RoundFacts, round_id: str, seq: int, position: int, tx_id: str, kind: Kind, reason: str,
             player: str, amount: int, reference: str, ref_tx_id: str = "", generation: int = 1,
             status: str = "pending") -> WalletTx:
-    operator = operator_of(player)
+    """`player`: the player key (the ledger's name); the transaction carries its operator and
+    the operator's own player id."""
+    operator, player = split_key(player)
     body = {"transaction_id": tx_id, "operator_id": operator, "player_id": player, "currency": facts.currency,
             "round_id": round_id, "table_id": facts.table_id, "round_no": facts.round_no, "amount_minor": amount,
             "reference": reference, "reason": reason, "event_position": position}
@@ -101,12 +100,17 @@ def next_generation(debit: WalletTx, seq: int) -> tuple[WalletTx, WalletTx]:
     derived from the debit's id, so a crash between them re-derives the same two)."""
     facts = RoundFacts(*_facts_of(debit.body))
     rollback = make_tx(facts, debit.round_id, seq, _position_of(debit.body), tx_id_for(debit.tx_id, "rollback"),
-                       "rollback", "debit_unanswered", debit.player_id, debit.amount_minor, debit.reference,
+                       "rollback", "debit_unanswered", key_of(debit), debit.amount_minor, debit.reference,
                        ref_tx_id=debit.tx_id)
     again = make_tx(facts, debit.round_id, seq + 1, _position_of(debit.body),
                     tx_id_for(debit.tx_id, "generation", debit.generation + 1), "debit", debit.reason,
-                    debit.player_id, debit.amount_minor, debit.reference, generation=debit.generation + 1)
+                    key_of(debit), debit.amount_minor, debit.reference, generation=debit.generation + 1)
     return rollback, again
+
+
+def key_of(tx: WalletTx) -> str:
+    """The player key of a transaction's player (its operator and own id, joined back)."""
+    return player_key(tx.operator_id, tx.player_id)
 
 
 def _facts_of(body: str) -> tuple[str, int, str]:
@@ -218,9 +222,10 @@ class Deriver:
         for f in ev.refunds:
             refunded[f.player_id] = refunded.get(f.player_id, 0) + f.amount_minor
         for debit in debits:
-            out.append(self._tx(ev, len(out), "rollback", "void", debit.player_id, debit.amount_minor,
-                                debit.reference, ref_tx_id=debit.tx_id))
-            refunded[debit.player_id] = refunded.get(debit.player_id, 0) - debit.amount_minor
+            key = key_of(debit)
+            out.append(self._tx(ev, len(out), "rollback", "void", key, debit.amount_minor, debit.reference,
+                                ref_tx_id=debit.tx_id))
+            refunded[key] = refunded.get(key, 0) - debit.amount_minor
         # A refund the stakes do not account for (none known) still reaches the wallet, as its net.
         out += self._corrections(ev, {p: n for p, n in refunded.items() if n > 0},
                                  {p: -n for p, n in refunded.items() if n < 0}, f"{ev.originator_id}@void")

@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from domain.operators import DEFAULT_OPERATOR_ID
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.sim.simulator import simulate
@@ -72,7 +73,7 @@ def wallet_server(answer_ms: float) -> ThreadingHTTPServer:
 
 
 def wallet_for(server: ThreadingHTTPServer, concurrency: int) -> OperatorWallet:
-    return OperatorWallet("default", "-", f"http://127.0.0.1:{server.server_address[1]}/wallet",
+    return OperatorWallet(DEFAULT_OPERATOR_ID, "-", f"http://127.0.0.1:{server.server_address[1]}/wallet",
                           concurrency=concurrency, timeout_s=10.0, secret=SECRET)
 
 
@@ -88,7 +89,7 @@ def filled_store(path: Path, tables: int, rounds: int, seed: int) -> str:
 
 def deliverer_rate(url: str, wallet: OperatorWallet) -> tuple[int, float, list[tuple[str, str, str]]]:
     """Calls per second of one deliverer delivering the whole store; the requests it made."""
-    deliverer = Deliverer(url, {"default": wallet})
+    deliverer = Deliverer(url, {DEFAULT_OPERATOR_ID: wallet})
     started = time.perf_counter()
     try:
         result = deliverer.run(until_idle=True)
@@ -134,7 +135,7 @@ def lag_run(path: Path, wallet: OperatorWallet, bets_per_s: int, seconds: float,
     url = f"sqlite:///{path}"
     app = open_app(url)
     stop = threading.Event()
-    deliverer = Deliverer(url, {"default": wallet})
+    deliverer = Deliverer(url, {DEFAULT_OPERATOR_ID: wallet})
     runner = threading.Thread(target=deliverer.run, kwargs={"stop": stop}, daemon=True)
     runner.start()
     started, sent = time.perf_counter(), 0

@@ -16,6 +16,8 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
   request on it reads a stale answer first).
 
 `refuse_players` answers every request of those players with a permanent refusal (422).
+`operator_id`: the wallet is that operator's: a request naming another operator is refused
+(422 `unknown_operator`) and kept in `foreign`, so a test sees a player sent to the wrong wallet.
 `log` records each request's effect in order, so the tests check what was applied, when.
 """
 from __future__ import annotations
@@ -173,8 +175,10 @@ class FakeWallet:
     """The server: `url`, `state`, `chaos`; `start()` / `stop()` (or a `with` block)."""
 
     def __init__(self, secret: str, chaos: Chaos | None = None, refuse_players: dict[str, str] | None = None,
-                 start_balance: int = START_BALANCE, latency_s: float = 0.0) -> None:
+                 start_balance: int = START_BALANCE, latency_s: float = 0.0, operator_id: str | None = None) -> None:
         self.secret = secret.encode()
+        self.operator_id = operator_id
+        self.foreign: list[dict[str, Any]] = []  # requests naming another operator (operator_id set)
         self.chaos = chaos or Chaos()
         self.refuse_players = refuse_players or {}
         self.latency_s = latency_s
@@ -231,6 +235,11 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
             body = json.loads(raw)
             if kind not in ("debit", "credit", "rollback", "round"):
                 self._reply(404, {"error": "malformed_request"})
+                return
+            if wallet.operator_id is not None and body.get("operator_id") != wallet.operator_id:
+                with wallet.state.lock:
+                    wallet.foreign.append(body)
+                self._reply(422, {"error": "unknown_operator", "transaction_id": body["transaction_id"]})
                 return
             if str(body["player_id"]) in wallet.refuse_players:
                 self._reply(422, {"error": wallet.refuse_players[str(body["player_id"])],

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from domain.operators import DEFAULT_OPERATOR_ID, operator_of, player_of
 from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, Opened, Record, Settled, SettlementReversed, Voided
 from projections.balances import PLAYER_PREFIX
-from projections.wallet_tx import DEFAULT_OPERATOR
 from tests.support.fake_wallet import WalletState
 
 
@@ -38,8 +38,9 @@ def round_endings(records: list[Record]) -> dict[tuple[str, str], str]:
     return {(rid, p): how for rid, how in ended.items() for p in players.get(rid, ())}
 
 
-def problems(url: str, wallet: WalletState, *, notices: bool = True) -> list[str]:
-    """Every way the wallet differs from the ledger (empty: delivered exactly once in effect)."""
+def problems(url: str, wallet: WalletState, *, notices: bool = True, operator: str | None = None) -> list[str]:
+    """Every way the wallet differs from the ledger (empty: delivered exactly once in effect).
+    `operator`: the wallet is that operator's (its players only, by their own ids)."""
     log = EventLog.open(url)
     try:
         records = list(log.records())
@@ -47,7 +48,10 @@ def problems(url: str, wallet: WalletState, *, notices: bool = True) -> list[str
         log.close()
     assert any(isinstance(r, Opened) for r in records), "no rounds in the store"
     found = []
-    want = ledger_balances(records)
+    want, endings = ledger_balances(records), round_endings(records)
+    if operator is not None:
+        want = {player_of(k): n for k, n in want.items() if operator_of(k) == operator}
+        endings = {(r, player_of(k)): how for (r, k), how in endings.items() if operator_of(k) == operator}
     for player in sorted(set(want) | set(wallet.balances)):
         got = wallet.net(player)
         if got != want.get(player, 0):
@@ -59,14 +63,13 @@ def problems(url: str, wallet: WalletState, *, notices: bool = True) -> list[str
             found.append(f"{kind} {tx} applied after its rollback")
         if effect == "rolled_back":
             rolled.add(tx)
-    endings = round_endings(records)
     for key, how in sorted(endings.items()):
         if wallet.rounds.get(key) != how:
             found.append(f"round {key[0]} player {key[1]}: ledger {how}, wallet {wallet.rounds.get(key)}")
-    return found + [f"reconcile: {line}" for line in reconcile_findings(url, wallet)]
+    return found + [f"reconcile: {line}" for line in reconcile_findings(url, wallet, operator or DEFAULT_OPERATOR_ID)]
 
 
-def reconcile_findings(url: str, wallet: WalletState, operator: str = DEFAULT_OPERATOR) -> list[str]:
+def reconcile_findings(url: str, wallet: WalletState, operator: str = DEFAULT_OPERATOR_ID) -> list[str]:
     """`ledger wallet reconcile`'s findings (in process) for the wallet's own statement."""
     from ledger.backend import Backend
     from ops.wallet.reconcile import Line, reconcile

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.money import format_minor
+from domain.operators import DEFAULT_OPERATOR_ID
 from ledger.eventlog import EventLog
 from ops.cli.errors import CliError, ErrorCode, check_input_file
 from ops.cli.options import (
@@ -19,6 +20,7 @@ from ops.cli.options import (
     add_period_arguments,
     check_period,
     number_range,
+    operator_id,
     text_length,
 )
 from projections import regulator
@@ -28,7 +30,7 @@ from projections.ksa_register import ensure
 from projections.ksa_stream import KsaExport, RegisterError, Tally, Target
 from projections.ksa_verify import verify
 from projections.ksa_xml import Keys
-from projections.regulator import DEFAULT_OPERATOR, Period, Scope
+from projections.regulator import Period, Scope
 from projections.sql import Db
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "nl-ksa"  # ops/schemas/nl-ksa: the KSA's XSDs, unchanged
@@ -74,8 +76,12 @@ def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     k.add_argument("--signing-cert", required=True, metavar="CERT.pem", help="its certificate (PEM)")
     k.add_argument("--recipient-cert", required=True, action="append", metavar="KSA.pem",
                    help="a recipient's certificate (PEM); repeat for several")
-    k.add_argument("--operator-id", type=text_length(1, 256), default=DEFAULT_OPERATOR, metavar="ID",
-                   help=f"Operator_ID, the licensee (default {DEFAULT_OPERATOR})")
+    k.add_argument("--operator", type=operator_id, default=DEFAULT_OPERATOR_ID, metavar="ID",
+                   help="the ledger operator whose players and bets the batches hold, with its own register "
+                        f"and manifest chain (default: the operator {DEFAULT_OPERATOR_ID!r}, of every bet whose "
+                        "feed names none); give each operator its own --out")
+    k.add_argument("--operator-id", type=text_length(1, 256), default=DEFAULT_OPERATOR_ID, metavar="ID",
+                   help=f"Operator_ID, the licensee's KSA id (default {DEFAULT_OPERATOR_ID})")
     k.add_argument("--data-safe-id", type=text_length(1, 256), default="ledger", metavar="ID",
                    help="Data_Safe_ID (default ledger)")
     k.add_argument("--session-gap-minutes", type=number_range(0, SESSION_GAP_MAX.days * 1440, low_open=True),
@@ -102,9 +108,8 @@ def _keys(args: argparse.Namespace) -> Keys:
 
 
 def scope(args: argparse.Namespace) -> Scope:
-    """Whose players and bets the export holds: the default operator's until bets name their
-    operator (the issue "Operators"); `--operator` is wired in here."""
-    return Scope()
+    """Whose players and bets the export holds: the `--operator`'s (one licensee's batches)."""
+    return Scope(args.operator)
 
 
 def run_ksa(args: argparse.Namespace) -> int:
@@ -142,8 +147,8 @@ def run_ksa(args: argparse.Namespace) -> int:
 
 
 def _summary(tally: Tally, args: argparse.Namespace) -> dict[str, Any]:
-    return {"out": args.out, "batches": tally.batches, "records": tally.records, "new": tally.new,
-            "replacements": tally.replacements, "cancellations": tally.cancellations,
+    return {"out": args.out, "operator": args.operator, "batches": tally.batches, "records": tally.records,
+            "new": tally.new, "replacements": tally.replacements, "cancellations": tally.cancellations,
             "sessions_unchanged": tally.unchanged, "sessions_pending": tally.pending_sessions,
             "money_minor": tally.money, "through": tally.through}
 

@@ -54,10 +54,11 @@ def week(store_url: str, feed: list[bytes]) -> str:
     return store_url
 
 
-def export(url: str, out: Path, parties: dict[str, Party], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def export(url: str, out: Path, parties: dict[str, Party], capsys: pytest.CaptureFixture[str],
+           *extra: str) -> dict[str, Any]:
     code = main(["export", "ksa", "--db", url, "--out", str(out), "--signing-key", str(parties["operator"].key),
                  "--signing-cert", str(parties["operator"].cert), "--recipient-cert", str(parties["ksa"].cert),
-                 "--recipient-cert", str(parties["auditor"].cert), "--operator-id", "OP-NL-1", "--json"])
+                 "--recipient-cert", str(parties["auditor"].cert), "--operator-id", "OP-NL-1", "--json", *extra])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return dict(json.loads(captured.out))
@@ -116,8 +117,8 @@ def money(state: dict[str, dict[str, str]]) -> dict[str, int]:
     return out
 
 
-def ggr(url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:
-    assert main(["ggr", "--db", url, "--json"]) == 0
+def ggr(url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, int]:
+    assert main(["ggr", "--db", url, "--json", *extra]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["currency"] for r in rows} == {"EUR"}
     return {"STAKE": sum(r["staked_minor"] for r in rows), "WINNING": sum(r["paid_minor"] for r in rows),

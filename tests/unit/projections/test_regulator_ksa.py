@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from domain.operators import DEFAULT_OPERATOR_ID, player_key
 from projections import ksa
-from projections.regulator import DEFAULT_OPERATOR, Period, Scope, placement
+from projections.regulator import Period, Scope, placement
 
 
 def test_placement_is_new_unchanged_or_a_correction() -> None:
@@ -17,9 +18,14 @@ def test_placement_is_new_unchanged_or_a_correction() -> None:
     assert placement("a", "b") == "correction"
 
 
-def test_scope_holds_the_default_operators_bets_until_bets_name_one() -> None:
-    assert Scope().holds(None) and Scope().holds(DEFAULT_OPERATOR)
+def test_scope_holds_one_operators_bets_the_default_by_default() -> None:
+    assert Scope().holds(None) and Scope().holds(DEFAULT_OPERATOR_ID)
     assert not Scope().holds("op-2") and Scope("op-2").holds("op-2") and not Scope("op-2").holds(None)
+
+
+def test_scope_holds_a_play_by_its_player_key() -> None:
+    assert Scope().holds_key(player_key(None, "p-1")) and not Scope().holds_key(player_key("op-2", "p-1"))
+    assert Scope("op-2").holds_key(player_key("op-2", "p-1")) and not Scope("op-2").holds_key("p-1")
 
 
 def test_period_is_since_inclusive_until_exclusive() -> None:
