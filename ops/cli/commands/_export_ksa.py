@@ -7,7 +7,7 @@ import argparse
 import json
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.money import format_minor
 from domain.operators import DEFAULT_OPERATOR_ID
@@ -25,13 +25,14 @@ from ops.cli.options import (
 )
 from projections import regulator
 from projections.dgoj import SESSION_GAP_DEFAULT, SESSION_GAP_MAX, ExportRules
-from projections.ksa import KsaError
-from projections.ksa_register import ensure
-from projections.ksa_stream import KsaExport, RegisterError, Tally, Target
-from projections.ksa_verify import verify
-from projections.ksa_xml import Keys
 from projections.regulator import Period, Scope
 from projections.sql import Db
+
+# The KSA modules load lxml and cryptography (~14 MiB and a tenth of a second): imported by
+# the two commands that use them, not by every `ledger` command that builds the parser.
+if TYPE_CHECKING:
+    from projections.ksa_stream import Tally
+    from projections.ksa_xml import Keys
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "nl-ksa"  # ops/schemas/nl-ksa: the KSA's XSDs, unchanged
 
@@ -99,6 +100,8 @@ def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _keys(args: argparse.Namespace) -> Keys:
+    from projections.ksa_xml import Keys
+
     for path in (args.signing_key, args.signing_cert, *args.recipient_cert):
         check_input_file(path)
     try:
@@ -113,6 +116,10 @@ def scope(args: argparse.Namespace) -> Scope:
 
 
 def run_ksa(args: argparse.Namespace) -> int:
+    from projections.ksa import KsaError
+    from projections.ksa_register import ensure
+    from projections.ksa_stream import KsaExport, RegisterError, Target
+
     check_period(args)
     keys = _keys(args)
     log = EventLog.open(args.db)  # the store first: a missing one leaves no folder behind
@@ -169,6 +176,8 @@ def _print(info: dict[str, Any], as_json: bool) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from projections.ksa_verify import verify
+
     directory = Path(args.dir)
     if not directory.exists():
         raise CliError(ErrorCode.INPUT_MISSING, f"{args.dir} does not exist")
