@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from ledger.store import open_app
 from ops.sim.simulator import simulate
 
 DAYS = 7
@@ -77,3 +78,18 @@ def make_party(directory: Path, name: str) -> Party:
                                             serialization.NoEncryption()))
     party.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return party
+
+
+PARTIES = ("operator", "ksa", "auditor")  # the signer and the two recipients every export names
+
+
+def make_parties(directory: Path) -> dict[str, Party]:
+    return {name: make_party(directory, name) for name in PARTIES}
+
+
+def ingested(store_url: str, feed: list[bytes]) -> str:
+    """The store at `store_url` with `feed` ingested (its URL, for a fixture to return)."""
+    app = open_app(store_url)
+    app.ingest(feed)
+    app.close()
+    return store_url

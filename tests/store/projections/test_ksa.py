@@ -30,15 +30,14 @@ from ops.cli import main
 from projections import ksa
 from projections.ksa_xml import XENC, decrypt_file, unwrap_key
 from projections.runner import Projector
-from tests.support.ksa_week import KOLKATA, ZONED_TABLE, Party, make_party, week_feed
+from tests.support.ksa_week import KOLKATA, ZONED_TABLE, Party, ingested, make_parties, week_feed
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "ops" / "schemas" / "nl-ksa"
 
 
 @pytest.fixture(scope="module")
 def parties(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Party]:
-    d = tmp_path_factory.mktemp("keys")
-    return {name: make_party(d, name) for name in ("operator", "ksa", "auditor")}
+    return make_parties(tmp_path_factory.mktemp("keys"))
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +47,7 @@ def feed() -> list[bytes]:
 
 @pytest.fixture
 def week(store_url: str, feed: list[bytes]) -> str:
-    app = open_app(store_url)
-    app.ingest(feed)
-    app.close()
-    return store_url
+    return ingested(store_url, feed)
 
 
 def export(url: str, out: Path, parties: dict[str, Party], capsys: pytest.CaptureFixture[str],

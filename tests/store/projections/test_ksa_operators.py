@@ -14,7 +14,6 @@ import pytest
 
 from domain.operators import operator_of, player_of
 from ledger.eventlog import EventLog
-from ledger.store import open_app
 from ops.sim.operators import with_operators
 from projections import ksa
 from projections.runner import Projector
@@ -29,7 +28,7 @@ from tests.store.projections.test_ksa import (
     verify,
     xmlsec1_verifies,
 )
-from tests.support.ksa_week import Party, make_party, week_feed
+from tests.support.ksa_week import Party, ingested, make_parties, week_feed
 
 OPERATORS = ("OP1", "OP2", "OP3")
 TYPES = ("STAKE", "WINNING", "VOID_STAKE")
@@ -37,8 +36,7 @@ TYPES = ("STAKE", "WINNING", "VOID_STAKE")
 
 @pytest.fixture(scope="module")
 def parties(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Party]:
-    d = tmp_path_factory.mktemp("keys")
-    return {name: make_party(d, name) for name in ("operator", "ksa", "auditor")}
+    return make_parties(tmp_path_factory.mktemp("keys"))
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +46,7 @@ def feed() -> list[bytes]:
 
 @pytest.fixture
 def week(store_url: str, feed: list[bytes]) -> str:
-    app = open_app(store_url)
-    app.ingest(feed)
-    app.close()
-    return store_url
+    return ingested(store_url, feed)
 
 
 def plays(url: str) -> dict[str, set[tuple[str, str]]]:
