@@ -20,6 +20,7 @@ import base64
 import hashlib
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,7 +164,9 @@ def _data(batch: Path, doc: Any, schemas: dict[str, Any], out: Verified) -> list
             if len(members) != 1:
                 return [f"holds {len(members)} files, not one data file"]
             data = z.read(members[0])
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:  # zlib/CRC errors surface as BadZipFile
+    # A changed byte can fail anywhere in the reader: its header (BadZipFile, ValueError), the
+    # deflate stream (zlib.error, EOFError), a member's method or name (NotImplementedError, KeyError).
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError, NotImplementedError) as exc:
         return [f"not a readable zip: {exc}"]
     found = []
     if str(len(data)) != doc.findtext("Metadata/File_Size_Uncompressed"):
