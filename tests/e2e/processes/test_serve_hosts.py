@@ -50,7 +50,7 @@ class Table:
 
 
 def test_two_hosts_alternating_one_killed_answers_and_store_equal_ingest(pg_schema_url, pg_schema_url_2) -> None:
-    lines = feed(tables=6, rounds=5, seed=33, fault_rate=100)
+    lines = feed(tables=6, rounds=3, seed=33, fault_rate=100)
     expected = cli_results(lines, pg_schema_url_2)
     key = make_keys(pg_schema_url)["studio"]
     answers = {id(line): e for line, e in zip(lines, expected)}
