@@ -459,8 +459,10 @@ def _peaks_root(manifest: dict[str, Any], size: int) -> str | None:
         return None
 
 
-def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> list[Finding]:
-    """Chain the live store's events (from genesis) and compare them by position with the export."""
+def verify_against_store(verified: Verified, store_events: Iterable[Stored],
+                         shown: Callable[[Link], Link] | None = None) -> list[Finding]:
+    """Chain the live store's events (from genesis) and compare them by position with the export
+    (`shown`: each store line as the export's reader may see it, projections/redaction.py)."""
     last = verified.manifest.get("last_position")
     if last is None and verified.links:
         last = max(lk.position for lk in verified.links)
@@ -469,7 +471,7 @@ def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> 
     for link in chain(store_events):
         if last is not None and link.position > last:
             break
-        store_links.append(link)
+        store_links.append(link if shown is None else shown(link))
         if first is not None and link.position < first:
             before.add(link.hash)
     findings = compare_with_store(verified.links, store_links)
