@@ -69,7 +69,7 @@ def test_key_reads_only_its_operators(scoped: tuple[TestClient, dict[str, str]])
     replay = client.get(shared + "/replay", headers=op2).json()
     assert replay["other_operators"] == seen["other_operators"]
     page = client.get(shared + "/replay.html", headers=op2)  # the dispute page: the same redaction
-    assert page.status_code == 200 and '"other_operators": {"bets": %d' % len(others) in page.text
+    assert page.status_code == 200 and f'"other_operators": {{"bets": {len(others)}' in page.text
     assert client.get("/v1/rejections", headers=op2).status_code == 200
 
 
