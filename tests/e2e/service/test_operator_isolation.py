@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from ledger.keys import ApiKey, key_store
 from ledger.store import open_app
+from ops.bundle.verify import verify as verify_bundle
 from ops.service.app import Settings, create_app
 from ops.sim.simulator import Studio
 from ops.sim.wallet import write_wallet
@@ -189,18 +191,21 @@ def cli_findings(day: Day, store_url: str, capsys: pytest.CaptureFixture[str]) -
     from ops.cli import main
 
     findings: dict[str, set[str]] = {}
-    batch = day.wallet.with_name("lote.xml")
+    batch, bundle = day.wallet.with_name("lote.xml"), day.wallet.with_name("dispute.zip")
     for argv in (["ggr"], ["balances"], ["refunds"], ["recall", day.player], ["round", "list"],
                  ["round", "list", "--player", day.player], ["reconcile", str(day.wallet)],
                  ["export", "dgoj", "--operator-id", "OP02", "--store-id", "ALM1", "--out", str(batch),
-                  "--no-register"]):
+                  "--no-register"], ["replay", day.shared_round], ["replay", day.shared_round, "--bundle", str(bundle)]):
         code = main([*argv, "--db", store_url, "--operator", MINE, "--json"])
         out = capsys.readouterr().out + (batch.read_text(encoding="utf-8") if argv[0] == "export" else "")
+        if "--bundle" in argv:
+            out = "".join(zipfile.ZipFile(bundle).read(name).decode() for name in zipfile.ZipFile(bundle).namelist())
         assert code == 0 and out, argv
         found = day.found(out)
         if found:
             findings[" ".join(argv)] = found
-    assert MINE in batch.read_text(encoding="utf-8") or "p0" in batch.read_text(encoding="utf-8")
+    assert main(["replay", day.shared_round, "--db", store_url, "--operator", MINE]) == 2  # the text names everyone
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
     return findings
 
 
@@ -218,6 +223,8 @@ def test_an_operators_key_sees_no_other_operators_player(day: tuple[Day, str, st
         assert refused.status_code == 403 and "limited to operators" in refused.text  # type: ignore[attr-defined]
         assert client.get("/ui/rounds", follow_redirects=False).status_code == 303
     assert cli_findings(found, store_url, capsys) == {}
+    report, problems = verify_bundle(found.wallet.with_name("dispute.zip"))  # OP2's bundle verifies offline,
+    assert problems == [] and report["redacted"] > 0 and report["results"], problems  # the others' events by hash
 
 
 def test_the_matrix_finds_the_leak_without_the_scope(day: tuple[Day, str, str],
