@@ -31,6 +31,7 @@ from projections.audit import GENESIS_HEX
 from projections.audit_export import FORMAT
 from tests.e2e.console.conftest import sign_in
 from tests.e2e.service.conftest import auth
+from tests.support.ksa_week import make_party
 
 MINE = "OP2"
 # Routes that are no read of the ledger's players: the feed, the API's documentation, health.
@@ -187,19 +188,30 @@ def upload_findings(client: TestClient, day: Day, key: str, scoped: bool = True)
     return {path: found for path, found in findings.items() if found}
 
 
+def unzipped(path: Path) -> str:
+    with zipfile.ZipFile(path) as z:
+        return "".join(z.read(name).decode("utf-8") for name in z.namelist())
+
+
 def cli_findings(day: Day, store_url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, set[str]]:
     from ops.cli import main
 
     findings: dict[str, set[str]] = {}
-    batch, bundle = day.wallet.with_name("lote.xml"), day.wallet.with_name("dispute.zip")
+    batch, bundle, ksa = day.wallet.with_name("lote.xml"), day.wallet.with_name("dispute.zip"), day.wallet.parent / "ksa"
+    keys = {name: make_party(day.wallet.parent, name) for name in ("operator", "ksa")}  # a signer, a recipient
     for argv in (["ggr"], ["balances"], ["refunds"], ["recall", day.player], ["round", "list"],
                  ["round", "list", "--player", day.player], ["reconcile", str(day.wallet)],
                  ["export", "dgoj", "--operator-id", "OP02", "--store-id", "ALM1", "--out", str(batch),
-                  "--no-register"], ["replay", day.shared_round], ["replay", day.shared_round, "--bundle", str(bundle)]):
+                  "--no-register"], ["replay", day.shared_round], ["replay", day.shared_round, "--bundle", str(bundle)],
+                 ["export", "ksa", "--out", str(ksa), "--signing-key", str(keys["operator"].key), "--signing-cert",
+                  str(keys["operator"].cert), "--recipient-cert", str(keys["ksa"].cert)]):
         code = main([*argv, "--db", store_url, "--operator", MINE, "--json"])
-        out = capsys.readouterr().out + (batch.read_text(encoding="utf-8") if argv[0] == "export" else "")
+        out = capsys.readouterr().out + (batch.read_text(encoding="utf-8") if argv[:2] == ["export", "dgoj"] else "")
         if "--bundle" in argv:
-            out = "".join(zipfile.ZipFile(bundle).read(name).decode() for name in zipfile.ZipFile(bundle).namelist())
+            out += unzipped(bundle)
+        if argv[:2] == ["export", "ksa"]:  # the batches as the regulator reads them (the zips the .enc files hold)
+            out += "".join(unzipped(z) for z in ksa.glob("*.zip")) + "".join(m.read_text() for m in ksa.glob("*.xml"))
+            assert "<Transaction_ID>" in out
         assert code == 0 and out, argv
         found = day.found(out)
         if found:
