@@ -200,7 +200,7 @@ def cli_findings(day: Day, store_url: str, capsys: pytest.CaptureFixture[str]) -
     batch, bundle, ksa = day.wallet.with_name("lote.xml"), day.wallet.with_name("dispute.zip"), day.wallet.parent / "ksa"
     keys = {name: make_party(day.wallet.parent, name) for name in ("operator", "ksa")}  # a signer, a recipient
     for argv in (["ggr"], ["balances"], ["refunds"], ["recall", day.player], ["round", "list"],
-                 ["round", "list", "--player", day.player], ["reconcile", str(day.wallet)],
+                 ["round", "list", "--player", day.player], ["reconcile", str(day.wallet)], ["rejections"],
                  ["export", "dgoj", "--operator-id", "OP02", "--store-id", "ALM1", "--out", str(batch),
                   "--no-register"], ["replay", day.shared_round], ["replay", day.shared_round, "--bundle", str(bundle)],
                  ["export", "ksa", "--out", str(ksa), "--signing-key", str(keys["operator"].key), "--signing-cert",
