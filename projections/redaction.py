@@ -173,6 +173,18 @@ def command_operator(payload: str) -> str | None:
     return None
 
 
+# A player key in a text (domain/operators.py `player_key`: OPERATOR~PLAYER), as a refusal's message names one.
+KEY_IN_TEXT = re.compile(r"(?<![\w.~-])([A-Za-z0-9_.-]{1,64})~[A-Za-z0-9_.:/#@-]+")
+
+
+def redact_text(text: str, scope: OperatorScope) -> str:
+    """`text` with every player key of an operator outside `scope` replaced: a refusal of the
+    scope's own bet may name another player (`seat_taken`: the seat's holder)."""
+    if scope.everyone or "~" not in text:
+        return text
+    return KEY_IN_TEXT.sub(lambda m: m.group(0) if scope.allows(m.group(1)) else OTHER, text)
+
+
 def shows_rejection(payload: str, scope: OperatorScope) -> bool:
     """A refused command a read of `scope` may show: every one for every operator's scope,
     else only those naming one of its operators (docs/operators.md)."""

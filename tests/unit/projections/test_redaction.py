@@ -10,7 +10,7 @@ import pytest
 
 from domain.operators import OperatorScope
 from projections.audit import Link, is_redacted
-from projections.redaction import LinkRedactor, command_operator, shows_rejection
+from projections.redaction import LinkRedactor, command_operator, redact_text, shows_rejection
 
 OP2 = OperatorScope.of("OP2")
 
@@ -30,6 +30,12 @@ def test_the_operator_a_refused_command_names(payload: Any, operator: str | None
     assert command_operator(text) == operator
     assert shows_rejection(text, OP2) == (operator == "OP2")
     assert shows_rejection(text, OperatorScope())  # every operator's scope: every refusal
+
+
+def test_a_refusal_of_ones_own_bet_names_no_other_operators_player() -> None:
+    message = "bet b7: seat-3 is taken by player OP1~p0003; OP2~p0003 may bet behind"  # seat_taken's kind
+    assert redact_text(message, OP2) == "bet b7: seat-3 is taken by player (another operator's); OP2~p0003 may bet behind"
+    assert redact_text(message, OperatorScope()) == message
 
 
 def link(position: int, event: str, **fields: Any) -> Link:
