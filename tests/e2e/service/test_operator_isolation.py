@@ -198,17 +198,22 @@ def cli_findings(day: Day, store_url: str, capsys: pytest.CaptureFixture[str]) -
 
     findings: dict[str, set[str]] = {}
     batch, bundle, ksa = day.wallet.with_name("lote.xml"), day.wallet.with_name("dispute.zip"), day.wallet.parent / "ksa"
+    audit = day.wallet.parent / "audit"
     keys = {name: make_party(day.wallet.parent, name) for name in ("operator", "ksa")}  # a signer, a recipient
     for argv in (["ggr"], ["balances"], ["refunds"], ["recall", day.player], ["round", "list"],
                  ["round", "list", "--player", day.player], ["reconcile", str(day.wallet)], ["rejections"],
                  ["export", "dgoj", "--operator-id", "OP02", "--store-id", "ALM1", "--out", str(batch),
                   "--no-register"], ["replay", day.shared_round], ["replay", day.shared_round, "--bundle", str(bundle)],
+                 ["audit", "export", str(audit)], ["audit", "verify", str(audit)],
                  ["export", "ksa", "--out", str(ksa), "--signing-key", str(keys["operator"].key), "--signing-cert",
                   str(keys["operator"].cert), "--recipient-cert", str(keys["ksa"].cert)]):
-        code = main([*argv, "--db", store_url, "--operator", MINE, "--json"])
+        json_out = [] if argv[:2] == ["audit", "export"] else ["--json"]  # it writes files, its output is text
+        code = main([*argv, "--db", store_url, "--operator", MINE, *json_out])
         out = capsys.readouterr().out + (batch.read_text(encoding="utf-8") if argv[:2] == ["export", "dgoj"] else "")
         if "--bundle" in argv:
             out += unzipped(bundle)
+        if argv[:2] == ["audit", "export"]:
+            out += "".join(f.read_text(encoding="utf-8") for f in sorted(audit.iterdir()))
         if argv[:2] == ["export", "ksa"]:  # the batches as the regulator reads them (the zips the .enc files hold)
             out += "".join(unzipped(z) for z in ksa.glob("*.zip")) + "".join(m.read_text() for m in ksa.glob("*.xml"))
             assert "<Transaction_ID>" in out
