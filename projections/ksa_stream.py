@@ -2,9 +2,9 @@
 to the head read at the start, the plays sorted and grouped into sessions in a temporary
 SQLite file (`dgoj_stream.Spill`, the same sessions as DGOJ's), the register copied there a
 page at a time; each session's records placed against it (`regulator.placement`) and
-written as they come to their kind's data file in the spill directory (`Spool`: only their
-register rows, a few hundred bytes each, kept), a kind's file made a batch when it holds 512
-records (the XSD's maximum), the rest at the end. A game session's list of transactions is
+written as they come to their kind's data file in the spill directory, their register rows to
+the spill (`Spool`), a kind's file made a batch when it holds 512 records (the XSD's
+maximum), the rest at the end. A game session's list of transactions is
 made from its plays as it is written, never held. So memory does not grow with the rounds
 nor with a session's length. Each batch is registered as soon as it is written, so the
 chain in the register always ends at the last batch on disk."""
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,14 +73,25 @@ class Tally:
 
 
 class Spool:
-    """One kind's data file in the making (in the spill directory): its records' XML written
-    as they come, their register rows (record id, subject, version, content) kept."""
+    """One kind's data file in the making, in the spill directory: its records' XML written as
+    they come; their register rows (record id, subject, version, content) in the spill's
+    `pending` table until its batch is registered."""
 
-    def __init__(self, path: Path) -> None:
-        self.file = open(path, "w+b")  # closed by `KsaExport.run`
-        self.rows: list[tuple[str, str, int, str]] = []
+    def __init__(self, directory: Path, kind: str, conn: sqlite3.Connection) -> None:
+        self.kind, self.conn = kind, conn
+        self.file = open(directory / f"{kind}.xml", "w+b")  # closed by `KsaExport.run`
+        self.records = 0
         self.listed = 0  # transactions its game sessions list
         self.file.write(DATA_HEAD)
+
+    def add(self, record_id: str, key: str, seq: int, content: str) -> None:
+        self.conn.execute("INSERT INTO pending VALUES (?, ?, ?, ?, ?)", (self.kind, record_id, key, seq, content))
+        self.records += 1
+
+    def rows(self) -> list[tuple[str, str, int, str]]:
+        """The register rows of its records (at most 512), in order."""
+        return self.conn.execute("SELECT record_id, subject, seq, content FROM pending WHERE kind = ? ORDER BY rowid",
+                                 (self.kind,)).fetchall()
 
     def finish(self) -> int:
         """The data file complete, read from its start: its size."""
@@ -92,7 +104,8 @@ class Spool:
         self.file.seek(0)
         self.file.truncate()
         self.file.write(DATA_HEAD)
-        self.rows, self.listed = [], 0
+        self.conn.execute("DELETE FROM pending WHERE kind = ?", (self.kind,))
+        self.records, self.listed = 0, 0
 
 
 class KsaExport:
@@ -111,9 +124,10 @@ class KsaExport:
     def run(self) -> Tally:
         with tempfile.TemporaryDirectory(prefix="ledger-ksa-") as directory:
             self._spill = spill = Spill(directory)
-            self.spools = {k: Spool(Path(directory) / f"{k}.xml") for k in ksa.KINDS}
             try:
                 spill.conn.execute("CREATE TABLE sent (subject PRIMARY KEY, record_id, seq, kind, content)")
+                spill.conn.execute("CREATE TABLE pending (kind, record_id, subject, seq, content)")
+                self.spools = {k: Spool(Path(directory), k, spill.conn) for k in ksa.KINDS}
                 for rows in latest_pages(self.db, self.scope.operator_id, SPILL_PAGE_SIZE):
                     spill.conn.executemany("INSERT OR REPLACE INTO sent VALUES (?, ?, ?, ?, ?)", rows)
                 self.tally.through = self.log.head()
@@ -122,12 +136,12 @@ class KsaExport:
                 for s in spill.sessions(self.rules, self.clock):
                     self._place(s)
                 for kind in ksa.KINDS:
-                    if self.spools[kind].rows:
+                    if self.spools[kind].records:
                         self._flush(kind)
             finally:
-                spill.close()
                 for spool in self.spools.values():
                     spool.file.close()
+                spill.close()
         return self.tally
 
     def _spill_plays(self, spill: Spill) -> None:
@@ -203,20 +217,20 @@ class KsaExport:
         self.tally.cancellations += kind == ksa.CANCELLATION
         spool = self.spools[kind]
         write_record(spool.file, kind, record, self.extraction, self.target.operator_id, self.target.data_safe_id)
-        spool.rows.append((record.record_id, key, seq, content))
+        spool.add(record.record_id, key, seq, content)
         if kind == ksa.SESSION:
             spool.listed += len(dict(record.fields)["Game_Transactions"])  # type: ignore[arg-type]
-        if len(spool.rows) >= RECORDS_PER_FILE or (kind == ksa.SESSION and spool.listed >= LISTED_MAX):
+        if spool.records >= RECORDS_PER_FILE or (kind == ksa.SESSION and spool.listed >= LISTED_MAX):
             # A game session names its game and transactions: theirs go out first, never after it.
             for before in ((ksa.GAME, ksa.TRANSACTION) if kind == ksa.SESSION else ()):
-                if self.spools[before].rows:
+                if self.spools[before].records:
                     self._flush(before)
             self._flush(kind)
 
     def _flush(self, kind: str) -> None:
         """One batch: the data file zipped, encrypted, its manifest signed; then registered."""
         spool = self.spools[kind]
-        items = spool.rows
+        items = spool.rows()
         seq = self.chain.seq + 1
         t = self.target
         stem = f"ksa-{seq:06d}"

@@ -339,3 +339,36 @@ def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, ca
     assert len(sessions) > 1 and sum(sessions) < 512
     assert_valid(tmp_path / "ksa")
     assert verify(tmp_path / "ksa", capsys) == (0, [])
+
+
+def test_what_the_export_holds_does_not_grow_with_the_records(store_url, tmp_path, parties, monkeypatch) -> None:
+    """Memory flat (the issue's criterion; figures in docs/benchmarks.md): each record goes to
+    its kind's data file on disk as it is placed and a game session's list of transactions is
+    never held, so the Python memory traced after each record is placed stays where it was
+    after the first ones, however many records the batch holds (buffering them: ~1.5 KiB each)."""
+    import tracemalloc
+
+    from ops.sim.simulator import simulate
+    from projections import ksa_stream
+
+    app = open_app(store_url)
+    app.ingest(list(simulate(tables=2, rounds=30, seed=1)))
+    app.close()
+    traced: list[int] = []
+    place = ksa_stream.KsaExport._add
+
+    def counted(self: ksa_stream.KsaExport, *args: Any) -> None:
+        place(self, *args)
+        traced.append(tracemalloc.get_traced_memory()[0])
+
+    monkeypatch.setattr(ksa_stream.KsaExport, "_add", counted)
+    argv = ["export", "ksa", "--db", store_url, "--out", str(tmp_path / "ksa"), "--signing-key",
+            str(parties["operator"].key), "--signing-cert", str(parties["operator"].cert), "--recipient-cert",
+            str(parties["ksa"].cert)]
+    tracemalloc.start()
+    try:
+        assert main(argv) == 0
+    finally:
+        tracemalloc.stop()
+    assert len(traced) > 300  # one batch per kind: none written before the end
+    assert max(traced) - traced[10] < 128 * 1024, (traced[10], max(traced))
