@@ -349,8 +349,8 @@ def test_a_batch_the_register_cannot_record_is_removed(tmp_path, parties, capsys
 
 
 def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, capsys, monkeypatch) -> None:
-    """The game sessions buffered are written once they list LISTED_MAX transactions, before
-    512 records (memory: a simulated player's session grows with the rounds)."""
+    """A file of game sessions is a batch once they list LISTED_MAX transactions, before 512
+    records (its size: a simulated player's session grows with the rounds)."""
     from ops.sim.simulator import simulate
     from projections import ksa_stream
 
