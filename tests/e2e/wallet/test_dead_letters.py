@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from ledger.eventlog import EventLog
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import problems
 from ops.cli import main as cli
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
 from projections.wallet_outbox import Outbox
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import problems
 
 
 def run(url: str, config: Path) -> None:

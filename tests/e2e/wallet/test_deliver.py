@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from ops.bench.fake_wallet import MISBEHAVIOURS, Chaos, FakeWallet
+from ops.bench.wallet_check import describe, problems
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import MISBEHAVIOURS, Chaos, FakeWallet
-from tests.support.wallet_check import describe, problems
 
 
 def deliver(url: str, config: Path) -> Deliverer:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ops.bench.fake_wallet import Chaos, FakeWallet
+from ops.bench.wallet_check import describe, problems
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
 from tests.e2e.wallet.test_kill import RUN_MAX_S, deliver_process, finish
-from tests.support.fake_wallet import Chaos, FakeWallet
-from tests.support.wallet_check import describe, problems
 
 WAITING = b"another deliverer is running on this store"
 

@@ -15,13 +15,13 @@ import pytest
 
 from domain.operators import player_of
 from ledger.store import open_app
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import describe, problems
 from ops.cli import main
 from ops.sim.simulator import Studio
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.balances import PLAYER_PREFIX
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import describe, problems
 
 OPERATORS = ("OP1", "OP2", "OP3")
 

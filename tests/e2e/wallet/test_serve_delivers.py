@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import problems, statuses
 from tests.e2e.service.conftest import free_port
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import problems, statuses
 
 START_S = 60
 

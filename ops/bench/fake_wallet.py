@@ -19,6 +19,8 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
 `operator_id`: the wallet is that operator's: a request naming another operator is refused
 (422 `unknown_operator`) and kept in `foreign`, so a test sees a player sent to the wrong wallet.
 `log` records each request's effect in order, so the tests check what was applied, when.
+`on_request` is called as each request arrives (the kill trials count the deliverer's calls
+with it, ops/bench/wallet_trials.py).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -175,8 +178,10 @@ class FakeWallet:
     """The server: `url`, `state`, `chaos`; `start()` / `stop()` (or a `with` block)."""
 
     def __init__(self, secret: str, chaos: Chaos | None = None, refuse_players: dict[str, str] | None = None,
-                 start_balance: int = START_BALANCE, latency_s: float = 0.0, operator_id: str | None = None) -> None:
+                 start_balance: int = START_BALANCE, latency_s: float = 0.0, operator_id: str | None = None,
+                 on_request: Callable[[], None] = lambda: None) -> None:
         self.secret = secret.encode()
+        self.on_request = on_request
         self.operator_id = operator_id
         self.foreign: list[dict[str, Any]] = []  # requests naming another operator (operator_id set)
         self.chaos = chaos or Chaos()
@@ -227,6 +232,7 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with wallet.state.lock:
                 wallet.state.requests += 1
+            wallet.on_request()
             kind = self.path.rsplit("/", 1)[-1]
             if not wallet.signed(raw, self.headers.get("X-Ledger-Signature")):
                 wallet.bad_signatures += 1
