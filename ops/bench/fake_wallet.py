@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 START_BALANCE = 10**12
+SHUTDOWN_POLL_S = 0.02
 MISBEHAVIOURS = ("drop", "timeout", "late", "lost", "5xx", "5xx_after", "duplicate")
 
 
@@ -191,7 +192,8 @@ class FakeWallet:
         self.bad_signatures = 0
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # stop() waits for the serving loop's next look: 0.5 s by default, on every test's exit
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     @property
     def url(self) -> str:

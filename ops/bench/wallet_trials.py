@@ -126,19 +126,36 @@ def _deliver(url: str, config: str, env: dict[str, str]) -> None:
     Deliverer(url, load(config, env)).run()
 
 
-def _forks() -> Any:
-    """Processes forked from a server that imported the deliverer once, before any thread ran
-    (a fresh interpreter's imports take seconds on a busy machine)."""
+def forks() -> Any:
+    """Processes forked from a server that imported the deliverer and the CLI once, before any
+    thread ran (a fresh interpreter's imports take seconds on a busy machine)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["ops.wallet.deliverer", "ops.bench.fake_wallet", "ops.bench.wallet_check"])
+    ctx.set_forkserver_preload(["ops.cli", "ops.wallet.deliverer", "ops.bench.fake_wallet", "ops.bench.wallet_check"])
     return ctx
+
+
+def ledger_process(args: list[str], env: dict[str, str] | None = None, stderr: Path | None = None) -> Any:
+    """`ledger ARGS` as a process of its own (forked, see `forks`), started; `env` added to its
+    environment, its stderr into the file `stderr`. Its exit status is the command's."""
+    proc = forks().Process(target=_ledger, args=(args, env or {}, str(stderr) if stderr else None), daemon=True)
+    proc.start()
+    return proc
+
+
+def _ledger(args: list[str], env: dict[str, str], stderr: str | None) -> None:
+    from ops.cli import main as cli
+
+    os.environ.update(env)
+    if stderr:
+        os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
+    sys.exit(cli(args))
 
 
 def killed_at_random(url: str, config: Path, calls: Calls, rng: random.Random) -> int:
     """A deliverer process killed -9 after a random number of calls, then a random pause.
     Returns the calls it made."""
     before = calls.n
-    proc = _forks().Process(target=_deliver, args=(url, str(config), secrets_env()), daemon=True)
+    proc = forks().Process(target=_deliver, args=(url, str(config), secrets_env()), daemon=True)
     proc.start()
     target = before + rng.randint(1, CALLS_MAX)
     calls.wait(before, before + 1, time.monotonic() + START_MAX_S, proc.is_alive)

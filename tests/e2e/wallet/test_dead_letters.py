@@ -36,7 +36,7 @@ def player_of(url: str) -> str:
 
 
 def test_refused_then_retried_and_resolved(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = filled(store_url, rounds=4)
+    url = filled(store_url, rounds=3, seed=44)
     blocked = player_of(url)
     with FakeWallet(SECRET, refuse_players={blocked: "player_blocked"}) as wallet:
         config = config_file(tmp_path, wallet.url)
@@ -83,7 +83,7 @@ def test_resolve_records_the_decision(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_without_debit_notices_the_wallet_takes_the_stakes_itself(tmp_path: Path) -> None:
-    url = filled(f"sqlite:///{tmp_path / 'l.db'}")
+    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=3, seed=38)
     with FakeWallet(SECRET) as wallet:
         deliverer = Deliverer(url, load(str(config_file(tmp_path, wallet.url, notices=False))))
         try:

@@ -7,10 +7,6 @@ stream holds each transaction once (issue 31). Two trials per store here; the ma
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -21,23 +17,22 @@ import pytest
 from ops.bench import wallet_trials
 from ops.bench.fake_wallet import Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
-from ops.bench.wallet_trials import MIXED
+from ops.bench.wallet_trials import MIXED, ledger_process
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from tests.conftest import _pg_connect, pg_base_url
-from tests.e2e.wallet.conftest import SECRET, config_file, filled
+from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, filled
 
-ROOT = Path(__file__).resolve().parents[3]
 RUN_MAX_S = 120
 TERMINATED = 2  # the deliverer's PostgreSQL sessions terminated under it
 TRIALS = 2  # per store; the many trials: python -m ops.bench.wallet_trials --trials 20 (docs/wallet.md)
 
 
-def deliver_process(url: str, config: Path, *more: str, env: dict[str, str] | None = None,
-                    stderr: Any = subprocess.PIPE) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "ops.cli", "wallet", "deliver", "--db", url, "--config",
-                             str(config), *more], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=stderr)
+def deliver_process(url: str, config: Path, *, env: dict[str, str] | None = None, stderr: Path | None = None) -> Any:
+    """`ledger wallet deliver` as a process of its own (a multiprocessing.Process, forked from a
+    server that imported the CLI once: a fresh interpreter takes seconds to start when busy)."""
+    return ledger_process(["wallet", "deliver", "--db", url, "--config", str(config)],
+                          {SECRET_ENV: SECRET, **(env or {})}, stderr)
 
 
 def finish(url: str, config: Path) -> None:
@@ -76,7 +71,7 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
     """Every connection of the deliverer (found by its application name, so no other test's)
     terminated every few tenths of a second while it delivers, until 2 were; it reconnects
     each time and goes on, and the wallet ends as the ledger."""
-    filled(pg_schema_url, rounds=6, seed=41)
+    filled(pg_schema_url, rounds=3, seed=38)
     name = f"wallet-test-{uuid.uuid4().hex[:12]}"
     called, stop, killed = threading.Event(), threading.Event(), [0]
 
@@ -92,17 +87,19 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
 
     with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.3, seed=5), latency_s=0.01, on_request=called.set) as wallet:
         config = config_file(tmp_path, wallet.url, timeout_s=0.2)
-        proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name})
+        proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name}, stderr=tmp_path / "err")
         try:
-            assert called.wait(RUN_MAX_S), "the deliverer did not start"  # its imports take seconds when busy
+            assert called.wait(RUN_MAX_S), "the deliverer did not start"
             killer = threading.Thread(target=terminate, daemon=True)
             killer.start()
             killer.join(RUN_MAX_S)
         finally:
             stop.set()
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=RUN_MAX_S)
+            proc.terminate()  # SIGTERM: it stops after its turn
+            proc.join(RUN_MAX_S)
+        err = (tmp_path / "err").read_text()
+        assert proc.exitcode == 0, err
         assert killed[0] >= TERMINATED, "no connection was terminated"
-        assert b"reconnecting" in err, err.decode()
+        assert "reconnecting" in err, err
         finish(pg_schema_url, config)
         assert problems(pg_schema_url, wallet.state) == [], describe(pg_schema_url, wallet.state)

@@ -53,7 +53,7 @@ def test_each_operators_wallet_gets_its_own_players_money(store_url: str, tmp_pa
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     app = open_app(store_url)
     try:
-        app.ingest(Studio(4, 8, seed=7, fault_rate=300, operators=len(OPERATORS)).lines(), batch_size=500)
+        app.ingest(Studio(3, 4, seed=7, fault_rate=300, operators=len(OPERATORS)).lines(), batch_size=500)
     finally:
         app.close()
     with ExitStack() as stack:

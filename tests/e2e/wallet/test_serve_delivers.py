@@ -20,7 +20,7 @@ START_S = 60
 
 
 def test_serve_runs_the_deliverer(tmp_path: Path) -> None:
-    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=4)
+    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=3, seed=44)
     port = free_port()
     with FakeWallet(SECRET) as wallet:
         config = config_file(tmp_path, wallet.url)
