@@ -73,6 +73,7 @@ HTTP_TIMEOUT_S, CHAOS_DELAY_S = 0.2, 0.3  # a late or timed-out answer comes aft
 CALLS_MAX = 120  # a kill comes after 1..CALLS_MAX calls
 QUIET_S = 0.4  # no call for this long: it has called all it had to, and is killed idle
 START_MAX_S = 60.0  # its first call within this (a loaded machine starts slowly)
+RUN_MAX_S = 120.0  # the last run, to the end, within this: else the trial fails
 
 
 class TrialError(Exception):
@@ -211,12 +212,8 @@ def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -
             kills = [killed_at_random(url, config, calls, rng)]
             ingest(url, lines[len(lines) // 2:])
             kills.append(killed_at_random(url, config, calls, rng))
-            deliverer = Deliverer(url, load(str(config), secrets_env()))
-            try:
-                deliverer.run(until_idle=True)
-            finally:
-                deliverer.close()
-        found = [f"{HTTP_OP}: {p}" for p in problems(url, wallet.state, operator=HTTP_OP)]
+            found = [] if run_to_the_end(url, config) else [f"the last run did not end within {RUN_MAX_S:.0f} s"]
+        found += [f"{HTTP_OP}: {p}" for p in problems(url, wallet.state, operator=HTTP_OP)]
         if kills[0] == 0:
             found.append("the deliverer made no call before its first kill")
         js = _stream_findings(url, nats_url, stream, subject, watch)
@@ -228,6 +225,20 @@ def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -
     messages, window, js_found = js
     return Trial(seed, kills, wallet.state.requests, watch.published, messages, watch.published - messages,
                  round(watch.resend_gap_max_s(), 3), window, round(time.monotonic() - started, 1), found + js_found)
+
+
+def run_to_the_end(url: str, config: Path) -> bool:
+    """`ledger wallet deliver --until-idle` in this process; False: stopped at RUN_MAX_S."""
+    stop = threading.Event()
+    timer = threading.Timer(RUN_MAX_S, stop.set)
+    timer.start()
+    deliverer = Deliverer(url, load(str(config), secrets_env()))
+    try:
+        deliverer.run(until_idle=True, stop=stop)
+    finally:
+        timer.cancel()
+        deliverer.close()
+    return not stop.is_set()
 
 
 def _stream_findings(url: str, nats_url: str, stream: str, subject: str,
