@@ -81,10 +81,13 @@ def wallet_server(answer_ms: float) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    server.request_queue_size = 128
     return server
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # its listen backlog (5 by default: 16 clients connecting at once were reset)
 
 
 def _serve_wallet(answer_ms: float, port_to: Any) -> None:
@@ -149,12 +152,19 @@ def bare_rate(wallet: OperatorWallet, requests: list[tuple[str, str, str]]) -> t
 
     def post(request: tuple[str, str, str]) -> None:
         kind, _tx, body = request
-        conn = getattr(local, "conn", None) or http.client.HTTPConnection(host, port, timeout=10)
-        local.conn = conn
         data = body.encode()
-        conn.request("POST", f"/wallet/{kind}", data, {"Content-Type": "application/json",
-                                                       "X-Ledger-Signature": sign(data, wallet.secret)})
-        conn.getresponse().read()
+        headers = {"Content-Type": "application/json", "X-Ledger-Signature": sign(data, wallet.secret)}
+        for _attempt in range(5):  # a reset connection is posted again, as the deliverer would
+            conn = getattr(local, "conn", None) or http.client.HTTPConnection(host, port, timeout=10)
+            local.conn = conn
+            try:
+                conn.request("POST", f"/wallet/{kind}", data, headers)
+                conn.getresponse().read()
+                return
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                local.conn = None
+        raise RuntimeError("the bare client's wallet did not answer 5 times in a row")
 
     started = time.perf_counter()
     with ThreadPoolExecutor(wallet.concurrency) as pool:
