@@ -9,6 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from functools import cache
 from pathlib import Path
 
 from cryptography import x509
@@ -44,7 +45,14 @@ def configure_zoned(first_time: str) -> bytes:
                        "ruleset_version": 1, "currency": "EUR", "timezone": "Asia/Kolkata"}).encode()
 
 
-def week_feed(tables: int = 5, rounds: int = 12) -> list[bytes]:
+def week_feed(tables: int = 5, rounds: int = 2) -> list[bytes]:
+    """The week's feed: a fresh list of the lines simulated once per process (test_ksa and
+    test_ksa_operators share it)."""
+    return list(_week(tables, rounds))
+
+
+@cache
+def _week(tables: int, rounds: int) -> tuple[bytes, ...]:
     feed: list[bytes] = []
     for k in range(DAYS):
         day = _day(k, tables, rounds)
@@ -52,7 +60,7 @@ def week_feed(tables: int = 5, rounds: int = 12) -> list[bytes]:
             first = next(json.loads(b)["studio_time"] for b in day if json.loads(b)["table_id"] == ZONED_TABLE)
             feed.append(configure_zoned(first))
         feed += day
-    return feed
+    return tuple(feed)
 
 
 @dataclass(frozen=True)
