@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,32 +14,17 @@ import pytest
 from domain.money import format_minor
 from ops.cli import main as cli
 from tests.support.dispute_rounds import simulated_with_corrections
+from tests.support.module_store import KINDS, module_store
 from tests.support.story import assert_adds_up
 
 TAILS_CHECKED = 4  # players whose default view (the last 10 rounds) is checked against their whole history
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(scope="module", params=KINDS)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One studio per store kind for the module's tests (they only read it): SQLite, and a
-    PostgreSQL schema of its own, dropped afterwards (a missing server fails, never skips)."""
-    if request.param == "sqlite":
-        yield simulated_with_corrections(f"sqlite:///{tmp_path_factory.mktemp('recall') / 'ledger.db'}", 4, 30, 7, 200)
-        return
-    from tests.conftest import _pg_connect, pg_base_url
-
-    base = pg_base_url()
-    try:
-        conn = _pg_connect(base)
-    except Exception as exc:
-        pytest.fail(f"PostgreSQL at {base} is unreachable (bash ops/deploy/test-services.sh starts it): {exc}")
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield simulated_with_corrections(f"{base}{'&' if '?' in base else '?'}schema={schema}", 4, 30, 7, 200)
-    finally:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        conn.close()
+    """One studio per store kind for the module's tests (they only read it)."""
+    with module_store(request.param, tmp_path_factory) as url:
+        yield simulated_with_corrections(url, 4, 30, 7, 200)
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ without a store, are in tests/unit/projections/test_monitor.py and test_monitor_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from ops.cli import main
 from ops.sim.simulator import Studio, simulated_rule_sets
 from projections.monitor_deal import NOT_PLAYED_OUT
+from tests.support.module_store import KINDS, module_store
 from tests.support.monitor_sim import rule_sets
 
 BIASED = "bacc-1"
@@ -29,11 +31,20 @@ def _monitor(db: str, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[i
     return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_ledger_monitor_flags_the_biased_table_end_to_end(store_url: str, tmp_path: Any,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    feed = tmp_path / "feed.jsonl"
+@pytest.fixture(scope="module", params=KINDS)
+def biased_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A studio with a biased baccarat table, faults on, through `ledger ingest`, once per store
+    kind for the module's tests (they only read it)."""
+    feed = tmp_path_factory.mktemp("feed") / "feed.jsonl"
     _feed(feed, 200, biased=frozenset({BIASED}), fault_rate=60)
-    assert main(["ingest", str(feed), "--db", store_url]) in (0, 1)  # the faults are refused on purpose
+    with module_store(request.param, tmp_path_factory) as url:
+        assert main(["ingest", str(feed), "--db", url]) in (0, 1)  # the faults are refused on purpose
+        yield url
+
+
+def test_ledger_monitor_flags_the_biased_table_end_to_end(biased_store: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    store_url = biased_store
     code, flagged = _monitor(store_url, capsys=capsys)
     assert code == 1
     assert {f["table_id"] for f in flagged if f["level"] == "table"} == {BIASED}
@@ -48,16 +59,14 @@ PLAY_DAY, NEXT_DAY = "2026-11-21", "2026-11-22"  # the simulator's studio day (o
 
 
 def test_a_play_day_checked_after_a_later_ingest_flags_the_rigged_table(
-        store_url: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        biased_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 28: a compliance officer checks the day a rigged table was played, on a store
     ingested days later. The days are gaming days of play, as `ledger ggr` has them (it
     found "0 tests ... 0 flagged", exit 0, counting the day of ingest); a day without play
     says so, and so does a day nothing was recorded for yet."""
+    store_url = biased_store  # ingested today (the recorded day), played on the simulator's day
     recorded_day = datetime.now(UTC).date()
     assert recorded_day.isoformat() != PLAY_DAY  # ingested later: the recorded day is another
-    feed = tmp_path / "feed.jsonl"
-    _feed(feed, 200, biased=frozenset({BIASED}), fault_rate=60)
-    assert main(["ingest", str(feed), "--db", store_url]) in (0, 1)
     code, flagged = _monitor(store_url, "--since", PLAY_DAY, "--until", NEXT_DAY, capsys=capsys)
     assert code == 1
     assert {f["table_id"] for f in flagged if f["level"] == "table"} == {BIASED}
@@ -121,7 +130,8 @@ def test_ledger_monitor_flags_rigged_blackjack_tables_end_to_end(tmp_path: Any,
     feed, db = tmp_path / "feed.jsonl", f"sqlite:///{tmp_path / 'monitor.db'}"
     rigged = frozenset({"bj-spielbank-1", "bj-tour-1"})
     blackjack = [r for r in simulated_rule_sets() if r.game == "blackjack"]
-    feed.write_bytes(b"".join(Studio(3, 200, 4, 40, rule_sets=blackjack, biased_tables=rigged).lines()))
+    # 120 rounds a table: the rigged tables' dealer busts at p < 1e-4 (this seed), the fair one not flagged
+    feed.write_bytes(b"".join(Studio(3, 120, 4, 40, rule_sets=blackjack, biased_tables=rigged).lines()))
     assert main(["ingest", str(feed), "--db", db]) in (0, 1)  # the faults are refused on purpose
     capsys.readouterr()
     code = main(["monitor", "--db", db, "--json", "--all"])
