@@ -102,10 +102,13 @@ class Day:
         return (words & self.tokens) | (set(NUMBER.findall(text)) & self.amounts)
 
 
-@pytest.fixture
-def day(tmp_path: Any) -> Iterator[tuple[Day, str, str]]:
+@pytest.fixture(scope="module")
+def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Day, str, str]]:
     """SQLite: the matrix is about what the reads answer (the key table on PostgreSQL:
-    test_operator_keys.py). Keys: OP2's back office, then OP2's auditor."""
+    test_operator_keys.py). Keys: OP2's back office, then OP2's auditor. One day for the
+    module: its tests read it (what the CLI's exports write to the store, registers and the
+    chain index, is no answer either test searches)."""
+    tmp_path = tmp_path_factory.mktemp("ops3")
     store_url = f"sqlite:///{tmp_path / 'ops3.db'}"
     lines = distinctive(list(Studio(3, 10, seed=3, operators=3).lines()))
     lines += late_bets(lines)
