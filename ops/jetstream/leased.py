@@ -19,8 +19,9 @@ Every T/3 (T the lease time) a host:
   slot back per round: the slot's consumer finishes its batch in hand (committed, acked),
   then the lease is released at once and a host below its share takes it. One handover
   at a time per host, each at a batch boundary; nothing else stops.
-A host takes nothing in its first round: it announces itself first, so hosts started
-together share the slots from the start.
+A host takes nothing in its first rounds (one lease time): it announces itself first, so
+hosts started together share the slots from the start instead of one taking all of them and
+handing them over one by one.
 
 Every batch a slot commits is fenced (`LedgerApp.run_batch(fence=...)`): its lease's token is
 checked and the row locked in the batch's own transaction, so a holder that lost a slot can
@@ -72,6 +73,7 @@ SLOTS = PARTITIONS_MAX
 TTL_MS_DEFAULT = 3000
 SLOT_LEASE = "slot-"
 HOST_LEASE = "host-"
+QUIET_ROUNDS = 3  # rounds a new host only announces itself
 ACQUIRE_WAITS_MAX = 2  # lock waits that ran out in one round before it stops taking slots
 BUSY_ROUND_S = 0.1  # between rounds while slots change hands (renewals stay within T/3 either way)
 
@@ -197,7 +199,7 @@ class LeasedHost:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit")  # the app is one thread's
         self.leases: Leases | None = None
         self.host_token: int | None = None
-        self.first_round = True
+        self.quiet_rounds = QUIET_ROUNDS
         self.rng = random.Random(self.host_id)
         self.log = ledger_logging.get_logger().bind(host=self.host_id)
 
@@ -254,8 +256,8 @@ class LeasedHost:
             self.host_token = leases.acquire(f"{HOST_LEASE}{self.host_id}")
             kept = leases.renew_all(tokens) if tokens else set()
             snapshot = leases.snapshot()
-        if self.first_round:  # announced; the others see this host before it takes anything
-            self.first_round = False
+        if self.quiet_rounds:  # announced; hosts started together see each other before taking anything
+            self.quiet_rounds -= 1
             return kept, {}, None, False
         held = [int(n[len(SLOT_LEASE):]) for n in kept]
         decided = plan(self.host_id, held, snapshot, self.rng)
