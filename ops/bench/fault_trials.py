@@ -198,12 +198,19 @@ def _wait_for(conn: Any, query: str, proc: subprocess.Popen[bytes], deadline: fl
 
 
 def clean_facts(base: str, feed: str) -> tuple[Any, Any]:
+    return clean_ingest(base, feed)[0]
+
+
+def clean_ingest(base: str, feed: str) -> tuple[tuple[Any, Any], int]:
+    """What one clean `ledger ingest` of `feed` leaves: the store's facts, and how many command
+    ids its index holds (refused ones included: a store that took the whole feed holds as many)."""
     schema = f"fault_clean_{uuid.uuid4().hex[:12]}"
     with admin(base) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
         try:
             ingest_here(schema_url(base, schema), feed, workers=1)
-            return store_facts(schema_url(base, schema))
+            total = int(conn.execute(f'SELECT count(*) FROM "{schema}".ledger_commands').fetchone()[0])
+            return store_facts(schema_url(base, schema)), total
         finally:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
@@ -322,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             feed = write_feed(os.path.join(work, "feed.jsonl"), args.tables, args.rounds)
             with open(feed, "rb") as f:
                 lines = [line.rstrip(b"\n") for line in f if line.strip()]
-            setup = LeaseSetup(args.db, args.nats, lines, clean_facts(args.db, feed), lease_ms=args.lease_ms,
+            setup = LeaseSetup(args.db, args.nats, lines, *clean_ingest(args.db, feed), lease_ms=args.lease_ms,
                                publish_s=args.publish_s)
         print(f"feed: {args.tables} tables, {len(lines)} lines; 3 hosts; lease {args.lease_ms} ms, stated bound "
               f"{lease_bound_s(args.lease_ms):.2f} s", flush=True)
@@ -385,6 +392,7 @@ class LeaseSetup:
     nats_url: str
     feed: list[bytes]
     clean: tuple[Any, Any]
+    commands: int  # command ids in the clean store's index: the trial's store holds the feed when it has as many
     lease_ms: int = LEASE_MS_DEFAULT
     batch: int = 200
     hosts: int = 3
@@ -537,6 +545,15 @@ class LeaseRun:
         self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
+def differences(got: tuple[Any, Any], want: tuple[Any, Any]) -> str:
+    """What differs between two stores' facts, in a line."""
+    events = [k for k in set(got[0]) | set(want[0]) if got[0].get(k) != want[0].get(k)]
+    commands = [k for k in set(got[1]) | set(want[1]) if got[1].get(k) != want[1].get(k)]
+    shorter = sum(1 for k in events if len(got[0].get(k, [])) < len(want[0].get(k, [])))
+    return (f"{len(events)} aggregates' events differ ({shorter} of them shorter than a clean ingest's); "
+            f"{len(commands)} commands differ, e.g. {[(k, got[1].get(k), want[1].get(k)) for k in commands[:2]]}")
+
+
 def server_now(conn: Any) -> Any:
     return conn.execute("SELECT clock_timestamp()").fetchone()[0]
 
@@ -575,11 +592,13 @@ def lease_trial(kind: str, setup: LeaseSetup, lab: Any, tmp: str) -> LeaseTrial:
             run.half.wait(timeout=60)
             seconds = fault(kind, run, bound)
             publisher.join(timeout=120)
-            expected = len(setup.clean[1])
+            expected = setup.commands
             if not wait_until(lambda: run.commands_in() >= expected, setup.drain_s, 0.2):
                 note = note or f"the store holds {run.commands_in()} of {expected} commands after {setup.drain_s:g} s"
             exits, stats = run.stop_all()
-            equal = store_facts(run.url) == setup.clean
+            facts = store_facts(run.url)
+            equal = facts == setup.clean
+            note = note or ("" if equal else differences(facts, setup.clean))
             return LeaseTrial(kind, seconds, bound if kind != "add" else float("inf"), equal, exits, stats, note)
         finally:
             run.close()

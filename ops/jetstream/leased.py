@@ -196,7 +196,10 @@ class LeasedHost:
         self.stop = asyncio.Event()
         self.stats = HostStats()
         self.slots: dict[int, tuple[SlotConsumer, asyncio.Task[None]]] = {}
+        self.handing: asyncio.Task[None] | None = None  # the one handover under way
+        self.leaving: int | None = None  # its slot (still renewed until released)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit")  # the app is one thread's
+        self.lease_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lease")  # one connection
         self.leases: Leases | None = None
         self.host_token: int | None = None
         self.quiet_rounds = QUIET_ROUNDS
@@ -221,6 +224,7 @@ class LeasedHost:
             await self._hand_back_all()
         finally:
             self.executor.shutdown(wait=True)
+            self.lease_executor.shutdown(wait=True)
             await nc.close()
             if self.leases is not None:
                 self.leases.conn.close()
@@ -241,8 +245,9 @@ class LeasedHost:
             self._lost(slot, "its lease was taken over")
         for slot, token in taken.items():
             self._start(nc, slot, token)
-        if give is not None and give in self.slots:
-            await self._hand_back(give)
+        if give is not None and give in self.slots and (self.handing is None or self.handing.done()):
+            # In a task of its own: the rounds (the renewals) go on while the slot finishes its batch.
+            self.handing = asyncio.get_running_loop().create_task(self._hand_back(give))
         return bool(busy)
 
     def _renew_and_take(self, tokens: dict[str, int]) -> tuple[set[str], dict[int, int], int | None, bool]:
@@ -289,7 +294,7 @@ class LeasedHost:
 
     async def _db(self, work: Any) -> Any:
         """Lease statements off the event loop (the slots' fetches and acks go on meanwhile)."""
-        return await asyncio.get_running_loop().run_in_executor(None, work)
+        return await asyncio.get_running_loop().run_in_executor(self.lease_executor, work)
 
     # ------------------------------------------------------------ slots
     def _start(self, nc: Any, slot: int, token: int) -> None:
@@ -329,19 +334,30 @@ class LeasedHost:
         """Slots whose consumer ended by itself: no longer held (the lease runs out, or is taken
         back next round)."""
         for slot, (_, task) in list(self.slots.items()):
-            if task.done():
+            if task.done() and slot != self.leaving:
                 self.slots.pop(slot)
                 self.stats.lost += 1
 
     async def _hand_back(self, slot: int) -> None:
         """At a batch boundary: the batch in hand committed and acked, then the lease released."""
-        consumer, task = self.slots.pop(slot)
-        await _stopped(consumer, task)
-        await self._db(lambda: self._lease().release(consumer.fence.name, consumer.fence.token))
-        self.stats.handed += 1
-        self.log.info("slot handed back", slot=slot)
+        consumer, task = self.slots[slot]
+        self.leaving = slot
+        try:
+            await _stopped(consumer, task)
+            if self.slots.get(slot, (None, None))[0] is consumer:  # not lost meanwhile
+                await self._db(lambda: self._lease().release(consumer.fence.name, consumer.fence.token))
+                self.slots.pop(slot, None)
+                self.stats.handed += 1
+                self.log.info("slot handed back", slot=slot)
+        except Exception as exc:  # the store out of reach: the lease runs out by itself
+            self.slots.pop(slot, None)
+            self.log.warning("slot not handed back", slot=slot, error=_line(exc))
+        finally:
+            self.leaving = None
 
     async def _hand_back_all(self) -> None:
+        if self.handing is not None:
+            await self.handing
         held = list(self.slots.items())
         self.slots.clear()
         await asyncio.gather(*(_stopped(c, t) for _, (c, t) in held), return_exceptions=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.bench.fault_trials import LeaseSetup, LeaseTrial, clean_facts, lab_ports, lease_trial, write_feed
+from ops.bench.fault_trials import LeaseSetup, LeaseTrial, clean_ingest, lab_ports, lease_trial, write_feed
 from ops.bench.netns import Lab
 from tests.conftest import pg_base_url
 
@@ -29,7 +29,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> LeaseSetup:
     path = write_feed(str(tmp_path_factory.mktemp("feed") / "feed.jsonl"), 12, 2)
     with open(path, "rb") as f:
         lines = [line.rstrip(b"\n") for line in f if line.strip()]
-    return LeaseSetup(base, NATS, lines, clean_facts(base, path), lease_ms=LEASE_MS, publish_s=2.0, drain_s=60.0)
+    return LeaseSetup(base, NATS, lines, *clean_ingest(base, path), lease_ms=LEASE_MS, publish_s=2.0, drain_s=60.0)
 
 
 @pytest.fixture(scope="module")
