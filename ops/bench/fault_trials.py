@@ -464,6 +464,7 @@ class LeaseRun:
         self.url = schema_url(setup.base, self.schema)
         self.hosts: list[tuple[Any, subprocess.Popen[bytes], str]] = []  # (lab host, process, id)
         self.half = threading.Event()
+        self.terminated: set[str] = set()  # hosts sent SIGTERM by the fault
 
     def start_host(self) -> None:
         host = self.lab.add_host()
@@ -504,8 +505,8 @@ class LeaseRun:
     def stop_all(self) -> tuple[list[int | None], list[dict[str, Any]]]:
         import json
 
-        for host, proc, _ in self.hosts:
-            if proc.poll() is None:
+        for host, proc, host_id in self.hosts:
+            if proc.poll() is None and host_id not in self.terminated:  # a removed host is exiting already
                 host.mend()
                 os.kill(proc.pid, signal.SIGCONT)
                 os.kill(proc.pid, signal.SIGTERM)
@@ -618,6 +619,7 @@ def fault(kind: str, run: LeaseRun, bound: float) -> float:
     if kind == "kill":
         os.kill(proc.pid, signal.SIGKILL)
     elif kind == "remove":
+        run.terminated.add(victim)
         os.kill(proc.pid, signal.SIGTERM)
     elif kind == "cut":
         host.cut()
