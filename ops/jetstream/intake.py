@@ -216,6 +216,7 @@ class Consumer:
         self.committed_seq = 0  # stream sequence of the last message this process committed
         self._next_delivery = 1  # consumer sequence the next message must have (a new consumer starts at 1)
         self.fetching = False  # waiting for messages, none in hand
+        self.made: ConsumerInfo | None = None  # the durable as this consumer made it (when, from where)
         self.executor: Executor | None = None  # where batches commit (the loop's default threads, or a host's one)
 
     def write(self, raws: list[bytes]) -> list[Result]:
@@ -276,7 +277,7 @@ class Consumer:
         config = ConsumerConfig(durable_name=self.durable, filter_subject=self.filter, ack_policy=AckPolicy.ALL,
                                 ack_wait=self.ack_wait_s, max_ack_pending=2 * self.batch, max_deliver=-1,
                                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start)
-        await patiently(lambda: js.add_consumer(self.stream, config))
+        self.made = await patiently(lambda: js.add_consumer(self.stream, config))
         self._next_delivery = 1
         return await patiently(lambda: js.pull_subscribe_bind(durable=self.durable, stream=self.stream))
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import nats
+from nats.js.errors import NotFoundError
 from psycopg.errors import LockNotAvailable, QueryCanceled
 
 from ledger import logging as ledger_logging
@@ -64,6 +65,7 @@ from ops.jetstream.intake import (
     PREFIX_DEFAULT,
     STREAM_DEFAULT,
     Consumer,
+    OutOfTurn,
     ensure_stream,
     patiently,
 )
@@ -129,6 +131,23 @@ class SlotConsumer(Consumer):
 
     def write(self, raws: list[bytes]) -> list[Result]:
         return fenced_write(self.app, raws, self.fence)
+
+    async def _fetch(self, sub: Any, timeout_s: float) -> list[Any] | None:
+        """As a fixed consumer's; when nothing came, the durable is checked: a holder that lost
+        the slot while frozen may have deleted or remade it on waking (before it learnt of the
+        loss), and a pull on a durable gone or remade would wait for good. Then it is made
+        again from this consumer's last commit (OutOfTurn)."""
+        msgs = await super()._fetch(sub, timeout_s)
+        if msgs is None and self.made is not None:
+            try:
+                info = await sub.consumer_info()
+            except TimeoutError:
+                return None
+            except NotFoundError:
+                raise OutOfTurn(f"durable {self.durable} is gone") from None
+            if info.created != self.made.created:
+                raise OutOfTurn(f"durable {self.durable} was made again by another process")
+        return msgs
 
 
 @dataclass
