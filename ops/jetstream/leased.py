@@ -42,7 +42,8 @@ import math
 import os
 import random
 import socket
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -122,21 +123,35 @@ def fenced_write(app: LedgerApp, raws: list[bytes], fence: Fence) -> list[Result
     return results
 
 
+class LeaseExpired(LeaseLost):
+    """This host could not renew for a lease time: it drops the slot before the store says so."""
+
+
 class SlotConsumer(Consumer):
     """One slot's consumer, its every commit fenced by the slot's lease token."""
 
     def __init__(self, app: LedgerApp, slot: int, token: int, **kwargs: Any) -> None:
         super().__init__(app, partitions=SLOTS, partition=slot, **kwargs)
         self.fence = Fence(f"{SLOT_LEASE}{slot}", token)
+        self.expired: Callable[[], bool] = lambda: False  # the host's: no renewal for a lease time
 
     def write(self, raws: list[bytes]) -> list[Result]:
         return fenced_write(self.app, raws, self.fence)
+
+    def _check(self) -> None:
+        if self.expired():
+            raise LeaseExpired(f"lease {self.fence.name}: not renewed within the lease time")
+
+    async def _subscribe(self, js: Any) -> Any:
+        self._check()
+        return await super()._subscribe(js)
 
     async def _fetch(self, sub: Any, timeout_s: float) -> list[Any] | None:
         """As a fixed consumer's; when nothing came, the durable is checked: a holder that lost
         the slot while frozen may have deleted or remade it on waking (before it learnt of the
         loss), and a pull on a durable gone or remade would wait for good. Then it is made
         again from this consumer's last commit (OutOfTurn)."""
+        self._check()
         msgs = await super()._fetch(sub, timeout_s)
         if msgs is None and self.made is not None:
             try:
@@ -217,6 +232,7 @@ class LeasedHost:
         self.slots: dict[int, tuple[SlotConsumer, asyncio.Task[None]]] = {}
         self.handing: asyncio.Task[None] | None = None  # the one handover under way
         self.leaving: int | None = None  # its slot (still renewed until released)
+        self.renewed_at = time.monotonic()  # when the last round that renewed began
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit")  # the app is one thread's
         self.lease_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lease")  # one connection
         self.leases: Leases | None = None
@@ -254,12 +270,14 @@ class LeasedHost:
         """One round; True while slots are changing hands (the next round comes sooner)."""
         self._reap()
         tokens = {c.fence.name: c.fence.token for c, _ in self.slots.values()}
+        began = time.monotonic()
         try:
             kept, taken, give, busy = await self._db(lambda: self._renew_and_take(tokens))
         except Exception as exc:  # the store out of reach: the slots go on (their commits are fenced)
             self.log.warning("lease round failed", error=_line(exc))
             self._drop_connection()
             return False
+        self.renewed_at = began  # the leases kept run at least T from here (the server's clock is later)
         for slot in [s for s, (c, _) in self.slots.items() if c.fence.name not in kept]:
             self._lost(slot, "its lease was taken over")
         for slot, token in taken.items():
@@ -318,6 +336,7 @@ class LeasedHost:
     # ------------------------------------------------------------ slots
     def _start(self, nc: Any, slot: int, token: int) -> None:
         consumer = SlotConsumer(self.app, slot, token, **self.consumer_args)
+        consumer.expired = self._expired
         consumer.executor = self.executor
         self.slots[slot] = (consumer, asyncio.get_running_loop().create_task(self._consume(nc, consumer)))
         self.stats.taken += 1
@@ -328,6 +347,8 @@ class LeasedHost:
         await asyncio.get_running_loop().run_in_executor(self.executor, self.app.forget_cached)
         try:
             await consumer.run_on(nc)
+        except LeaseExpired as why:
+            self._lost(consumer.partition, str(why))
         except LeaseLost as why:
             self.stats.refused += 1
             self._lost(consumer.partition, str(why))
@@ -337,6 +358,12 @@ class LeasedHost:
         finally:
             self.stats.batches += consumer.stats.batches
             self.stats.commands += consumer.stats.commands
+
+    def _expired(self) -> bool:
+        """No round renewed the leases for a lease time (this host was frozen or cut off): they
+        may be another's now. The slots stop touching their durables until a round says
+        (a stale holder waking up would otherwise remake its successors' durables)."""
+        return time.monotonic() - self.renewed_at > self.ttl_ms / 1000
 
     def _lost(self, slot: int, why: str) -> None:
         held = self.slots.pop(slot, None)
