@@ -629,6 +629,7 @@ def fault(kind: str, run: LeaseRun, bound: float) -> float:
     if kind in ("cut", "freeze"):
         time.sleep(max(0.0, 2 * lease_s - (time.monotonic() - started)))  # longer than the lease, then back
         host.mend() if kind == "cut" else os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(lease_s)  # back: a lease time for it to find out what it lost (then the feed drains)
     return seconds
 
 

@@ -348,13 +348,13 @@ class LeasedHost:
         try:
             await consumer.run_on(nc)
         except LeaseExpired as why:
-            self._lost(consumer.partition, str(why))
+            self._lost(consumer.partition, str(why), consumer)
         except LeaseLost as why:
             self.stats.refused += 1
-            self._lost(consumer.partition, str(why))
+            self._lost(consumer.partition, str(why), consumer)
         except Exception as exc:
             self.log.warning("slot stopped", slot=consumer.partition, error=_line(exc))
-            self._lost(consumer.partition, "it failed")
+            self._lost(consumer.partition, "it failed", consumer)
         finally:
             self.stats.batches += consumer.stats.batches
             self.stats.commands += consumer.stats.commands
@@ -365,14 +365,19 @@ class LeasedHost:
         (a stale holder waking up would otherwise remake its successors' durables)."""
         return time.monotonic() - self.renewed_at > self.ttl_ms / 1000
 
-    def _lost(self, slot: int, why: str) -> None:
-        held = self.slots.pop(slot, None)
-        if held is None:
+    def _lost(self, slot: int, why: str, dropped: SlotConsumer | None = None) -> None:
+        """Drop `slot` (the round found its lease gone), or note that `dropped`, a slot's consumer,
+        ended on its own finding (a refused batch, no renewal): then only its own entry is
+        dropped, never a newer consumer of the same slot, and a loss found while stopping counts too."""
+        held = self.slots.get(slot)
+        if held is not None and (dropped is None or held[0] is dropped):
+            self.slots.pop(slot)
+            consumer, task = held
+            consumer.stop.set()
+            if task is not asyncio.current_task():
+                task.cancel()  # a batch in hand cannot commit (fenced); it comes again to the new holder
+        elif dropped is None:
             return
-        consumer, task = held
-        consumer.stop.set()
-        if task is not asyncio.current_task():
-            task.cancel()  # a batch in hand cannot commit (fenced); it comes again to the new holder
         self.stats.lost += 1
         self.log.warning("slot lost", slot=slot, reason=why)
 
