@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from projections.sql import Db, Table, columns_of
 from projections.wallet_tx import FINAL, OPEN, WalletTx
@@ -196,15 +197,29 @@ def delivery_status(outbox: Outbox, head: int) -> dict[str, Any]:
             "dead": dead, "retrying": retrying, "decisions": outbox.decisions()}
 
 
-def read_status(log: EventLog) -> dict[str, Any] | None:
-    """`delivery_status` of the store `log` reads (None: no deliverer has run on it)."""
+def read_status(log: EventLog, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any] | None:
+    """`delivery_status` of the store `log` reads (None: no deliverer has run on it); for a scope
+    of some operators, only their transactions, dead letters, retries and decisions."""
     db = Db.for_store(log.backend)
     try:
         if not db.table_exists(TXS.name):
             return None
-        return delivery_status(Outbox(db), log.head())
+        outbox = Outbox(db)
+        status = delivery_status(outbox, log.head())
+        return status if scope.everyone else _scoped(status, outbox, scope)
     finally:
         db.close()
+
+
+def _scoped(status: dict[str, Any], outbox: Outbox, scope: OperatorScope) -> dict[str, Any]:
+    def ours(tx_id: str) -> bool:
+        tx = outbox.get(tx_id)
+        return tx is not None and scope.allows(tx.operator_id)
+
+    return {**status, "operators": {op: s for op, s in status["operators"].items() if scope.allows(op)},
+            "dead": [d for d in status["dead"] if scope.allows(d["operator_id"])],
+            "retrying": [r for r in status["retrying"] if scope.allows(r["operator_id"])],
+            "decisions": [d for d in status["decisions"] if ours(d["tx_id"])]}
 
 
 class _sqlite_tx:

@@ -1,0 +1,171 @@
+"""Isolation proved on the console (issue 30, items 4-5): on the studio day of 3 operators whose
+player ids overlap (tests/support/operator_day.py), every page of the console (enumerated from
+its own route table, so a new page is covered or fails here), signed in with a backoffice key
+of OP2, holds none of the other operators' player keys, bare player ids, bet ids or per-bet
+amounts, and shows OP2's players by their own id, never by the ledger's key. The search can
+fail: with the key's scope removed it finds them. One browser check: a key of two operators
+signs in and picks one."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from domain.operators import EVERY_OPERATOR
+from ledger.keys import ApiKey, key_store
+from ledger.store import open_app
+from ops.console.pages import router
+from ops.service.app import Settings, create_app
+from tests.e2e.console.conftest import csrf_of, sign_in
+from tests.support.operator_day import MINE, Day, make_day
+
+# Forms that change something or take an upload: not pages to read (the wallet upload is
+# searched below, as OP2's wallet file).
+POSTS = {"/ui/", "/ui/signout", "/ui/operator", "/ui/reconcile", "/ui/reconcile.csv", "/ui/audit/export",
+         "/ui/audit/verify"}
+# Pages whose figures are every operator's: refused (403) to a key limited to operators.
+EVERY_OPERATORS_ONLY = {"/ui/monitor", "/ui/rejections", "/ui/rejections.csv", "/ui/audit",
+                        "/ui/rounds/{ref:id}/bundle"}
+_VISIBLE = re.compile(r"<style.*?</style>|<[^>]*>", re.S)
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory: pytest.TempPathFactory) -> tuple[Day, str, str]:
+    return make_day(tmp_path_factory.mktemp("opcon"))
+
+
+@pytest.fixture
+def client(day: tuple[Day, str, str]) -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(db_url=day[1], key_cache_s=0.0))) as c:
+        yield c
+
+
+def console_pages() -> list[str]:
+    """Every GET route of the console; a new POST route fails here until it is placed."""
+    routes = [r for r in router.routes if isinstance(r, APIRoute)]
+    posts = {r.path for r in routes if "POST" in r.methods}
+    assert posts == POSTS, f"a new console form: search what it answers here ({posts ^ POSTS})"
+    return sorted(r.path for r in routes if "GET" in r.methods)
+
+
+def page_urls(day: Day, steps: int) -> list[str]:
+    """Every page with its path filled (the shared round, OP2's player whose id another operator
+    also has, the shared round's table), the rounds search by that player, and each step of the
+    shared round."""
+    values = {"ref": day.shared_round.replace("#", "%23"), "player": day.player,
+              "table": day.shared_round.split("#")[0]}
+
+    def fill(m: re.Match[str]) -> str:
+        assert m.group(1) in values, f"teach the console's isolation matrix its parameter {m.group(1)}"
+        return values[m.group(1)]
+
+    urls = [re.sub(r"\{(\w+)(?::\w+)?\}", fill, page) for page in console_pages()]
+    shared = "/ui/rounds/" + values["ref"]
+    other = f"OP1~{day.player}"  # another operator's player named by the ledger's key
+    return [*urls, f"/ui/rounds?player={day.player}", f"/ui/rounds.csv?player={day.player}",
+            f"/ui/rounds?operator={MINE}", "/ui/rounds?player=OP", f"/ui/rounds.csv?player={other}",
+            f"/ui/players/{other}", *(f"/ui/tables/{t}" for t in day.tables),
+            *(f"{shared}?step={n}" for n in range(1, steps + 1))]
+
+
+def findings(client: TestClient, day: Day, steps: int) -> tuple[dict[str, set[str]], list[str]]:
+    """What each page shows of the others (none expected), and the pages that name an OP2 player
+    by the ledger's key in text a person reads."""
+    found: dict[str, set[str]] = {}
+    keyed: list[str] = []
+    for url in page_urls(day, steps):
+        answer = client.get(url)
+        # 404: a table where none of the scope's players played (and no configuration to show)
+        assert answer.status_code in (200, 403) or (answer.status_code == 404 and url.startswith("/ui/tables/")), (
+            url, answer.status_code, answer.text[:300])
+        if day.found(answer.text):
+            found[url] = day.found(answer.text)
+        if f"{MINE}~" in _VISIBLE.sub(" ", answer.text):
+            keyed.append(url)
+    return found, keyed
+
+
+def _steps(client: TestClient, day: Day) -> int:
+    text = client.get("/ui/rounds/" + day.shared_round.replace("#", "%23") + "?step=1").text
+    return int(re.search(r"step 1 of (\d+)", text).group(1))  # type: ignore[union-attr]
+
+
+def test_an_operators_key_sees_no_other_operators_player_on_any_page(client: TestClient,
+                                                                     day: tuple[Day, str, str]) -> None:
+    found, _, key = day
+    assert len(found.ids) > 100 and len(found.amounts) > 50
+    assert sign_in(client, key).status_code == 303  # type: ignore[attr-defined]
+    steps = _steps(client, found)
+    assert steps > 3
+    leaks, keyed = findings(client, found, steps)
+    assert leaks == {} and keyed == []
+    # OP2's players by their own id, the operator named; another operator's player is refused
+    page = client.get(f"/ui/players/{found.player}")
+    assert f"Player {found.player} ({MINE})" in page.text and "player-name" in page.text
+    assert client.get(f"/ui/players/{found.player}?operator=OP1").status_code == 403
+    for url in EVERY_OPERATORS_ONLY - {"/ui/audit"}:
+        target = url.replace("{ref:id}", found.shared_round.replace("#", "%23"))
+        assert client.get(target).status_code == 403, target
+    rounds = client.get("/ui/rounds").text
+    assert f'href="/ui/players/{found.player}?operator={MINE}"' in client.get(
+        f"/ui/rounds?player={found.player}").text
+    assert "Monitor" not in rounds.split("<main", 1)[0]
+
+
+def test_the_wallet_upload_reconciles_only_the_operators_players(client: TestClient,
+                                                                  day: tuple[Day, str, str]) -> None:
+    """OP2's wallet file with nothing in it but its header: every movement the ledger expects of
+    OP2's players is a finding, and none of another operator's."""
+    found, _, key = day
+    sign_in(client, key)
+    csrf = csrf_of(client)
+    header = b"transaction_id,type,reference,player,amount_minor,currency,time\n"
+    answer = client.post("/ui/reconcile", data={"csrf": csrf}, files={"wallet": ("op2.csv", header, "text/csv")})
+    assert answer.status_code in (200, 422), answer.text[:300]
+    assert found.found(answer.text) == set()
+
+
+def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tuple[Day, str, str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _, key = day
+    sign_in(client, key)
+    steps = _steps(client, found)
+    monkeypatch.setattr(ApiKey, "scope", property(lambda self: EVERY_OPERATOR))
+    leaks, _ = findings(client, found, steps)
+    assert "/ui/rounds?player=OP" in leaks, sorted(leaks)
+    assert any(url.startswith("/ui/rounds/") for url in leaks), sorted(leaks)
+    assert any(found.amounts & f for f in leaks.values()), "no per-bet amount found: the search cannot see one"
+
+
+def test_a_key_of_two_operators_signs_in_and_picks_one_in_a_browser(day: tuple[Day, str, str],
+                                                                    tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.console.test_dispute_page import CHROMIUM, CHROMIUM_ARGS
+    from tests.e2e.service.conftest import LiveServer
+
+    found, url, _ = day
+    app = open_app(url)
+    try:
+        key = key_store(app).add("backoffice", "op1-op2", operators=["OP1", MINE])[0]
+    finally:
+        app.close()
+    with LiveServer(Settings(db_url=url, key_cache_s=0.0)) as live, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(java_script_enabled=False)
+        page.goto(live.url + "/ui/")
+        page.fill("#key", key)
+        page.click("button[type=submit]")
+        picker = page.locator("[data-testid=operator-picker] select")
+        assert sorted(picker.locator("option").all_inner_texts()) == ["OP1", MINE, "all of mine"]
+        picker.select_option(MINE)
+        page.click("[data-testid=operator-picker] button")
+        page.goto(live.url + f"/ui/rounds?player={found.player}")
+        shown = page.locator("td[data-label=Player]").all_inner_texts()
+        assert shown and set(shown) == {f"{found.player} ({MINE})"}
+        assert page.locator("[data-testid=operator-picker] select").input_value() == MINE
+        browser.close()
