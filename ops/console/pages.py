@@ -26,7 +26,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
-from domain.operators import OperatorScope, player_key
+from domain.operators import OperatorScope
 from ledger.startup import tables_created_alone
 from ops.console import data, round_drawing
 from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent

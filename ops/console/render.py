@@ -40,7 +40,7 @@ def player_url(key: str) -> str:
 _KEY_FIELDS = frozenset({"player_id", "owner"})  # kept as keys: the pages make links of them
 
 
-def people_named(doc: Any) -> Any:
+def people_named(doc: dict[str, Any]) -> dict[str, Any]:
     """A document (a round's replay, a story) whose texts name a player as a person reads it
     (`player_name`), not by the ledger's key (`OP2~p-17`); its `player_id` fields keep the key."""
     keys: set[str] = set()
@@ -49,7 +49,8 @@ def people_named(doc: Any) -> Any:
     if not named:
         return doc
     pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(k)}(?![\w-])" for k in sorted(named, key=len, reverse=True)))
-    return _renamed(doc, pattern, named)
+    renamed: dict[str, Any] = _renamed(doc, pattern, named)
+    return renamed
 
 
 def _keys_of(node: Any, keys: set[str]) -> None:

@@ -15,16 +15,12 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from domain.money import format_minor
-from ledger.eventlog import EventLog
 from ledger.keys import key_store
 from ledger.store import open_app
 from ops.sim.simulator import Studio
-from projections import queries
 
 MINE = "OP2"
 
