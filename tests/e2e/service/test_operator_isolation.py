@@ -2,26 +2,22 @@
 overlap (`ledger simulate --operators 3`'s generator), every HTTP read route (enumerated from
 the app, so a new route is covered or fails here) answered to a backoffice key of OP2, and
 every CLI read with `--operator OP2`, holds none of the other operators' player keys, bare
-player ids (those OP2 has not) or bet ids. And the search can fail: with the key's scope
+player ids (those OP2 has not), bet ids or stakes. And the search can fail: with the key's scope
 removed it finds them."""
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from domain.operators import EVERY_OPERATOR, OperatorScope
-from ledger.keys import ApiKey, key_store
-from ledger.store import open_app
+from ledger.keys import ApiKey
 from ops.service.app import Settings, create_app
-from ops.sim.simulator import Studio
 from tests.e2e.service.conftest import auth
+from tests.support.operator_day import MINE, Day, make_day
 
-MINE = "OP2"
 # Routes that are no read of the ledger's players: the feed, the API's documentation, health.
 NOT_READS = {"/v1/commands", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc",
              "/docs/oauth2-redirect"}
@@ -29,40 +25,11 @@ NOT_READS = {"/v1/commands", "/healthz", "/readyz", "/metrics", "/openapi.json",
 UPLOADS = {"/v1/reconcile", "/v1/audit/verify"}
 
 
-class Day:
-    """The feed's bets: what OP2 may see and the tokens of everyone else's."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        bets = [b for b in map(json.loads, lines) if b.get("type") == "place_bet"]
-        mine = [b for b in bets if b["operator_id"] == MINE]
-        own_ids = {b["player_id"] for b in mine}
-        others = [b for b in bets if b["operator_id"] != MINE]
-        self.tokens = ({f"{b['operator_id']}~{b['player_id']}" for b in others} | {b["bet_id"] for b in others}
-                       | {b["player_id"] for b in others if b["player_id"] not in own_ids})
-        rounds: dict[str, set[str]] = {}
-        for b in bets:
-            rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
-        self.shared_round = next(r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1)
-        self.player = sorted(own_ids & {b["player_id"] for b in others})[0]  # an id two operators have
-        self.pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in sorted(self.tokens)))
-
-    def found(self, text: str) -> set[str]:
-        return {m.group(0) for m in self.pattern.finditer(text)}
-
-
 @pytest.fixture
-def day(tmp_path: Any) -> Iterator[tuple[Day, str, str]]:
+def day(tmp_path: Any) -> tuple[Day, str, str]:
     """SQLite: the matrix is about what the reads answer (the key table on PostgreSQL:
-    test_operator_keys.py)."""
-    store_url = f"sqlite:///{tmp_path / 'ops3.db'}"
-    lines = list(Studio(3, 10, seed=3, operators=3).lines())
-    app = open_app(store_url)
-    try:
-        app.ingest(lines)
-        key = key_store(app).add("backoffice", "op2", operators=[MINE])[0]
-    finally:
-        app.close()
-    yield Day(lines), store_url, key
+    test_operator_keys.py). The day of the console's matrix (tests/support/operator_day.py)."""
+    return make_day(tmp_path)
 
 
 def read_routes(api: Any) -> list[tuple[str, bool]]:
