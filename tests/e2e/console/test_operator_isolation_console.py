@@ -135,6 +135,32 @@ def test_the_wallet_upload_reconciles_only_the_operators_players(client: TestCli
     assert found.found(page) == set() and f"({MINE})" in page
 
 
+def test_the_picker_offers_the_keys_operators_only(client: TestClient, day: tuple[Day, str, str]) -> None:
+    """A key of OP1 and OP2: the picker narrows every page to one of them (and back to both);
+    another operator, by the picker or by `?operator=`, is refused; the form needs its token."""
+    found, url, _ = day
+    app = open_app(url)
+    try:
+        key = key_store(app).add("backoffice", "op1-op2-form", operators=["OP1", MINE])[0]
+    finally:
+        app.close()
+    sign_in(client, key)
+    csrf = csrf_of(client)
+    search = f"/ui/rounds?player={found.player}"
+    assert client.get(search).status_code == 403  # a player id names one operator's player: pick one
+    assert client.post("/ui/operator", data={"csrf": csrf, "operator": "OP3"}).status_code == 403
+    assert client.post("/ui/operator", data={"operator": MINE}).status_code == 403
+    picked = client.post("/ui/operator", data={"csrf": csrf, "operator": MINE, "next": search + "&operator=OP1"},
+                         follow_redirects=False)
+    assert picked.status_code == 303 and picked.headers["location"] == search
+    assert f"{found.player} ({MINE})" in client.get(search).text
+    of_op1 = client.get("/ui/rounds?player=p&operator=OP1").text  # ?operator= wins over the pick
+    assert "(OP1)</a>" in of_op1 and f"({MINE})</a>" not in of_op1
+    assert client.get(search + "&operator=OP3").status_code == 403
+    client.post("/ui/operator", data={"csrf": csrf, "operator": ""})
+    assert client.get(search).status_code == 403
+
+
 def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tuple[Day, str, str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     found, _, key = day
