@@ -62,7 +62,11 @@ class Day:
         for b in bets:
             rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
         self.tables = sorted({b["table_id"] for b in bets})
-        self.shared_round = next(r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1)
+        shared = [r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1]
+        self.shared_round = shared[0]
+        # the first shared round of each table (a baccarat and a blackjack one on this day)
+        self.shared_rounds = [next(r for r in shared if r.startswith(t + "#")) for t in self.tables
+                              if any(r.startswith(t + "#") for r in shared)]
         self.player = sorted(own_ids & {b["player_id"] for b in others})[0]  # an id two operators have
         self.other_player = sorted({b["player_id"] for b in others} - own_ids)[0]  # an id OP2 has not
 
