@@ -483,7 +483,8 @@ def table_page(request: Request, table: str, session: UI, reads: READS, scope: S
         report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones)) if scope.everyone else None
         recent = data.round_page(db, RoundQuery(table_id=table, sort="-time", scope=scope), 1, 20).rounds
     if not (facts.configs or ggr or recent):
-        raise HTTPException(404, f"no table {table} in the store")
+        raise HTTPException(404, f"no table {table} in the store" if scope.everyone else
+                            f"no round at table {table} with a player of {', '.join(sorted(scope.operators or ()))}")
     seats = [s for s in (facts.seating.seating.get("held", []) if facts.seating else []) if scope.allows_key(s[1])]
     return _page(request, "table.html", session, table=table, facts=facts, recent=recent, seats=seats,
                  ggr_chart=ggr_chart(table, ggr), **_table_monitor(table, report))

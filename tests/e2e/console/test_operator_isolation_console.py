@@ -171,6 +171,23 @@ def test_the_picker_offers_the_keys_operators_only(client: TestClient, day: tupl
     assert client.get(search).status_code == 403
 
 
+def test_a_key_of_every_operator_picks_among_the_stores(client: TestClient, day: tuple[Day, str, str]) -> None:
+    found, url, _ = day
+    app = open_app(url)
+    try:
+        key = key_store(app).add("backoffice", "studio-bo")[0]
+    finally:
+        app.close()
+    sign_in(client, key)
+    page = client.get("/ui/rounds").text
+    picker = page.split('data-testid="operator-picker"', 1)[1].split("</form>", 1)[0]
+    assert re.findall(r'<option value="([^"]*)"', picker) == ["", "OP1", "OP2", "OP3", "default"]
+    assert "Monitor" in page.split("<main", 1)[0]
+    client.post("/ui/operator", data={"csrf": csrf_of(client), "operator": "OP3"})
+    shown = client.get("/ui/rounds?player=p").text
+    assert "(OP3)</a>" in shown and f"({MINE})</a>" not in shown
+
+
 def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tuple[Day, str, str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     found, _, key = day
