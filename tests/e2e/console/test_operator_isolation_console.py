@@ -186,6 +186,11 @@ def test_a_key_of_every_operator_picks_among_the_stores(client: TestClient, day:
     client.post("/ui/operator", data={"csrf": csrf_of(client), "operator": "OP3"})
     shown = client.get("/ui/rounds?player=p").text
     assert "(OP3)</a>" in shown and f"({MINE})</a>" not in shown
+    client.post("/ui/operator", data={"csrf": csrf_of(client), "operator": ""})
+    for ref in found.shared_rounds:  # every operator's players, each by its own id and operator
+        for url in (_round(ref), _round(ref) + "?step=9", "/ui/rounds.csv?player=p&operator=OP1"):
+            text = _VISIBLE.sub(" ", client.get(url).text)
+            assert not re.search(r"OP\d~", text) and re.search(r"p\d{4} \(OP\d\)", text), url
 
 
 def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tuple[Day, str, str],
