@@ -120,6 +120,8 @@ def test_an_operators_key_sees_no_other_operators_player_on_any_page(client: Tes
     for url in EVERY_OPERATORS_ONLY - {"/ui/audit"}:
         target = url.replace("{ref:id}", found.shared_round.replace("#", "%23"))
         assert client.get(target).status_code == 403, target
+    shared = client.get(_round(found.shared_round)).text
+    assert re.search(r'data-testid="other-operators">Other operators\' players: \d+ bets, [\d,.]+ EUR staked', shared)
     rounds = client.get("/ui/rounds").text
     assert f'href="/ui/players/{found.player}?operator={MINE}"' in client.get(
         f"/ui/rounds?player={found.player}").text
