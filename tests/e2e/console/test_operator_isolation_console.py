@@ -44,6 +44,15 @@ def client(day: tuple[Day, str, str]) -> Iterator[TestClient]:
         yield c
 
 
+def new_key(store_url: str, name: str, operators: list[str] | None = None) -> str:
+    """A backoffice key of these operators (none: every operator) in the day's store."""
+    app = open_app(store_url)
+    try:
+        return key_store(app).add("backoffice", name, operators=operators or [])[0]
+    finally:
+        app.close()
+
+
 def console_pages() -> list[str]:
     """Every GET route of the console; a new POST route fails here until it is placed."""
     routes = [r for r in router.routes if isinstance(r, APIRoute)]
@@ -151,11 +160,7 @@ def test_the_picker_offers_the_keys_operators_only(client: TestClient, day: tupl
     """A key of OP1 and OP2: the picker narrows every page to one of them (and back to both);
     another operator, by the picker or by `?operator=`, is refused; the form needs its token."""
     found, url, _ = day
-    app = open_app(url)
-    try:
-        key = key_store(app).add("backoffice", "op1-op2-form", operators=["OP1", MINE])[0]
-    finally:
-        app.close()
+    key = new_key(url, "op1-op2-form", ["OP1", MINE])
     sign_in(client, key)
     csrf = csrf_of(client)
     search = f"/ui/rounds?player={found.player}"
@@ -175,11 +180,7 @@ def test_the_picker_offers_the_keys_operators_only(client: TestClient, day: tupl
 
 def test_a_key_of_every_operator_picks_among_the_stores(client: TestClient, day: tuple[Day, str, str]) -> None:
     found, url, _ = day
-    app = open_app(url)
-    try:
-        key = key_store(app).add("backoffice", "studio-bo")[0]
-    finally:
-        app.close()
+    key = new_key(url, "studio-bo")
     sign_in(client, key)
     page = client.get("/ui/rounds").text
     picker = page.split('data-testid="operator-picker"', 1)[1].split("</form>", 1)[0]
@@ -215,11 +216,7 @@ def test_a_key_of_two_operators_signs_in_and_picks_one_in_a_browser(day: tuple[D
     from tests.e2e.service.conftest import LiveServer
 
     found, url, _ = day
-    app = open_app(url)
-    try:
-        key = key_store(app).add("backoffice", "op1-op2", operators=["OP1", MINE])[0]
-    finally:
-        app.close()
+    key = new_key(url, "op1-op2", ["OP1", MINE])
     with LiveServer(Settings(db_url=url, key_cache_s=0.0)) as live, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(java_script_enabled=False)
