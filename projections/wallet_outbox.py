@@ -160,10 +160,15 @@ class Outbox:
         return {op: int(ms) for op, ms in self.db.query(
             f"SELECT operator_id, MIN(derived_ms) FROM wallet_tx WHERE status IN ({marks}) GROUP BY operator_id", OPEN)}
 
-    def by_status(self, statuses: Sequence[str], limit: int = 100) -> list[WalletTx]:
+    def by_status(self, statuses: Sequence[str], limit: int = 100,
+                  scope: OperatorScope = EVERY_OPERATOR) -> list[WalletTx]:
+        """The first `limit` transactions in these statuses (of the scope's operators)."""
         require(set(statuses) <= set(OPEN) | set(FINAL), f"unknown status in {statuses}")
         marks = ", ".join("?" * len(statuses))
-        rows = self.db.query(f"{self._select} WHERE status IN ({marks}) ORDER BY seq LIMIT ?", (*statuses, limit))
+        operators = sorted(scope.operators) if scope.operators is not None else None
+        of = "" if operators is None else f" AND operator_id IN ({', '.join('?' * len(operators)) or 'NULL'})"
+        rows = self.db.query(f"{self._select} WHERE status IN ({marks}){of} ORDER BY seq LIMIT ?",
+                             (*statuses, *(operators or ()), limit))
         return [WalletTx(*row) for row in rows]
 
     def of_operator(self, operator: str) -> list[WalletTx]:
@@ -177,49 +182,46 @@ class Outbox:
             "SELECT operator_id, COUNT(*) FROM wallet_attempts WHERE outcome <> 'ok' GROUP BY operator_id")}
 
 
-def delivery_status(outbox: Outbox, head: int) -> dict[str, Any]:
+def delivery_status(outbox: Outbox, head: int, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any]:
     """What `ledger wallet status` and /metrics show: per operator, transactions by status,
-    the oldest open one's age, failures; the dead letters with the wallet's answers."""
+    the oldest open one's age, failures; the dead letters with the wallet's answers. For a scope
+    of some operators (the console's), theirs only."""
     now_ms = int(time.time() * 1000)
     oldest = outbox.oldest_open_ms()
     failures = outbox.failures()
     position = outbox.position()
     operators = {}
     for op, counts in sorted(outbox.counts().items()):
+        if not scope.allows(op):
+            continue
         operators[op] = {"statuses": counts, "failures": failures.get(op, 0),
                          "oldest_open_age_s": round((now_ms - oldest[op]) / 1000, 3) if op in oldest else 0.0}
     dead = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
              "reason": t.reason, "amount_minor": t.amount_minor, "currency": t.currency, "round_id": t.round_id,
-             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",))]
+             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",), scope=scope)]
     retrying = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
-                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",))]
+                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",), scope=scope)]
     return {"position": position, "head": head, "events_behind": max(0, head - position), "operators": operators,
-            "dead": dead, "retrying": retrying, "decisions": outbox.decisions()}
+            "dead": dead, "retrying": retrying, "decisions": _decisions(outbox, scope)}
+
+
+def _decisions(outbox: Outbox, scope: OperatorScope) -> list[dict[str, Any]]:
+    decisions = outbox.decisions()
+    if scope.everyone:
+        return decisions
+    return [d for d in decisions if (tx := outbox.get(d["tx_id"])) is not None and scope.allows(tx.operator_id)]
 
 
 def read_status(log: EventLog, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any] | None:
-    """`delivery_status` of the store `log` reads (None: no deliverer has run on it); for a scope
-    of some operators, only their transactions, dead letters, retries and decisions."""
+    """`delivery_status` of the store `log` reads (None: no deliverer has run on it), of the
+    scope's operators."""
     db = Db.for_store(log.backend)
     try:
         if not db.table_exists(TXS.name):
             return None
-        outbox = Outbox(db)
-        status = delivery_status(outbox, log.head())
-        return status if scope.everyone else _scoped(status, outbox, scope)
+        return delivery_status(Outbox(db), log.head(), scope)
     finally:
         db.close()
-
-
-def _scoped(status: dict[str, Any], outbox: Outbox, scope: OperatorScope) -> dict[str, Any]:
-    def ours(tx_id: str) -> bool:
-        tx = outbox.get(tx_id)
-        return tx is not None and scope.allows(tx.operator_id)
-
-    return {**status, "operators": {op: s for op, s in status["operators"].items() if scope.allows(op)},
-            "dead": [d for d in status["dead"] if scope.allows(d["operator_id"])],
-            "retrying": [r for r in status["retrying"] if scope.allows(r["operator_id"])],
-            "decisions": [d for d in status["decisions"] if ours(d["tx_id"])]}
 
 
 class _sqlite_tx:

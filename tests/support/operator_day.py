@@ -61,6 +61,9 @@ class Day:
         rounds: dict[str, set[str]] = {}
         for b in bets:
             rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
+        self.players: dict[str, set[str]] = {}  # operator -> its players' own ids
+        for b in bets:
+            self.players.setdefault(b["operator_id"], set()).add(b["player_id"])
         self.tables = sorted({b["table_id"] for b in bets})
         shared = [r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1]
         self.shared_round = shared[0]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from domain.operators import EVERY_OPERATOR
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.keys import ApiKey, key_store
 from ledger.store import open_app
 from ops.console.pages import router
@@ -35,7 +36,46 @@ _VISIBLE = re.compile(r"<style.*?</style>|<[^>]*>", re.S)
 
 @pytest.fixture(scope="module")
 def day(tmp_path_factory: pytest.TempPathFactory) -> tuple[Day, str, str]:
-    return make_day(tmp_path_factory.mktemp("opcon"))
+    """The day, its payouts delivered to each operator's wallet (the wallet page has some)."""
+    folder = tmp_path_factory.mktemp("opcon")
+    made = make_day(folder)
+    delivered(made[0], made[1], folder)
+    return made
+
+
+def delivered(day: Day, store_url: str, folder: Path) -> None:
+    """One deliverer, a fake wallet per operator (tests/e2e/wallet/test_operators.py): OP1's and
+    OP3's wallets refuse every player (dead letters naming them and their stakes), OP2's one."""
+    from ledger.eventlog import EventLog
+    from ops.cli import main as cli
+    from ops.wallet.config import load
+    from ops.wallet.deliverer import Deliverer
+    from projections.wallet_outbox import read_status
+    from tests.support.fake_wallet import FakeWallet
+
+    refused = {op: dict.fromkeys(sorted(ids)[:1] if op == MINE else ids, "player_blocked")
+               for op, ids in day.players.items()}
+    with ExitStack() as stack, pytest.MonkeyPatch.context() as env:
+        text = ""
+        for op, players in refused.items():
+            wallet = stack.enter_context(FakeWallet(f"secret-{op}", refuse_players=players, operator_id=op))
+            env.setenv(f"LEDGER_WALLET_SECRET_{op}", f"secret-{op}")
+            text += (f'[operators.{op}]\nurl = "{wallet.url}"\nsecret_env = "LEDGER_WALLET_SECRET_{op}"\n'
+                     "concurrency = 4\ntimeout_s = 0.5\nbackoff_s = 0.02\nbackoff_max_s = 0.2\n")
+        (folder / "wallet.toml").write_text(text)
+        deliverer = Deliverer(store_url, load(str(folder / "wallet.toml")))
+        try:
+            deliverer.run(until_idle=True)
+        finally:
+            deliverer.close()
+    log = EventLog.open(store_url)
+    try:
+        dead = {op: read_status(log, OperatorScope.of(op))["dead"][0]["tx_id"] for op in ("OP1", MINE)}  # type: ignore[index]
+    finally:
+        log.close()
+    for op, tx in dead.items():  # a decision on a dead letter of each: a person's name and why
+        assert cli(["wallet", "resolve", tx, "--by", f"clerk-of-{op}", "--why", "paid at the cage", "--db",
+                    store_url]) == 0
 
 
 @pytest.fixture
@@ -131,6 +171,10 @@ def test_an_operators_key_sees_no_other_operators_player_on_any_page(client: Tes
         assert client.get(target).status_code == 403, target
     shared = client.get(_round(found.shared_round)).text
     assert re.search(r'data-testid="other-operators">Other operators\' players: \d+ bets, [\d,.]+ EUR staked', shared)
+    wallet = client.get("/ui/wallet").text  # OP2's own dead letters, none of the others'
+    assert "player_blocked" in wallet and f"{MINE} / {sorted(found.players[MINE])[0]}" in wallet
+    assert not {"OP1 / ", "OP3 / "} & set(re.findall(r"OP\d / ", wallet))
+    assert f"clerk-of-{MINE}" in wallet and "clerk-of-OP1" not in wallet
     rounds = client.get("/ui/rounds").text
     assert f'href="/ui/players/{found.player}?operator={MINE}"' in client.get(
         f"/ui/rounds?player={found.player}").text
@@ -204,7 +248,7 @@ def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tu
     leaks, _ = findings(client, found, {found.shared_round: 2})
     assert found.found(reconciled(client))
     assert "/ui/rounds?player=OP" in leaks, sorted(leaks)
-    assert any(url.startswith("/ui/rounds/") for url in leaks), sorted(leaks)
+    assert any(url.startswith("/ui/rounds/") for url in leaks) and "/ui/wallet" in leaks, sorted(leaks)
     assert any(found.amounts & f for f in leaks.values()), "no per-bet amount found: the search cannot see one"
 
 
