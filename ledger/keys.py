@@ -34,8 +34,9 @@ ROLE_WRITE = ("studio", "admin")  # may post commands
 ROLE_READ = ("backoffice", "auditor", "admin")  # may read views and reports
 ROLE_AUDIT = ("auditor", "admin")  # may export and verify the audit chain
 # Roles a key may be limited to operators in (issue 30): an operator's back office reads only
-# its players, a studio key writes only their bets. Auditors and admins see every operator.
-ROLE_OPERATOR_SCOPED = ("studio", "backoffice")
+# its players, a studio key writes only their bets, an operator's auditor (its regulator, its
+# own auditors) reads the audit trail with the other operators' bets redacted. Admins see every operator.
+ROLE_OPERATOR_SCOPED = ("studio", "backoffice", "auditor")
 KEY_PREFIX = "lk_"
 COLUMNS = ("key_id", "name", "role", "tables", "secret_hash", "created_at", "revoked_at", "operators")
 

@@ -14,10 +14,11 @@ from typing import Any
 import structlog
 
 _configured = False
+_debug = False  # whether per-command debug lines are logged, as `configure` set the level
 
 
 def configure(level: str = "info", json_output: bool | None = None) -> None:
-    global _configured
+    global _configured, _debug
     if json_output is None:
         json_output = not sys.stderr.isatty()
     renderer: Any = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
@@ -33,6 +34,7 @@ def configure(level: str = "info", json_output: bool | None = None) -> None:
         cache_logger_on_first_use=False,
     )
     _configured = True
+    _debug = getattr(logging, level.upper()) <= logging.DEBUG
 
 
 @contextmanager
@@ -40,13 +42,13 @@ def kept_configuration() -> Iterator[None]:
     """The logging set-up as it was, back after the block: a command run in-process (the tests,
     `ledger demo`'s steps) may set its own level (`ingest --quiet`: warning) without changing
     what the rest of the process logs, such as the service's request lines."""
-    global _configured
-    saved, was = structlog.get_config(), _configured
+    global _configured, _debug
+    saved, was, debug = structlog.get_config(), _configured, _debug
     try:
         yield
     finally:
         structlog.configure(**saved)
-        _configured = was
+        _configured, _debug = was, debug
 
 
 def get_logger() -> Any:
@@ -56,8 +58,12 @@ def get_logger() -> Any:
 
 
 def debug_enabled() -> bool:
-    """Per-command lines are debug: skip building them (and binding ids) otherwise."""
-    return bool(get_logger().is_enabled_for(logging.DEBUG))
+    """Per-command lines are debug: skip building them (and binding ids) otherwise. Asked once
+    per batch: the level as `configure` set it (asking structlog's lazy logger binds a new
+    logger each time: 43 us against 0.4 us, timeit on a loaded machine; a one-command batch is 250-600 us)."""
+    if not _configured:
+        configure()
+    return _debug
 
 
 @contextmanager

@@ -122,9 +122,10 @@ class PlayDays:
 def export(directory: str | Path, events: Iterable[Stored], *, from_position: int | None = None,
            to_position: int | None = None, previous_manifest: str | Path | None = None,
            exported_at: str, progress: Callable[[int], Any] | None = None, window: Window | None = None,
-           software_version: str = "unknown") -> ExportResult:
+           software_version: str = "unknown", shown: Callable[[Link], Link] | None = None) -> ExportResult:
     """Chain every event from the first (the chain always starts at genesis) and
-    write those within [from_position, to_position] (or `window`). `progress(n)` is called per event."""
+    write those within [from_position, to_position] (or `window`). `progress(n)` is called per event.
+    `shown`: each line as the export's reader may see it (one operator's: projections/redaction.py)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     window = window or Window(from_position, to_position)
@@ -136,6 +137,8 @@ def export(directory: str | Path, events: Iterable[Stored], *, from_position: in
     for event, link in zip_chain(events):
         if progress is not None:
             progress(1)
+        if shown is not None:
+            link = shown(link)  # every line from the first: a bet named later is known from its BetPlaced
         if window.after(event, link.position):
             break
         inside = play.takes(event) if play is not None else not window.before(event, link.position)
@@ -459,8 +462,10 @@ def _peaks_root(manifest: dict[str, Any], size: int) -> str | None:
         return None
 
 
-def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> list[Finding]:
-    """Chain the live store's events (from genesis) and compare them by position with the export."""
+def verify_against_store(verified: Verified, store_events: Iterable[Stored],
+                         shown: Callable[[Link], Link] | None = None) -> list[Finding]:
+    """Chain the live store's events (from genesis) and compare them by position with the export
+    (`shown`: each store line as the export's reader may see it, projections/redaction.py)."""
     last = verified.manifest.get("last_position")
     if last is None and verified.links:
         last = max(lk.position for lk in verified.links)
@@ -469,7 +474,7 @@ def verify_against_store(verified: Verified, store_events: Iterable[Stored]) -> 
     for link in chain(store_events):
         if last is not None and link.position > last:
             break
-        store_links.append(link)
+        store_links.append(link if shown is None else shown(link))
         if first is not None and link.position < first:
             before.add(link.hash)
     findings = compare_with_store(verified.links, store_links)

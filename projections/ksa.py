@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -114,40 +114,72 @@ def game_id(ruleset_id: str) -> str:
     return uid("game", ruleset_id)
 
 
-def transactions(play: Play) -> Iterator[Subject]:
-    """A play's money movements: STAKE at the first bet; WINNING and VOID_STAKE at the
-    round's first settlement or void (a later reversal changes the amount, never the time)."""
-    if play.currency != CURRENCY:
-        raise KsaError(f"round {play.round_id}: currency {play.currency}; the CDB's amounts are {CURRENCY}")
+def check_currency(plays: Iterable[Play]) -> None:
+    """The CDB's amounts carry no currency: a play in another than EUR stops the export."""
+    for play in plays:
+        if play.currency != CURRENCY:
+            raise KsaError(f"round {play.round_id}: currency {play.currency}; the CDB's amounts are {CURRENCY}")
+
+
+def _movements(play: Play) -> Iterator[tuple[str, str, int, datetime]]:
+    """(key, type, minor units, time) of a play's transactions: STAKE at the first bet;
+    WINNING and VOID_STAKE, when not 0, at the round's first settlement or void (a later
+    reversal changes the amount, never the time)."""
     end = play.closed_at or play.first_bet_at
     for type_, minor, at in (("STAKE", play.staked_minor, play.first_bet_at), ("WINNING", play.won_minor, end),
                              ("VOID_STAKE", play.refunded_minor, end)):
-        if minor == 0 and type_ != "STAKE":
-            continue
-        key = f"tx/{play.round_id}/{play.player_id}/{type_}"
+        if minor != 0 or type_ == "STAKE":
+            yield f"tx/{play.round_id}/{play.player_id}/{type_}", type_, minor, at
+
+
+def transactions(play: Play) -> Iterator[Subject]:
+    """A play's money movements (`_movements`) as transaction subjects."""
+    check_currency((play,))
+    for key, type_, minor, at in _movements(play):
         yield Subject(TRANSACTION, key, _content(player=play.player_id, type=type_, amount=minor, at=utc(at)), (
             ("Player_Profile_ID", medium(player_of(play.player_id), "player id")), ("Transaction_ID", uid(key)),
             ("Transaction_Datetime", utc(at)), ("Transaction_Amount", amount(minor)),
             ("Transaction_Type", type_), ("Transaction_Status", "SUCCESSFUL")))
 
 
-def session(s: Session, txs: list[Subject]) -> Subject:
+@dataclass(frozen=True)
+class Listing:
+    """A game session's `Game_Transactions`: one `Game_Transaction` (its id, its player) per
+    transaction of its plays, made again from the plays each time it is read, never held (a
+    session lists every transaction of its player at the table, however long it sat)."""
+
+    plays: tuple[Play, ...]
+    player: str  # as its operator names the player
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[tuple[str, object]]:
+        for play in self.plays:
+            for key, *_ in _movements(play):
+                yield "Game_Transaction", (("Transaction_ID", uid(key)), ("Player_Profile_ID", self.player))
+
+
+def session(s: Session) -> Subject:
     """The player's session as a game session: its rounds, those the player won (returned
-    more than staked), its transactions."""
+    more than staked), its transactions (a `Listing`; the content keeps a digest of their keys)."""
     key = f"session/{s.session_id}"
     won = sum(1 for p in s.plays if p.won_minor > p.staked_minor)
     ruleset = s.plays[0].ruleset_id
-    listed = hashlib.sha256("\n".join(t.key for t in txs).encode()).hexdigest()  # a digest: sessions grow long
+    digest, count = hashlib.sha256(), 0  # a digest: sessions grow long
+    for play in s.plays:
+        for tx_key, *_ in _movements(play):
+            digest.update((tx_key if count == 0 else "\n" + tx_key).encode())  # the keys joined by newlines
+            count += 1
     content = _content(game=ruleset, start=utc(s.start), end=utc(s.end), rounds=len(s.plays), won=won,
-                       transactions=listed)
-    player = medium(player_of(s.player_id), "player id")  # as its operator names the player
-    rows = tuple(("Game_Transaction", (("Transaction_ID", dict(t.fields)["Transaction_ID"]), ("Player_Profile_ID", player)))
-                 for t in txs)
+                       transactions=digest.hexdigest())
+    listing = Listing(s.plays, medium(player_of(s.player_id), "player id"), count)
     return Subject(SESSION, key, content, (
         ("Game_ID", game_id(ruleset)), ("Game_Session_ID", uid(key)),
         ("Game_Session_Start_Datetime", utc(s.start)), ("Game_Session_End_Datetime", utc(s.end)),
         ("Game_Session_Rounds", str(len(s.plays))), ("Game_Session_Rounds_Won", str(won)),
-        ("Game_Transactions", rows)))
+        ("Game_Transactions", listing)))
 
 
 def withdrawn(play: Play) -> Iterator[str]:

@@ -72,6 +72,21 @@ def latest_pages(db: Db, operator_id: str, page_size: int) -> Iterator[list[tupl
         after = (str(rows[-1][0]), int(str(rows[-1][2])))
 
 
+def sent_batches(db: Db, operator_id: str, page_size: int = 1000) -> Iterator[tuple[int, str, str, str, str]]:
+    """(sequence, manifest file name, its SHA-256, the zip's SHA-256, the zip's path) of every
+    batch registered for the operator, in sequence order, a page at a time; none when no
+    export made the register."""
+    if not db.table_exists(MANIFESTS.name):
+        return
+    after = 0
+    while rows := db.query(f"SELECT seq, manifest_file, manifest_sha256, batch_sha256, zip_path FROM {MANIFESTS.name} "
+                           f"WHERE operator_id = ? AND seq > ? ORDER BY seq LIMIT {int(page_size)}",
+                           (operator_id, after)):
+        for seq, manifest_file, manifest_sha256, batch_sha256, zip_path in rows:
+            yield int(seq), str(manifest_file), str(manifest_sha256), str(batch_sha256), str(zip_path)
+        after = int(rows[-1][0])
+
+
 def record_batch(db: Db, rows: list[tuple[object, ...]], manifest_row: tuple[object, ...]) -> None:
     """A batch's register rows and its manifest row, all or none."""
     cols = REGISTER.column_names

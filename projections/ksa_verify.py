@@ -13,6 +13,11 @@ file inside is valid against its record type's XSD, holds `Number_of_Records` re
 is `File_Size_Uncompressed` bytes, and its first and last `Extraction_Date` are
 `First_Timestamp` and `Last_Timestamp`. A batch file no manifest names is a finding too.
 Memory: one manifest and one data file (at most 512 records) at a time.
+
+`against_register` (`ledger export verify --db`): the folder against the store's register of
+what was sent (`proj_ksa_manifests`), which the files alone cannot show: the last batches
+removed together (nothing after them names them), a batch never sent, a file changed and
+re-signed.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import hashlib
 import re
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +77,32 @@ def verify(directory: Path, schemas: Path, signing_cert: bytes | None = None) ->
         if p.name.startswith("ksa-") and not NAME.fullmatch(p.name) and p.name not in named:
             out.findings.append(Finding(p.name, "a batch file no manifest names"))
     return out
+
+
+def against_register(directory: Path, sent: Iterable[tuple[int, str, str, str, str]], operator_id: str) -> list[Finding]:
+    """Every batch the register sent (`ksa_register.sent_batches`) from the folder's first
+    manifest on is in the folder, its manifest and zip the ones sent (SHA-256); every manifest
+    in the folder was sent. Batches before the folder's first are not looked for (a folder
+    may start later: the older ones archived)."""
+    on_disk = {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
+    first = min(on_disk, default=None)
+    found = []
+    for seq, manifest_file, manifest_sha256, batch_sha256, zip_path in sent:
+        path = on_disk.pop(seq, None)
+        if path is None:
+            if first is not None and seq > first:
+                found.append(Finding(manifest_file, f"missing: batch {seq} was sent (the register of operator "
+                                                    f"{operator_id!r})"))
+            continue
+        if sha256_file(path) != manifest_sha256:
+            found.append(Finding(path.name, f"not the manifest sent as batch {seq}: its SHA-256 is not the register's"))
+        batch = directory / Path(zip_path).name
+        if batch.is_file() and sha256_file(batch) != batch_sha256:
+            found.append(Finding(batch.name, f"not the batch file sent as batch {seq}: its SHA-256 is not the "
+                                             "register's"))
+    found += [Finding(p.name, f"not in the register of operator {operator_id!r}: never sent from this store")
+              for _, p in sorted(on_disk.items())]
+    return found
 
 
 def _one(path: Path, raw: bytes, chain: _Chain, manifest_schema: Any, data_schemas: dict[str, Any],

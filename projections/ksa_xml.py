@@ -14,9 +14,10 @@ import base64
 import hashlib
 import os
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from xml.sax.saxutils import escape
 
 from cryptography import x509
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from lxml import etree
 
-from projections.ksa import CANCELLATION, element
+from projections.ksa import CANCELLATION, Listing, element
 
 DS: str = "http://www.w3.org/2000/09/xmldsig#"
 XENC: str = "http://www.w3.org/2001/04/xmlenc#"
@@ -72,25 +73,33 @@ class Keys:
         return cls(signing_key.read_bytes(), cert, certs)
 
 
-def _xml(name: str, value: object, depth: int) -> str:
+def _xml(name: str, value: object, depth: int) -> Iterator[str]:
+    """An element, in pieces: a nested one (a tuple of (name, value) pairs, or a game
+    session's `Listing`) is never rendered whole."""
     pad = "  " * depth
-    if isinstance(value, tuple):
-        inner = "".join(_xml(n, v, depth + 1) for n, v in value)
-        return f"{pad}<{name}>\n{inner}{pad}</{name}>\n"
-    return f"{pad}<{name}>{escape(str(value))}</{name}>\n"
+    if isinstance(value, (tuple, Listing)):
+        yield f"{pad}<{name}>\n"
+        for n, v in value:
+            yield from _xml(n, v, depth + 1)
+        yield f"{pad}</{name}>\n"
+    else:
+        yield f"{pad}<{name}>{escape(str(value))}</{name}>\n"
 
 
-def data_file(kind: str, records: Iterable[Record], extraction: str, operator_id: str, data_safe_id: str) -> bytes:
-    """The `Root` of one data file (1 to 512 records of one kind), UTF-8."""
-    parts = ['<?xml version="1.0" encoding="UTF-8"?>\n<Root>\n']
-    for r in records:
-        general: list[tuple[str, object]] = [("Record_ID", r.record_id), ("Extraction_Date", extraction),
-                                             ("Operator_ID", operator_id), ("Data_Safe_ID", data_safe_id)]
-        if r.replaces is not None and kind != CANCELLATION:
-            general.append(("Replaced_Record_ID", r.replaces))
-        parts.append(_xml(element(kind), tuple(general) + r.fields, 1))
-    parts.append("</Root>\n")
-    return "".join(parts).encode()
+DATA_HEAD = b'<?xml version="1.0" encoding="UTF-8"?>\n<Root>\n'  # a data file: its `Root` of 1 to 512 records
+DATA_TAIL = b"</Root>\n"
+
+
+def write_record(out: BinaryIO, kind: str, record: Record, extraction: str, operator_id: str,
+                 data_safe_id: str) -> None:
+    """One record of a data file (between `DATA_HEAD` and `DATA_TAIL`), UTF-8, written as it
+    is made."""
+    general: list[tuple[str, object]] = [("Record_ID", record.record_id), ("Extraction_Date", extraction),
+                                         ("Operator_ID", operator_id), ("Data_Safe_ID", data_safe_id)]
+    if record.replaces is not None and kind != CANCELLATION:
+        general.append(("Replaced_Record_ID", record.replaces))
+    for piece in _xml(element(kind), tuple(general) + record.fields, 1):
+        out.write(piece.encode())
 
 
 def sha256_file(path: Path) -> str:
@@ -101,11 +110,15 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_zip(path: Path, member: str, data: bytes) -> None:
+def write_zip(path: Path, member: str, data: BinaryIO, size: int) -> None:
+    """The zip of one data file, `size` bytes read from `data`, deflated as it is read (the
+    bytes `ZipFile.writestr` writes: the size is known before)."""
     info = zipfile.ZipInfo(member, date_time=ZIP_TIME)
     info.compress_type = zipfile.ZIP_DEFLATED
-    with zipfile.ZipFile(path, "x") as z:
-        z.writestr(info, data)
+    info.file_size = size
+    with zipfile.ZipFile(path, "x") as z, z.open(info, "w") as dest:
+        while chunk := data.read(CHUNK):
+            dest.write(chunk)
 
 
 def encrypt_file(src: Path, dst: Path, key: bytes) -> None:

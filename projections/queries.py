@@ -682,24 +682,31 @@ REJECTIONS_PAGE = 1000
 
 
 def rejections(log: EventLog, code: str | None = None, after: int = 0, limit: int = 1000,
-               since: datetime | None = None, until: datetime | None = None) -> list[Rejection]:
+               since: datetime | None = None, until: datetime | None = None,
+               scope: OperatorScope = EVERY_OPERATOR) -> list[Rejection]:
     """Refused commands after id `after`, oldest first, at most `limit`, of one code or all,
-    received in [since, until) (the service's time: a refused command may have no studio time)."""
+    received in [since, until) (the service's time: a refused command may have no studio time);
+    for a scope of some operators, those naming one of them (projections/redaction.py)."""
+    from projections.redaction import redact_text, shows_rejection
+
     found: list[Rejection] = []
     while len(found) < limit:
         page = log.rejections(after_id=after, limit=min(REJECTIONS_PAGE, limit))
         if not page:
             break
-        found.extend(_rejection(r) for r in page if (not code or r["code"] == code) and _within(r, since, until))
+        found.extend(_rejection(r | {"message": redact_text(r["message"], scope)}) for r in page
+                     if (not code or r["code"] == code) and _within(r, since, until)
+                     and shows_rejection(r["payload"], scope))
         after = page[-1]["id"]
     return found[:limit]
 
 
 def rejection_page(log: EventLog, code: str | None = None, limit: int = 1000, cursor: str | None = None,
-                   since: datetime | None = None, until: datetime | None = None, after: int = 0) -> Rejections:
+                   since: datetime | None = None, until: datetime | None = None, after: int = 0,
+                   scope: OperatorScope = EVERY_OPERATOR) -> Rejections:
     """`rejections`, `limit` at a time from `cursor` (a Rejections' next_cursor) or id `after`."""
     start = _after("rejections", cursor, 1)
-    found = rejections(log, code, int(start[0]) if start else after, limit + 1, since, until)
+    found = rejections(log, code, int(start[0]) if start else after, limit + 1, since, until, scope)
     rows, cut = _page(found, limit)
     return Rejections(rows, _cursor("rejections", (rows[-1].id,)) if cut else None)
 
@@ -778,17 +785,21 @@ class ExportCheck:
     last_position: int | None = None
 
 
-def verify_export(directory: str | Path, log: EventLog | None = None) -> ExportCheck:
+def verify_export(directory: str | Path, log: EventLog | None = None,
+                  scope: OperatorScope = EVERY_OPERATOR) -> ExportCheck:
     """Verify the export in `directory` (events.jsonl, manifest.json, events.csv if there);
-    with `log`, also against the events of the store up to the export's last position."""
+    with `log`, also against the events of the store up to the export's last position (for a
+    scope of some operators, the store's events redacted as its export is: a finding quotes
+    nothing of the other operators' bets)."""
     from projections.audit_export import verify_against_store, verify_files
+    from projections.redaction import LinkRedactor
 
     verified = verify_files(directory)
     findings = list(verified.findings)
     last = verified.manifest.get("last_position")
     if log is not None and verified.manifest:
         store = log.stored(1, last, page_size=5000) if isinstance(last, int) else iter(())
-        findings += verify_against_store(verified, store)
+        findings += verify_against_store(verified, store, None if scope.everyone else LinkRedactor(scope))
     manifest = verified.manifest
     head = manifest.get("head_hash")
     return ExportCheck(count=_int(manifest.get("count")), head_hash=head if isinstance(head, str) else None,
@@ -826,12 +837,17 @@ class AuditLine:
     record: AuditRecord
 
 
-def audit_export_lines(log: EventLog, start: int | None = None, stop: int | None = None) -> Iterator[str]:
+def audit_export_lines(log: EventLog, start: int | None = None, stop: int | None = None,
+                       scope: OperatorScope = EVERY_OPERATOR) -> Iterator[str]:
     """The lines of events.jsonl (`ledger audit export`) for positions [start, stop]: the
-    chain always starts at position 1."""
+    chain always starts at position 1. For a scope of some operators, each line as it may see
+    it (projections/redaction.py `LinkRedactor`: hashes kept, the others' bets redacted)."""
     from projections.audit import chain
+    from projections.redaction import LinkRedactor
 
+    shown = LinkRedactor(scope)
     for link in chain(log.stored(1, stop, page_size=5000)):
+        link = shown(link)  # every line, also before start: a bet named later is known from its BetPlaced
         if start is None or link.position >= start:
             yield link.line() + "\n"
 

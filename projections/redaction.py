@@ -4,10 +4,12 @@ per-bet amounts. Applied to what a read answers (a round's timeline), after the 
 for a scope of some operators; every operator's scope sees the round as recorded."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from domain.operators import OperatorScope
+from domain.operators import DEFAULT_OPERATOR_ID, OperatorScope
+from projections.audit import REDACTED, Link
 from projections.balances import PLAYER_PREFIX
 
 OTHERS_EVENT = "other_operators_bets"  # the entry that stands for the hidden bets
@@ -102,15 +104,135 @@ def _collect(node: Any, scope: OperatorScope, bets: dict[str, int], players: set
 def _strip(node: Any, scope: OperatorScope, bets: set[str], pattern: re.Pattern[str] | None) -> Any:
     if isinstance(node, dict):
         return {k: _strip(v, scope, bets, pattern) for k, v in node.items()
-                if not (pattern is not None and pattern.search(k))}
+                if not (pattern is not None and isinstance(k, str) and pattern.search(k))}
     if isinstance(node, list):
-        return [_strip(v, scope, bets, pattern) for v in node if not _hidden(v, scope, bets, pattern)]
+        kept = [_strip(v, scope, bets, pattern) for v in node if not _hidden(v, scope, bets, pattern)]
+        return _summed_legs(kept) if pattern is not None else kept
     if isinstance(node, str) and pattern is not None and pattern.search(node):
         return OTHER
     return node
 
 
+def _summed_legs(items: list[Any]) -> list[Any]:
+    """Postings (legs with `account` and `amount_minor`): a player's legs as they are (the scope's
+    own: the others' are gone), every other account's (the round's, the house's) summed into one
+    leg, where its first was: a leg per bet of the house would show another operator's bet's amount."""
+    if not items or not all(isinstance(i, dict) and "account" in i and isinstance(i.get("amount_minor"), int)
+                            for i in items):
+        return items
+    out: list[Any] = []
+    sums: dict[str, dict[str, Any]] = {}
+    for leg in items:
+        account = leg["account"]
+        if isinstance(account, str) and account.startswith(PLAYER_PREFIX):
+            out.append(leg)
+        elif account in sums:
+            sums[account]["amount_minor"] += leg["amount_minor"]
+        else:
+            sums[account] = {**leg}
+            out.append(sums[account])
+    return out
+
+
+def _theirs(obj: dict[str, Any], scope: OperatorScope, bets: set[str]) -> bool:
+    """An object about another operator's player or bet alone: it names one, or it moves only
+    their stakes (a decision on their hand: its postings would show their bet's amount)."""
+    if _foreign(obj, scope) is not None or obj.get("bet_id") in bets:
+        return True
+    moves = obj.get("stake_moves")
+    return isinstance(moves, list) and bool(moves) and all(
+        isinstance(m, dict) and _foreign(m, scope) is not None for m in moves)
+
+
 def _hidden(item: Any, scope: OperatorScope, bets: set[str], pattern: re.Pattern[str] | None) -> bool:
     if isinstance(item, dict):
-        return _foreign(item, scope) is not None or item.get("bet_id") in bets
+        return _theirs(item, scope, bets)
     return isinstance(item, str) and pattern is not None and pattern.search(item) is not None
+
+
+# ---------------------------------------------------------------- refused commands
+
+PLAYER_COMMANDS = frozenset({"place_bet", "decide", "pause"})  # a player's, when they name one
+
+
+def command_operator(payload: str) -> str | None:
+    """The operator a refused command's payload is about: a player's command names its
+    player's operator (none named: the default operator), a configuration names the operator
+    it configures. None: the command names no operator's player (a dealer's, the table's, a
+    line that is not a command): the studio's own, shown to keys of every operator only."""
+    try:
+        sent = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(sent, dict):
+        return None
+    kind, operator = sent.get("type"), sent.get("operator_id")
+    if kind == "configure_operator" or (kind in PLAYER_COMMANDS and sent.get("player_id") is not None):
+        operator = DEFAULT_OPERATOR_ID if operator is None and kind != "configure_operator" else operator
+        return operator if isinstance(operator, str) else None
+    return None
+
+
+# A player key in a text (domain/operators.py `player_key`: OPERATOR~PLAYER), as a refusal's message names one.
+KEY_IN_TEXT = re.compile(r"(?<![\w.~-])([A-Za-z0-9_.-]{1,64})~[A-Za-z0-9_.:/#@-]+")
+
+
+def redact_text(text: str, scope: OperatorScope) -> str:
+    """`text` with every player key of an operator outside `scope` replaced: a refusal of the
+    scope's own bet may name another player (`seat_taken`: the seat's holder)."""
+    if scope.everyone or "~" not in text:
+        return text
+    return KEY_IN_TEXT.sub(lambda m: m.group(0) if scope.allows(m.group(1)) else OTHER, text)
+
+
+def shows_rejection(payload: str, scope: OperatorScope) -> bool:
+    """A refused command a read of `scope` may show: every one for every operator's scope,
+    else only those naming one of its operators (docs/operators.md)."""
+    if scope.everyone:
+        return True
+    operator = command_operator(payload)
+    return operator is not None and scope.allows(operator)
+
+
+# ---------------------------------------------------------------- the audit trail
+
+class LinkRedactor:
+    """The audit trail's lines (projections/audit.py `Link`, in chain order) as `scope` may
+    see them: a line keeps its hash and prev (the chain and its tree still verify), and its
+    record's fields lose what names another operator's player or bet (an event wholly about
+    one, e.g. its bet, keeps no field), marked `"redacted": true`. A bet's id named without
+    its player (a follow decision) is known from the bet's earlier BetPlaced: the other
+    operators' bet ids are kept per round (only of rounds they bet in)."""
+
+    def __init__(self, scope: OperatorScope) -> None:
+        self.scope = scope
+        self.bets: dict[str, set[str]] = {}  # round (originator id) -> other operators' bet ids
+
+    def __call__(self, link: Link) -> Link:
+        fields = link.record.get("fields")
+        if self.scope.everyone or not isinstance(fields, dict):
+            return link
+        found: dict[str, int] = {}
+        players: set[str] = set()
+        _collect(fields, self.scope, found, players)
+        round_id = str(link.record.get("originator_id"))
+        if found:
+            self.bets.setdefault(round_id, set()).update(found)
+        bets = self.bets.get(round_id, set())
+        if not players and not (bets and _names_any(fields, bets)):
+            return link
+        if _theirs(fields, self.scope, bets):
+            shown: dict[str, Any] = {}  # the event is about another operator's bet or player alone
+        else:
+            tokens = sorted(players | bets, key=len, reverse=True)
+            pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in tokens))
+            shown = _strip(fields, self.scope, bets, pattern)
+        return Link({**link.record, "fields": shown, REDACTED: True}, link.prev, link.hash)
+
+
+def _names_any(node: Any, bets: set[str]) -> bool:
+    if isinstance(node, dict):
+        return any(_names_any(v, bets) for v in node.values())
+    if isinstance(node, list):
+        return any(_names_any(v, bets) for v in node)
+    return isinstance(node, str) and node in bets

@@ -14,9 +14,11 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from projections.audit_store import parse_round_ref
 from projections.document import round_document
+from projections.redaction import redact_document
 
 TEMPLATE = "replay_page.html"
 DATA_SLOT = "/*REPLAY_DATA*/null"
@@ -46,12 +48,13 @@ def render_html(document: dict[str, Any]) -> str:
     return _template().replace(TITLE_SLOT, escape(title)).replace(DATA_SLOT, embedded_json(document), 1)
 
 
-def render_round_html(eventlog: EventLog, round_ref: str) -> str:
-    """The page of one round (UUID or TABLE#ROUND_NO) with its chain proof.
+def render_round_html(eventlog: EventLog, round_ref: str, scope: OperatorScope = EVERY_OPERATOR) -> str:
+    """The page of one round (UUID or TABLE#ROUND_NO) with its chain proof; for a scope of some
+    operators, the others' bets only as a count and a total (projections/redaction.py).
     Raises `domain.errors.Refusal` for a malformed reference (`parse_round_ref`) and
     `RoundNotFound` when the store has no such round."""
     round_id = parse_round_ref(round_ref)
     document = round_document(eventlog, round_id, with_proof=True, ref=round_ref)
     if document is None:
         raise RoundNotFound(f"no events for {round_ref} (id {round_id}) in this store")
-    return render_html(document)
+    return render_html(redact_document(document, scope))

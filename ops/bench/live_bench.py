@@ -16,6 +16,7 @@ answer to its previous one).
     python -m ops.bench.live_bench                      # rates 250..4000/s, 4 s per step
     python -m ops.bench.live_bench --rates 250,500,1000,1500,2000 --seconds 5 --repeats 3 --jetstream-commands 5000
     python -m ops.bench.live_bench --rates 1000 --modes group --trace   # where the latency goes
+    python -m ops.bench.live_bench --rates 1000 --modes bare,group --repeats 3 --jetstream-commands 0  # CPU beside the floor
     python -m ops.bench.live_bench --rates 1000 --seconds 5 --workers 2
     python -m ops.bench.live_bench --modes group --workers 1,2 --rates 1000,1500,2000,2500,3000 --repeats 3 --jetstream-commands 0
     python -m ops.bench.live_bench --skip-http --jetstream-commands 20000
@@ -123,7 +124,17 @@ class Conn:
 
 
 class Server:
+    """`ledger serve` (one command per transaction with max_batch 1), or with max_batch 0 the
+    bare ASGI app on the same uvicorn (ops/bench/bare_asgi.py: the floor of a request)."""
+
     def __init__(self, url: str, port: int, workers: int, max_batch: int, trace_dir: str | None = None) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.bare = max_batch == 0
+        if self.bare:
+            self.key = "bare"
+            self.proc = subprocess.Popen([sys.executable, "-m", "ops.bench.bare_asgi", "--port", str(port)],
+                                         stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            return
         from ledger.keys import key_store
         from ledger.store import open_app
 
@@ -132,7 +143,6 @@ class Server:
             self.key = key_store(app).add("studio", name=f"bench-{uuid.uuid4().hex[:6]}")[0]
         finally:
             app.close()
-        self.base = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ops.cli", "serve", "--db", url, "--port", str(port), "--workers", str(workers),
              "--max-batch", str(max_batch), "--log-level", "warning"],
@@ -152,9 +162,11 @@ class Server:
         raise RuntimeError("ledger serve did not become ready")
 
     def batches(self) -> dict[str, float]:
-        """Mean commit time and commands per transaction so far (from /metrics)."""
+        """Mean commit time and commands per transaction so far (from /metrics; none for the bare app)."""
         import urllib.request
 
+        if self.bare:
+            return {}
         text = urllib.request.urlopen(self.base + "/metrics", timeout=10).read().decode()
         got = {k: 0.0 for k in ("ledger_batch_commit_seconds_sum", "ledger_batch_commit_seconds_count",
                                 "ledger_batch_commands_sum")}
@@ -240,7 +252,8 @@ async def open_loop(base: str, key: str, lines: list[bytes], rate: float,
             "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2), "p999_ms": round(q(0.999), 2)}
 
 
-MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1)}
+MODES = {"group": ("group commit", 500), "single": ("one command per transaction", 1),
+         "bare": ("bare ASGI app", 0)}  # max_batch 0: ops/bench/bare_asgi.py, the floor of a request
 _MODE_KEYS = {label: key for key, (label, _) in MODES.items()}  # --json names a step by its mode's key
 
 
@@ -385,7 +398,8 @@ def main() -> int:
                    help="runs of each step (interleaved); > 1 also prints each step's medians, which decide")
     p.add_argument("--skip-http", action="store_true")
     p.add_argument("--modes", default="group,single",
-                   help="group (group commit), single (one command per transaction), or both (the default)")
+                   help="group (group commit), single (one command per transaction), bare (a bare ASGI app on the "
+                        "same uvicorn: the floor of a request, run in turn with the others); default group,single")
     p.add_argument("--trace", action="store_true",
                    help="per-request server timestamps and GC passes: print where each step's latency goes")
     p.add_argument("--jetstream-commands", type=int, default=10_000, help="0 skips the JetStream part")

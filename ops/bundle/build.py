@@ -25,9 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from projections import chain_index
 from projections.audit import FORMAT, Link, TreeBuilder, chain, path_ranges, root_from_path
+from projections.redaction import LinkRedactor, redact_document
 from projections.replay_page import render_html
 from projections.sql import Db
 
@@ -54,11 +56,14 @@ class BundleError(Exception):
 
 
 def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
-                 manifest_path: str | Path | None = None, views: Db | None = None) -> str:
+                 manifest_path: str | Path | None = None, views: Db | None = None,
+                 scope: OperatorScope = EVERY_OPERATOR) -> str:
     """Write the bundle of the round `document` describes (a whole-round replay
     document with its proof); return a one-line summary. With `views`, the proof is read
     from the audit chain kept there (projections/chain_index.py, extended here first): a
-    few indexed reads whatever the store's size; without, one pass over the chain."""
+    few indexed reads whatever the store's size; without, one pass over the chain. For a
+    scope of some operators, the other operators' events redacted (their hashes kept, so
+    still proved) and the documents as the dispute page shows them (projections/redaction.py)."""
     if document.get("at") is not None:
         raise BundleError("a bundle holds the whole round: drop --at")
     seqs = sorted(p["seq"] for p in document["proof"]["events"].values())
@@ -75,6 +80,10 @@ def write_bundle(path: str | Path, log: EventLog, document: dict[str, Any],
     if root != manifest["tree_root"]:
         raise BundleError(f"the store's tree over seq 1..{size} has root {root}, not the manifest's "
                           f"tree_root {manifest['tree_root']}: the store or the manifest changed")
+    if not scope.everyone:
+        shown = LinkRedactor(scope)
+        links = [shown(link) for link in links]  # in round order: a bet's BetPlaced before what names it
+        document = redact_document(document, scope)
     proof = {"tree": "RFC 9162 section 2.1 (SHA-256) over the audit chain's link hashes: leaf i = link seq i + 1",
              "size": size, "nodes": nodes}
     files = {

@@ -17,6 +17,11 @@ What it checks, naming the file, line and event position of anything wrong:
      put in, the settlement's postings (round -> player the amount returned, round <-> house
      staked - returned), the refunds of a void (everything put in), a reversal negating its
      settlement; and replay.json and the page's embedded data showing those very amounts.
+A bundle made for one operator (`ledger replay --bundle --operator ID`) holds the other
+operators' events redacted (`"redacted": true` in the record, their players' fields removed, the
+round's and house's legs summed): such a line's hash is proved as in 2 (it is the chain's link of
+its seq) but not recomputed from its content, and its money is checked only for the operator's
+own bets (4: what they put in, their settlement lines and refunds); the report counts them.
 It does NOT re-deal the game: whether the rules give these payouts is recomputed by
 `ledger replay` with the project's rules engine (replay.json records that comparison).
 The anchor: compare the printed tree root and head hash with the tree_root and head_hash of the
@@ -208,6 +213,8 @@ def check_round_events(b: Bundle, tree: dict[Any, Any] | None, round_id: str, li
             own = form = None
         if form != line:
             b.find("form", where, "not the canonical line an audit export holds", record["position"])
+        if record.get("redacted") is True:  # another operator's: its hash is the chain's, its content not what was hashed
+            own = link["hash"] if isinstance(link["hash"], str) else None
         if own != link["hash"]:
             b.find("edited", where, f"seq {seq} ({record.get('event')}): its hash does not match its content",
                    record["position"])
@@ -256,6 +263,9 @@ def recompute_money(b: Bundle, records: list[Any]) -> dict[Any, Any]:
     for r in records:
         name, f, pos = r["event"].rpartition(".")[2], r["fields"], r["position"]
         postings = f.get("postings") or []
+        if r.get("redacted") is True:  # only the operator's own bets are in it: their lines alone are checked
+            _redacted(b, name, f, pos, put_in, lines, refunds, reversals)
+            continue
         if sum(p["amount_minor"] for p in postings):
             b.find("unbalanced", "events.jsonl", f"{name}: postings sum to {sum(p['amount_minor'] for p in postings)}",
                    pos)
@@ -278,6 +288,34 @@ def recompute_money(b: Bundle, records: list[Any]) -> dict[Any, Any]:
                               "reason": f.get("reason")})
     return {"put_in": [{"bet_id": k[0], "player_id": k[1], "amount_minor": v} for k, v in put_in.items()],
             "results": lines, "refunds": refunds, "reversals": reversals}
+
+
+def _redacted(b: Bundle, name: str, f: dict[Any, Any], pos: int, put_in: dict[Any, Any], lines: list[Any],
+              refunds: list[Any], reversals: list[Any]) -> None:
+    """An event with the other operators' bets taken out: what is left of the operator's own bets
+    (their stakes put in, settlement lines, refunds) is checked and reported; not the postings,
+    which are no longer the whole event's."""
+    for m in f.get("stake_moves") or []:
+        key = (m["bet_id"], m["player_id"])
+        put_in[key] = put_in.get(key, 0) + m["amount_minor"]
+    if name == "Settled":
+        for line in f.get("results") or []:
+            staked = line["staked_minor"]
+            if staked != put_in.get((line["bet_id"], line["player_id"]), 0):
+                b.find("stake", "events.jsonl", f"bet {line['bet_id']} settles a stake of {staked}; it put in "
+                       f"{put_in.get((line['bet_id'], line['player_id']), 0)}", pos)
+            lines.append({"settlement_no": f["settlement_no"], "position": pos, "bet_id": line["bet_id"],
+                          "player_id": line["player_id"], "outcome": line["outcome"], "staked_minor": staked,
+                          "returned_minor": line["returned_minor"], "net_minor": line["returned_minor"] - staked})
+    elif name == "Voided":
+        given = sorted((r["bet_id"], r["player_id"], r["amount_minor"]) for r in f.get("refunds") or [])
+        owed = sorted((k[0], k[1], v) for k, v in put_in.items() if v > 0)  # the operator's own bets
+        if given != owed:
+            b.find("refunds", "events.jsonl", f"refunds {given}; everything its bets put in is {owed}", pos)
+        refunds += [{"position": pos, "bet_id": x[0], "player_id": x[1], "amount_minor": x[2]} for x in given]
+    elif name == "SettlementReversed":
+        reversals.append({"settlement_no": f.get("settlement_no"), "position": pos, "by": f.get("by"),
+                          "reason": f.get("reason")})
 
 
 def _settled(b: Bundle, f: dict[Any, Any], pos: int, put_in: dict[Any, Any], round_id: str, table: str) -> list[Any]:
@@ -370,7 +408,8 @@ def verify(path: Path) -> tuple[Any, ...]:
     report = {"round": doc.get("round") if doc else None, "round_id": round_id, "currency":
               doc.get("currency") if doc else None, "head_seq": manifest.get("last_seq"),
               "head_hash": manifest.get("head_hash"), "tree_root": manifest.get("tree_root"),
-              "events": len(records), **money, "findings": b.findings}
+              "events": len(records), "redacted": sum(1 for r in records if r.get("redacted") is True),
+              **money, "findings": b.findings}
     return report, b.findings
 
 
@@ -383,6 +422,9 @@ def amount(minor: int, currency: str | None) -> str:
 def print_report(report: dict[Any, Any]) -> None:
     cur = report["currency"]
     print(f"Round {report['round']} (id {report['round_id']}): {report['events']} events")
+    if report.get("redacted"):
+        print(f"  {report['redacted']} of them hold other operators' bets, redacted: their hashes are proved, "
+              "only this operator's bets in them are checked")
     for line in report["results"]:
         print(f"  settlement {line['settlement_no']} bet {line['bet_id']} ({line['player_id']}): {line['outcome']}, "
               f"staked {amount(line['staked_minor'], cur)}, returned {amount(line['returned_minor'], cur)}, "

@@ -4,7 +4,8 @@
 # installed), NATS JetStream at 127.0.0.1:4222, Debian's Chromium for the browser tests
 # (Playwright cannot download one here). Fails, never skips: one FAIL line per service that
 # cannot be had, exit 1. Debian's xmlsec1, the independent verifier of the KSA manifests'
-# signatures (tests/store/projections/test_ksa.py), is installed here too.
+# signatures and, with the openssl command, of their encryption (tests/store/projections/test_ksa.py),
+# is installed here too.
 set -uo pipefail
 
 sudo=""
@@ -45,5 +46,10 @@ if ! command -v xmlsec1 >/dev/null; then
   echo "xmlsec1 is missing; installing it for the KSA signature tests"
   apt_install xmlsec1
   command -v xmlsec1 >/dev/null || { echo "FAIL: xmlsec1 is missing and could not be installed (apt-get install -y xmlsec1)" >&2; failed=1; }
+fi
+if ! command -v openssl >/dev/null; then
+  echo "openssl is missing; installing it for the KSA decryption tests"
+  apt_install openssl
+  command -v openssl >/dev/null || { echo "FAIL: openssl is missing and could not be installed (apt-get install -y openssl)" >&2; failed=1; }
 fi
 exit $failed

@@ -23,6 +23,15 @@ message + 1. A batch is committed in one transaction, its results are published 
 `<prefix>.results.<table>`, then its last message is acked (AckAll: everything up to it
 was committed, contiguously). What was committed and not acked before a crash comes again
 and answers `duplicate`.
+
+Operators. A `configure_operator` names no table: it is published under the table `_` and
+committed by that table's partition, while the bets that read it are on every partition. The
+feed's order across partitions is the stream's sequence (`ledger publish` sends in feed order),
+so, as `ledger ingest --workers` commits one alone after everything before it
+(ledger/partitions.py), a consumer commits a batch only once every configure_operator stored
+before the batch's last message is committed: the `_` partition's durable has acked past it
+(AckAll after commit). It finds them with the stream's next-message-by-subject lookup, once per
+configuration (`_configured_before`); the `_` partition itself never waits.
 """
 from __future__ import annotations
 
@@ -42,6 +51,7 @@ from domain.text import hostile_at
 from ledger import logging as ledger_logging
 from ledger.app import LedgerApp
 from ledger.batching import Result
+from ledger.partitions import is_barrier
 from ops.service.committer import partition_of, write_batch
 
 NATS_URL_DEFAULT = "nats://127.0.0.1:4222"
@@ -51,6 +61,7 @@ DUPLICATE_WINDOW_S = 120.0
 ACK_WAIT_S_DEFAULT = 30.0
 BATCH_DEFAULT = 500
 PUBLISH_IN_FLIGHT = 1000
+BARRIER_POLL_S = 0.05  # how often a consumer waiting for a configuration asks whether it is committed
 CONTROL_ATTEMPTS = 5  # a control request (stream/consumer info, subscribe) timing out under load is asked again
 NO_TABLE = "_"  # the subject token of a line with no readable table id (the ledger refuses it)
 SLOT_BITS = 6  # one subject token per bit of the table's slot: any power-of-two N up to 64 filters with one subject
@@ -186,6 +197,7 @@ class ConsumeStats:
     batches: int = 0
     commands: int = 0  # commands committed (duplicates of an earlier delivery included)
     restarts: int = 0  # deliveries out of turn: the consumer was made again from the last commit
+    barrier_waits: int = 0  # batches that waited for a configure_operator of the `_` partition
 
 
 class OutOfTurn(Exception):
@@ -213,6 +225,8 @@ class Consumer:
         self.stats = ConsumeStats()
         self.after_commit: Any = None  # called between commit and ack (tests crash the process there)
         self.committed_seq = 0  # stream sequence of the last message this process committed
+        self.configured_to = 0  # stream sequence up to which every configure_operator is known committed
+        self.waiting = asyncio.Event()  # set while a batch waits for a configuration (tests)
         self._next_delivery = 1  # consumer sequence the next message must have (a new consumer starts at 1)
 
     @property
@@ -324,6 +338,53 @@ class Consumer:
             return None
         return msgs
 
+    async def _configured_before(self, js: Any, last: int) -> bool:
+        """Wait until every configure_operator stored before stream sequence `last` is committed
+        (see the module doc); False when stopped while waiting."""
+        owner = partition_of(NO_TABLE, self.partitions)
+        if owner == self.partition:
+            return True  # its configurations come in its own order
+        subject = feed_subject(self.prefix, None)
+        while self.configured_to < last:
+            found = await self._next_stored(js, subject, self.configured_to + 1)
+            if found is None:  # none stored after it yet: a later one is stored after `last`
+                self.configured_to = last
+                break
+            if found.seq > last:
+                self.configured_to = found.seq - 1
+                break
+            if found.data and is_barrier(found.data) and not await self._committed(js, owner, found.seq):
+                return False
+            self.configured_to = found.seq
+        return True
+
+    async def _next_stored(self, js: Any, subject: str, start: int) -> Any:
+        """The stream's first message on `subject` at sequence `start` or later (None: none)."""
+        try:
+            return await patiently(lambda: js.get_msg(self.stream, seq=start, subject=subject, next=True))
+        except NotFoundError:
+            return None
+
+    async def _committed(self, js: Any, owner: int, seq: int) -> bool:
+        """Wait until partition `owner`'s durable has acked stream sequence `seq` (False: stopped)."""
+        durable = f"{DURABLE_PREFIX}{owner}-of-{self.partitions}"
+        waited = False
+        while not self.stop.is_set():
+            try:
+                info = await patiently(lambda: js.consumer_info(self.stream, durable))
+                if _floor(info) >= seq:
+                    return True
+            except NotFoundError:  # not made yet, or being made again
+                pass
+            if not waited:
+                waited = True
+                self.stats.barrier_waits += 1
+                ledger_logging.get_logger().info("waiting for a configure_operator", durable=self.durable,
+                                                 stream_seq=seq, committed_by=durable)
+            self.waiting.set()
+            await asyncio.sleep(BARRIER_POLL_S)
+        return False
+
     async def _drained(self, sub: Any) -> bool:
         try:
             info = await sub.consumer_info()
@@ -333,6 +394,8 @@ class Consumer:
 
     async def _handle(self, nc: Any, msgs: list[Any]) -> None:
         feed = len(self.prefix) + len(".feed.") + 2 * SLOT_BITS  # the table token follows the slot bits
+        if not await self._configured_before(nc.jetstream(), msgs[-1].metadata.sequence.stream):
+            return  # stopped while waiting: nothing committed, nothing acked; the batch comes again
         raws = [m.data for m in msgs]
         # The store is synchronous: commit in a thread, the connection keeps answering pings.
         results: list[Result] = await asyncio.get_running_loop().run_in_executor(None, write_batch, self.app, raws)

@@ -1,4 +1,4 @@
-"""One JSON log line per request (structlog), and the per-route request metrics.
+"""One JSON log line per request, and the per-route request metrics.
 
 A plain ASGI middleware (not BaseHTTPMiddleware): it only watches the response
 start, so streamed bodies stream and the request path costs little.
@@ -11,10 +11,10 @@ import os
 import sys
 import time
 from collections.abc import Mapping, MutableMapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-import structlog
 
 from ops.service import metrics
 
@@ -22,22 +22,21 @@ DOC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redo
 DOC_ASSETS = "/docs-assets"  # their scripts and styles (ops/service/routes/docs.py), one label for all
 
 
-class _Stderr:
-    """Writes to whatever sys.stderr is at the time (a captured or replaced stream included)."""
+def write_line(line: dict[str, Any]) -> None:
+    """One request's JSON log line on standard error (whatever sys.stderr is at the time, a
+    captured or replaced stream included): `line`'s keys, then `event`, `level` and an RFC 3339 UTC
+    `timestamp`, the line structlog's JSONRenderer wrote with add_log_level and
+    TimeStamper(fmt="iso", utc=True), written here directly: structlog's lazy logger binds a
+    new logger and runs its processor chain on every call, a fifth of the fast path's own CPU."""
+    line["event"] = "request"
+    line["level"] = "info"
+    line["timestamp"] = datetime.now(UTC)  # orjson writes it as isoformat() does, Z for +00:00
+    stream = sys.stderr
+    stream.write(orjson.dumps(line, option=_LINE).decode())
+    stream.flush()
 
-    def msg(self, message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
 
-    info = msg
-
-
-def _orjson_text(obj: Any, **kwargs: Any) -> str:
-    return orjson.dumps(obj, **kwargs).decode()  # a third of the json module's time for a log line
-
-
-REQUEST_LOG = structlog.wrap_logger(_Stderr(), processors=[
-    structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True),
-    structlog.processors.JSONRenderer(serializer=_orjson_text)])
+_LINE = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE
 
 
 _ids = itertools.count()
@@ -113,7 +112,5 @@ def log_request(scope: Mapping[str, Any], status: int, started: float, request_i
     requests, request_seconds = _request_metrics(route, status)
     requests.inc()
     request_seconds.observe(seconds)
-    REQUEST_LOG.info(
-        "request", request_id=request_id, method=scope["method"], path=scope["path"], route=route,
-        status=status, ms=round(seconds * 1000, 2), client=(scope.get("client") or ("-",))[0],
-    )
+    write_line({"request_id": request_id, "method": scope["method"], "path": scope["path"], "route": route,
+                "status": status, "ms": round(seconds * 1000, 2), "client": (scope.get("client") or ("-",))[0]})

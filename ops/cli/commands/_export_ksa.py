@@ -63,7 +63,10 @@ Check the KSA batches in DIR from the files alone: every manifest and data file
 against the KSA's XSDs (with the W3C signature and encryption schemas), each
 manifest's signature, the SHA-256 chain from the first manifest (a missing or
 reordered batch breaks it), each batch file's hash and size, record counts and
-times. One line per finding, naming the file."""
+times. With --db, also against the store's register of what was sent (the
+--operator's): a batch sent missing (the last ones too, which the files alone
+cannot show), a manifest never sent, a manifest or zip not the one sent. One line
+per finding, naming the file."""
 
 
 def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -92,10 +95,16 @@ def add(esub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v = add_command(esub, "verify", "check KSA batches in a folder: XSDs, signatures, the chain, hashes, counts",
                     run_verify, description=VERIFY_DESCRIPTION,
                     epilog="Exit status: 0 verified, 1 findings, 2 could not run.\n\nExample:\n"
-                           "  ledger export verify ksa/ --signing-cert op.pem\n")
+                           "  ledger export verify ksa/ --signing-cert op.pem\n"
+                           "  ledger export verify ksa/ --db postgresql://ledger@db/ledger --operator op-nl\n")
     v.add_argument("dir", metavar="DIR", help="the folder `ledger export ksa --out` wrote")
     v.add_argument("--signing-cert", metavar="CERT.pem",
                    help="the signer's certificate (default: the one each manifest carries)")
+    v.add_argument("--db", metavar="URL",
+                   help="also check DIR against this store's register of the batches sent (no default: without "
+                        "it, the files alone)")
+    v.add_argument("--operator", type=operator_id, default=DEFAULT_OPERATOR_ID, metavar="ID",
+                   help=f"with --db: whose register (the export's --operator; default {DEFAULT_OPERATOR_ID!r})")
     add_json_argument(v, "the findings as JSON on stdout")
 
 
@@ -175,6 +184,19 @@ def _print(info: dict[str, Any], as_json: bool) -> None:
         print(f"  pending: {info['sessions_pending']} sessions with a round not settled or voided yet")
 
 
+def _against_register(directory: Path, url: str, operator: str) -> list[regulator.Finding]:
+    from projections.ksa_register import sent_batches
+    from projections.ksa_verify import against_register
+
+    log = EventLog.open(url)
+    db = Db.for_store(log.backend)
+    try:
+        return against_register(directory, sent_batches(db, operator), operator)
+    finally:
+        db.close()
+        log.close()
+
+
 def run_verify(args: argparse.Namespace) -> int:
     from projections.ksa_verify import verify
 
@@ -188,6 +210,8 @@ def run_verify(args: argparse.Namespace) -> int:
         check_input_file(args.signing_cert)
         cert = Path(args.signing_cert).read_bytes()
     result = verify(directory, SCHEMAS, cert)
+    if args.db is not None:
+        result.findings += _against_register(directory, args.db, args.operator)
     if args.json:
         print(json.dumps({"dir": args.dir, "batches": result.batches, "records": result.records,
                           "findings": [{"file": f.file, "finding": f.message} for f in result.findings]}, indent=2))

@@ -16,6 +16,7 @@ from ops.cli.options import (
     Progress,
     add_command,
     add_json_argument,
+    add_operator_argument,
     add_period_arguments,
     add_quiet_argument,
     add_timezone_argument,
@@ -23,10 +24,14 @@ from ops.cli.options import (
     day,
     gaming_day_zones,
     int_range,
+    operator_scope,
 )
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
+    from collections.abc import Callable
+
     from ledger.eventlog import EventLog
+    from projections.audit import Link
     from projections.audit_export import Window
 
 FINDINGS_SHOWN = 50
@@ -71,12 +76,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e.add_argument("--previous", metavar="MANIFEST",
                    help="the earlier export's manifest.json to link to (default: the sibling export in DIR's "
                    "parent that ends latest before this one starts)")
+    add_operator_argument(e, "bets: the other operators' events' fields redacted, every line's hash kept (the "
+                             "export verifies; docs/operators.md)")
     _common(e)
 
     v = add_command(actions, "verify", "recompute an export's chain from its files (and, with --db, the store)",
                     run_verify)
     v.add_argument("directory", metavar="DIR")
     v.add_argument("--db", metavar="URL", help="also compare with the live store at URL")
+    add_operator_argument(v, "export (made with `audit export --operator`): with --db, the store's events redacted "
+                             "alike before they are compared")
     add_json_argument(v, "print machine-readable JSON")
     v.add_argument("--findings", type=int_range(0), default=FINDINGS_SHOWN, metavar="N",
                    help=f"print at most N findings, then a count by kind (default {FINDINGS_SHOWN}; --json lists all)")
@@ -152,7 +161,7 @@ def run_export(args: argparse.Namespace) -> int:
         result = export(args.directory, log.stored(1, stop, page_size=5000),
                         from_position=args.from_position, to_position=args.to_position,
                         previous_manifest=args.previous, exported_at=exported_at, progress=progress.advance,
-                        window=_window(args), software_version=version())
+                        window=_window(args), software_version=version(), shown=_shown(args))
     m = result.manifest
     if not m["count"]:  # an empty export would only fail verify later: leave the folder as it was
         for name in ("events.jsonl", "events.csv", "manifest.json"):
@@ -164,6 +173,14 @@ def run_export(args: argparse.Namespace) -> int:
     if m["previous_manifest"]:
         print(f"links to previous manifest {m['previous_manifest']} ({m['previous_manifest_hash']})")
     return 0
+
+
+def _shown(args: argparse.Namespace) -> Callable[[Link], Link] | None:
+    """With --operator, each line as that operator may see it."""
+    from projections.redaction import LinkRedactor
+
+    scope = operator_scope(args)
+    return None if scope.everyone else LinkRedactor(scope)
 
 
 def _why(args: argparse.Namespace, log: EventLog) -> str:
@@ -184,7 +201,7 @@ def run_verify(args: argparse.Namespace) -> int:
     _check_export_folder(args.directory)
     log = EventLog.open(args.db) if args.db else None
     try:
-        check = queries.verify_export(args.directory, log)
+        check = queries.verify_export(args.directory, log, operator_scope(args))
     finally:
         if log is not None:
             log.close()

@@ -21,7 +21,9 @@ Killed at any point, it loses nothing and records nothing twice: a restart
 starts again after the last message it acked (only ever after committing it),
 so what a killed process was handed comes again, in order, before anything newer,
 and what was committed answers duplicate. SIGTERM: finish the batch in hand, ack
-it, exit. Changing N: docs/scaling.md.
+it, exit. Changing N: docs/scaling.md. A configure_operator (no table) is committed by
+the partition of the table `_`; the others commit a batch only after every
+configuration stored before it (they wait for that partition: run all N).
 
   ledger consume --db postgresql://postgres@127.0.0.1:5432/postgres
   ledger consume --partitions 2 --partition 0 &  ledger consume --partitions 2 --partition 1 &
@@ -83,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
         app.close()
     s = consumer.stats
     ledger_logging.get_logger().info("consume finished", partition=args.partition, partitions=args.partitions,
-                                     batches=s.batches, commands=s.commands, restarts=s.restarts)
-    print(json.dumps({"batches": s.batches, "commands": s.commands, "restarts": s.restarts}))
+                                     batches=s.batches, commands=s.commands, restarts=s.restarts,
+                                     barrier_waits=s.barrier_waits)
+    print(json.dumps({"batches": s.batches, "commands": s.commands, "restarts": s.restarts,
+                      "barrier_waits": s.barrier_waits}))
     return 0
 
 

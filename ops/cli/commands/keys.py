@@ -13,12 +13,14 @@ Roles: studio (POST /v1/commands; --tables limits the tables), backoffice (reads
 reconcile), auditor (reads, audit export and verify), admin (everything).
 --operator limits a backoffice key to those operators' players, bets and money (a
 shared round shows the others' bets only as a count and a total), a studio key to
-their bets; auditor and admin keys see every operator (docs/operators.md).
+their bets, an auditor key to the audit trail with the other operators' bets redacted
+(hashes kept); admin keys see every operator (docs/operators.md).
 The key is printed once; only its hash is stored.
 
   ledger keys add --role studio --tables bj-live-1,bacc-1 --name studio-a
   ledger keys add --role backoffice --operator OP1 --name casino-uno
   ledger keys add --role auditor --json
+  ledger keys add --role auditor --operator OP1 --name regulator-es
   ledger keys list
   ledger keys revoke studio-a           # by name or key id
 """

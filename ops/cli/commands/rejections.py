@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from domain.refusals import RefusalCode
 from ledger.eventlog import EventLog
-from ops.cli.options import add_command, add_json_argument, int_range, say_cut
+from ops.cli.options import add_command, add_json_argument, add_operator_argument, int_range, operator_scope, say_cut
 from projections import queries
 
 
@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int_range(1), default=1000, help="at most this many rows (default 1000)")
     p.add_argument("--after", type=int_range(0), default=0, metavar="ID",
                    help="only rejections after this id (the first column): the next page of a cut list")
+    add_operator_argument(p, "refused commands (a bet, a player's decision or pause, or this operator's "
+                             "configuration; a refusal naming no operator's player is the studio's, docs/operators.md)")
     add_json_argument(p, "one JSON object per line")
 
 
@@ -35,7 +37,8 @@ def refusal_code(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     log = EventLog.open(args.db)
     try:  # one more than asked: whether the list is cut
-        rows = [asdict(r) for r in queries.rejections(log, args.code, after=args.after, limit=args.limit + 1)]
+        rows = [asdict(r) for r in queries.rejections(log, args.code, after=args.after, limit=args.limit + 1,
+                                                      scope=operator_scope(args))]
     finally:
         log.close()
     cut = len(rows) > args.limit

@@ -12,7 +12,14 @@ from domain.money import format_minor
 from domain.text import escaped
 from ledger.records import Opened, Record, Voided
 from ops.cli.errors import CliError, ErrorCode, usage
-from ops.cli.options import add_command, add_json_argument, int_range, round_uuid_of
+from ops.cli.options import (
+    add_command,
+    add_json_argument,
+    add_operator_argument,
+    int_range,
+    operator_scope,
+    round_uuid_of,
+)
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps --help fast
     from ledger.eventlog import EventLog
@@ -63,6 +70,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--manifest", metavar="PATH",
                    help="with --bundle: anchor the proof to this audit export's manifest.json (its tree_root and head) "
                    "(default: the store's head now)")
+    add_operator_argument(p, "bets in full, the other operators' only as a count and a total (with --json, --html "
+                             "or --bundle: the bundle's other operators' events redacted, their hashes still proved)")
     p.add_argument("--db", metavar="URL", help="store URL (default: LEDGER_DB or sqlite:///./casino-ledger.db)")
 
 
@@ -70,9 +79,12 @@ def run(args: argparse.Namespace) -> int:
     from ledger.eventlog import EventLog
     from projections.audit_store import round_events
     from projections.document import replay_document
+    from projections.redaction import redact_document
     from projections.replay import recompute, table_config_findings
 
     round_id = round_uuid_of(args.round)
+    if args.operator is not None and not (args.json or args.html or args.bundle):
+        raise usage("--operator needs --json, --html or --bundle (the text timeline names every player)")
     log = EventLog.open(args.db)
     events = round_events(log, round_id)
     if not events:
@@ -92,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         return _write_files(args, log, document)
     if args.json:
-        print(json.dumps(document, indent=2, default=str))
+        print(json.dumps(redact_document(document, operator_scope(args)), indent=2, default=str))
     else:
         _print_text(round_id, events, replay, proof, args.at, document)
     return 1 if replay.findings else 0
@@ -132,15 +144,17 @@ def _bundle(args: argparse.Namespace, log: EventLog, round_id: Any, events: list
 def _write_files(args: argparse.Namespace, log: EventLog, document: dict[str, Any], views: Db | None = None) -> int:
     """--html and --bundle: the dispute page and the self-verifying bundle (ops/bundle/build.py)."""
     from ops.bundle.build import BundleError, write_bundle
+    from projections.redaction import redact_document
     from projections.replay_page import render_html
 
     try:
         if args.html:
             with open(args.html, "w", encoding="utf-8") as f:
-                f.write(render_html(document))
+                f.write(render_html(redact_document(document, operator_scope(args))))
             print(f"wrote {args.html}", file=sys.stderr)
         if args.bundle:
-            summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest, views=views)
+            summary = write_bundle(args.bundle, log, document, manifest_path=args.manifest, views=views,
+                                   scope=operator_scope(args))
             print(f"wrote {args.bundle}: {summary}", file=sys.stderr)
     except BundleError as exc:
         raise CliError(ErrorCode.BUNDLE_REFUSED, str(exc)) from None

@@ -142,20 +142,9 @@ def scoped_player(scope: OperatorScope, player: str) -> str:
     return key
 
 
-def every_operator(request: Request) -> None:
-    """A route whose answer holds every operator's players (the audit trail, refused commands):
-    403 `operator_forbidden` for a key limited to operators."""
-    key = caller(request)
-    if not key.scope.everyone:
-        raise ServiceError(ErrorCode.OPERATOR_FORBIDDEN,
-                           f"{request.url.path} shows every operator's players: this API key reads operators "
-                           f"{', '.join(key.operators)} only")
-
-
 OPERATOR = Annotated[OperatorScope, Depends(operator_scope)]
-# The audit trail holds every operator's players: auditors' and admins' (keys of no operator).
-AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only), Depends(every_operator)]
-EVERY_OPERATOR_ONLY = [Depends(every_operator)]
+# The audit trail: auditors' and admins' (an auditor of some operators sees the others' bets redacted).
+AUDIT = [Depends(role(*ROLE_AUDIT)), Depends(declared_only)]
 
 
 # ---------------------------------------------------------------- periods: since (inclusive), until (exclusive)

@@ -8,12 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, File, Query, UploadFile
 
 from domain.errorcodes import ErrorCode
+from domain.operators import EVERY_OPERATOR
 from ops.service.problems import ProblemItem, ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
     DAYS,
     DAYS_OR_OLD,
-    EVERY_OPERATOR_ONLY,
     GAMING_ZONES,
     INSTANTS,
     KEYED,
@@ -46,18 +46,18 @@ def get_ggr(reads: READS, zones: GAMING_ZONES, period: DAYS, scope: OPERATOR) ->
 
 @router.get("/rejections", summary="refused commands, oldest first, by code and the time they were received",
             response_model=queries.Rejections, responses=ERRORS,
-            dependencies=EVERY_OPERATOR_ONLY,
-            description="Every refused command, oldest first. `received_at` is when the ledger received it (UTC, "
+            description="Every refused command, oldest first (a key of some operators: those naming one of its "
+            "operators' players, or configuring one of them; docs/operators.md). `received_at` is when the ledger received it (UTC, "
             "the server's time), not a gaming day: a refused line may name no table (or not be JSON), so it has "
             "no gaming day, and `since`/`until` filter on the time received.")
 def get_rejections(reads: READS, period: INSTANTS, code: Annotated[str | None, Query(max_length=64)] = None,
                    limit: Annotated[int, Query(ge=1, le=1000)] = 1000, cursor: CURSOR = None,
                    after: Annotated[int, Query(ge=0, le=2**62, deprecated=True,
                                                description="deprecated: `cursor` (after this rejection id)")] = 0,
-                   ) -> queries.Rejections:
+                   scope: OPERATOR = EVERY_OPERATOR) -> queries.Rejections:
     since, until = period  # the service's time of receipt: a refused command may carry no studio time
     with cursor_checked():
-        return queries.rejection_page(reads.log, code, limit, cursor, since, until, after)
+        return queries.rejection_page(reads.log, code, limit, cursor, since, until, after, scope)
 
 
 @router.post("/reconcile", summary="reconcile an operator wallet CSV with the ledger",

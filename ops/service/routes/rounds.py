@@ -14,7 +14,6 @@ from ops.service import paths  # noqa: F401  (registers the `{name:id}` converto
 from ops.service.problems import ServiceError, documented
 from ops.service.routes.deps import (
     CURSOR,
-    EVERY_OPERATOR_ONLY,
     INSTANTS,
     KEYED,
     OPERATOR,
@@ -97,14 +96,14 @@ def get_replay(round_ref: str, reads: READS,
 
 @router.get("/{round_ref:id}/replay.html", summary="the dispute page of a round", response_class=HTMLResponse,
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **ROUND_ERRORS,
-                       **documented(ErrorCode.CHAIN_MISMATCH)}, dependencies=EVERY_OPERATOR_ONLY)
-def get_replay_page(round_ref: str, reads: READS) -> HTMLResponse:
+                       **documented(ErrorCode.CHAIN_MISMATCH)})
+def get_replay_page(round_ref: str, reads: READS, scope: OPERATOR = EVERY_OPERATOR) -> HTMLResponse:
     from projections.chain_index import ChainMismatch
     from projections.replay_page import RoundNotFound, render_round_html
 
     round_uuid = round_id(round_ref)
     try:
-        return HTMLResponse(render_round_html(reads.log, str(round_uuid)))
+        return HTMLResponse(render_round_html(reads.log, str(round_uuid), scope))
     except RoundNotFound:
         raise round_not_found(round_ref, round_uuid) from None
     except ChainMismatch as exc:  # a finding about the store, not a page that quotes old hashes

@@ -9,6 +9,7 @@ itself is tested on both stores by the bundle and replay tests)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -322,5 +323,42 @@ def test_tombstone_page(browser: Any, corrected: str, tmp_path: Path, capsys: py
     assert text(page, "#now-phase") == "voided"
     assert page.locator("#bets-section").is_hidden()
     screenshot(page, "dispute-tombstone")
+    assert problems == []
+    page.close()
+
+
+def test_one_operators_page_of_a_shared_round(browser: Any, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: `ledger replay --html --operator OP2` of a round where three operators' players
+    bet: the page draws (no script error), steps through the redacted document, says how many
+    bets the other operators placed and their total, and shows none of their bet ids."""
+    from ops.sim.simulator import Studio
+
+    lines = list(Studio(3, 2, seed=3, operators=3).lines())
+    url = f"sqlite:///{tmp_path / 'ops.db'}"
+    app = open_app(url)
+    app.ingest(lines)
+    app.close()
+    bets = [json.loads(x) for x in lines if b'"place_bet"' in x]
+    rounds: dict[str, set[str]] = {}
+    for b in bets:
+        rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
+    ref = next(r for r, ops in sorted(rounds.items()) if "OP2" in ops and len(ops) > 1)
+    theirs = [b for b in bets if f"{b['table_id']}#{b['round_no']}" == ref and b["operator_id"] != "OP2"]
+    assert cli(["replay", ref, "--db", url, "--json", "--proof", "--operator", "OP2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    html = tmp_path / "page.html"
+    assert cli(["replay", ref, "--db", url, "--html", str(html), "--operator", "OP2"]) == 0
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(html.as_uri())
+    page.wait_for_selector("body[data-ready=true]")
+    walk_every_step(page, doc)
+    others = text(page, "#others-line")
+    assert others.startswith(f"Other operators' players: {len(theirs)} bet") and "in all" in others, others
+    words = set(re.findall(r"[\w~-]+", page.content()))  # whole ids: b1 is no part of b11
+    assert not {b["bet_id"] for b in theirs} & words
+    screenshot(page, "dispute-one-operator")
     assert problems == []
     page.close()

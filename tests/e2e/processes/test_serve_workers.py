@@ -30,15 +30,16 @@ START_S = 60
 
 
 class Served:
-    """`ledger serve --workers 2` in its own process group (kill -9 takes the workers too)."""
+    """`ledger serve --workers 2` (or `workers`) in its own process group (kill -9 takes the workers too)."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, workers: int | None = None) -> None:
         self.db, self.port = db, free_port()
+        self.workers = str(workers) if workers is not None else os.environ.get("T_WORKERS", "2")
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Served:
-        self.proc = subprocess.Popen([*LEDGER, "serve", "--db", self.db, "--port", str(self.port), "--workers", os.environ.get("T_WORKERS", "2")],
+        self.proc = subprocess.Popen([*LEDGER, "serve", "--db", self.db, "--port", str(self.port), "--workers", self.workers],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + START_S
         while True:

@@ -280,3 +280,40 @@ def test_hostile_text_through_jetstream_is_refused_as_ingest_refuses_it(store_ur
     rejected = state(store_url, lines)[2]
     assert [code for _, code in rejected] == ["text_invalid"] * 3
     assert state(store_url, lines) == clean_state(lines, store_url, tmp_path, request)
+
+
+def test_a_bet_waits_for_its_operators_configuration_on_another_partition(nats_url, tmp_path):
+    """Issue 30: a configure_operator names no table, so it goes to the `_` table's partition (1 of
+    2) while bacc-1's bets go to partition 0. Started first, consumer 0 committed every bet before
+    consumer 1 had committed the configurations: each bet of OP1/OP2 refused unknown_operator,
+    where the feed (and `ledger ingest --workers`) has them configured first. It must wait for them."""
+    from ops.sim.simulator import Studio
+
+    lines = [x for x in Studio(3, 2, seed=3, operators=2).lines() if b"configure_operator" in x or b'"bacc-1"' in x]
+    assert partition_of("_", 2) == 1 and partition_of("bacc-1", 2) == 0
+    db, clean = f"sqlite:///{tmp_path / 'js.db'}", f"sqlite:///{tmp_path / 'clean.db'}"
+    app = open_app(clean)
+    try:
+        app.ingest(lines)
+    finally:
+        app.close()
+
+    async def run() -> None:
+        await publish(lines, nats_url)
+        apps = [open_app(db) for _ in range(2)]
+        try:
+            first, second = (Consumer(a, nats_url=nats_url, partitions=2, partition=i, batch=50)
+                             for i, a in enumerate(apps))
+            bets = asyncio.create_task(first.run(idle_exit=True, fetch_timeout_s=0.2))
+            waits = asyncio.create_task(first.waiting.wait())
+            done, _ = await asyncio.wait({bets, waits}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+            assert waits in done, "consumer 0 committed its bets before their operators' configurations"
+            await second.run(idle_exit=True, fetch_timeout_s=0.2)
+            assert (await bets).barrier_waits == 1
+        finally:
+            for a in apps:
+                a.close()
+
+    asyncio.run(run())
+    assert state(db, lines) == state(clean, lines)
+    assert "unknown_operator" not in {code for _, code in state(db, lines)[2]}

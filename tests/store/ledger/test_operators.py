@@ -138,3 +138,25 @@ def test_parallel_ingest_commits_an_operator_before_the_bets_after_it(ledger: An
     refused = [(r.command_id, r.code, r.message) for r in results if r.status != "accepted"]
     assert refused == []
     assert sum(1 for r in results if r.command_id == "op-OP9-1") == 1
+
+
+def test_two_service_writers_a_bet_after_its_operators_answered_configuration(open_ledger: Any) -> None:
+    """`ledger serve --workers 2`: two writers of one store, whose commands keep no order but the
+    answer's (a command answered is committed). Writer B has OP1 cached at version 1 (EUR) from a
+    bet it refused for its USD; writer A then answers OP1's version 2 (EUR, USD): B's next USD bet
+    is checked against version 2, never refused by its stale copy (the read's version check)."""
+    from ops.service.committer import write_batch
+    from ops.sim.simulator import Studio
+
+    feed = [json.loads(x) for x in Studio(1, 2, seed=3, operators=1).lines()]
+    for c in feed:
+        if c["type"] == "open_round":
+            c["currency"] = "USD"
+    sent = [json.dumps(c).encode() for c in feed]
+    bets = [i for i, c in enumerate(feed) if c["type"] == "place_bet"]
+    a, b = open_ledger(), open_ledger()
+    assert write_batch(a, sent[:1])[0].status == "accepted"  # OP1, version 1: EUR
+    assert write_batch(b, sent[1:bets[0] + 1])[-1].code == "operator_mismatch"
+    assert write_batch(a, [configure(2, "OP1", currencies=["EUR", "USD"])])[0].events == ("Operator.Configured",)
+    later = write_batch(b, sent[bets[0] + 1:])
+    assert [(r.command_id, r.code) for r in later if r.status != "accepted"] == []

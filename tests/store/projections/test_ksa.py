@@ -6,10 +6,13 @@ must be installed, ops/deploy/test-services.sh installs it; missing is a failure
 skip); the chain verifies from the first batch; stakes - winnings - refunds over the
 transactions (each transaction's latest record, cancellations removed) equal `ledger ggr`
 to the cent; a reversal-then-void after an export is sent as a cancellation of the winnings
-and replacements naming the records they replace; each recipient can decrypt; and a changed
+and replacements naming the records they replace; each recipient can decrypt, with our
+library and with independent tools (the openssl command unwraps the key, `xmlsec1 --decrypt`
+decrypts the batch; both must be installed, as xmlsec1); and a changed
 byte in any file, a removed batch and a reordered batch are each a finding naming the file."""
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -30,6 +33,7 @@ from ops.cli import main
 from projections import ksa
 from projections.ksa_xml import XENC, decrypt_file, unwrap_key
 from projections.runner import Projector
+from projections.sql import Db
 from tests.support.ksa_week import KOLKATA, ZONED_TABLE, Party, ingested, make_parties, week_feed
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "ops" / "schemas" / "nl-ksa"
@@ -122,12 +126,39 @@ def ggr(url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, 
 
 
 def xmlsec1_verifies(manifest: Path, cert: Path) -> bool:
-    xmlsec1 = shutil.which("xmlsec1")
-    if xmlsec1 is None:
-        pytest.fail("xmlsec1 is not installed (apt-get install -y xmlsec1; ops/deploy/test-services.sh installs it)")
-    done = subprocess.run([xmlsec1, "--verify", "--trusted-pem", str(cert), str(manifest)], capture_output=True,
+    done = subprocess.run([_tool("xmlsec1"), "--verify", "--trusted-pem", str(cert), str(manifest)], capture_output=True,
                           text=True, timeout=60)
     return done.returncode == 0
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (apt-get install -y {name}; ops/deploy/test-services.sh installs it)")
+    return path
+
+
+def xmlsec1_decrypts(manifest: Path, party: Party, i: int, tmp: Path) -> bytes:
+    """The batch as a recipient reads it with tools independent of ours: the openssl command
+    unwraps its `EncryptedKey` (RSA-OAEP, MGF1 and digest SHA-1: `rsa-oaep-mgf1p`), then
+    `xmlsec1 --decrypt` decrypts the manifest's `EncryptedData` with that key, reading the
+    `.zip.enc` its `CipherReference` names (AES-256-GCM: IV | ciphertext | tag). xmlsec1 cannot
+    do the first step itself (docs/ksa.md, "Decrypting with xmlsec1"); it runs in the folder
+    because it resolves the relative reference against its working directory."""
+    doc = etree.parse(str(manifest)).getroot()
+    wrapped = tmp / f"wrapped-{i}.bin"
+    wrapped.write_bytes(base64.b64decode(doc.findall(f"{{{XENC}}}EncryptedKey")[i].findtext(
+        f"{{{XENC}}}CipherData/{{{XENC}}}CipherValue") or ""))
+    key, plain = tmp / f"key-{i}.bin", tmp / f"plain-{i}.zip"
+    unwrap = subprocess.run([_tool("openssl"), "pkeyutl", "-decrypt", "-inkey", str(party.key), "-pkeyopt",
+                             "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha1", "-pkeyopt", "rsa_mgf1_md:sha1",
+                             "-in", str(wrapped), "-out", str(key)], capture_output=True, text=True, timeout=60)
+    assert unwrap.returncode == 0, unwrap.stderr
+    done = subprocess.run([_tool("xmlsec1"), "--decrypt", "--aeskey", str(key), "--enabled-cipher-reference-uris",
+                           "remote", "--output", str(plain), manifest.name], cwd=manifest.parent, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return plain.read_bytes()
 
 
 def assert_valid(out: Path) -> None:
@@ -216,13 +247,17 @@ def test_a_week_is_valid_signed_chained_and_equals_ggr(week, tmp_path, parties, 
     assert all(xmlsec1_verifies(m, parties["operator"].cert) for m in sorted(out.glob("*.manifest.xml")))
     # Nothing new: nothing sent.
     assert export(week, out, parties, capsys)["batches"] == []
-    # Each recipient unwraps the batch key and decrypts the batch to the zip's bytes.
-    manifest = sorted(out.glob("*.manifest.xml"))[-1]
-    doc = etree.parse(str(manifest)).getroot()
-    for i, who in enumerate(("ksa", "auditor")):
-        key = unwrap_key(doc.findall(f"{{{XENC}}}EncryptedKey")[i], parties[who].private())
-        plain = decrypt_file(manifest.with_name(manifest.name.replace(".manifest.xml", ".zip.enc")), key)
-        assert plain == manifest.with_name(manifest.name.replace(".manifest.xml", ".zip")).read_bytes()
+    # Each recipient unwraps the batch key and decrypts the batch to the zip's bytes: with our
+    # library, and with the openssl command and xmlsec1 (independent tools), the first batch
+    # and the last.
+    manifests = sorted(out.glob("*.manifest.xml"))
+    for manifest in (manifests[0], manifests[-1]):
+        doc = etree.parse(str(manifest)).getroot()
+        zipped = manifest.with_name(manifest.name.replace(".manifest.xml", ".zip")).read_bytes()
+        for i, who in enumerate(("ksa", "auditor")):
+            key = unwrap_key(doc.findall(f"{{{XENC}}}EncryptedKey")[i], parties[who].private())
+            assert decrypt_file(manifest.with_name(manifest.name.replace(".manifest.xml", ".zip.enc")), key) == zipped
+            assert xmlsec1_decrypts(manifest, parties[who], i, tmp_path) == zipped
 
 
 @pytest.fixture(scope="module")
@@ -314,8 +349,8 @@ def test_a_batch_the_register_cannot_record_is_removed(tmp_path, parties, capsys
 
 
 def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, capsys, monkeypatch) -> None:
-    """The game sessions buffered are written once they list LISTED_MAX transactions, before
-    512 records (memory: a simulated player's session grows with the rounds)."""
+    """A file of game sessions is a batch once they list LISTED_MAX transactions, before 512
+    records (its size: a simulated player's session grows with the rounds)."""
     from ops.sim.simulator import simulate
     from projections import ksa_stream
 
@@ -339,3 +374,82 @@ def test_long_sessions_are_written_before_the_buffer_grows(tmp_path, parties, ca
     assert len(sessions) > 1 and sum(sessions) < 512
     assert_valid(tmp_path / "ksa")
     assert verify(tmp_path / "ksa", capsys) == (0, [])
+
+
+def test_what_the_export_holds_does_not_grow_with_the_records(store_url, tmp_path, parties, monkeypatch) -> None:
+    """Memory flat (the issue's criterion; figures in docs/benchmarks.md): each record goes to
+    its kind's data file on disk as it is placed and a game session's list of transactions is
+    never held, so the Python memory traced after each record is placed stays where it was
+    after the first ones, however many records the batch holds (buffering them: ~1.5 KiB each)."""
+    import tracemalloc
+
+    from ops.sim.simulator import simulate
+    from projections import ksa_stream
+
+    app = open_app(store_url)
+    app.ingest(list(simulate(tables=2, rounds=30, seed=1)))
+    app.close()
+    traced: list[int] = []
+    place = ksa_stream.KsaExport._add
+
+    def counted(self: ksa_stream.KsaExport, *args: Any) -> None:
+        place(self, *args)
+        traced.append(tracemalloc.get_traced_memory()[0])
+
+    monkeypatch.setattr(ksa_stream.KsaExport, "_add", counted)
+    argv = ["export", "ksa", "--db", store_url, "--out", str(tmp_path / "ksa"), "--signing-key",
+            str(parties["operator"].key), "--signing-cert", str(parties["operator"].cert), "--recipient-cert",
+            str(parties["ksa"].cert)]
+    tracemalloc.start()
+    try:
+        assert main(argv) == 0
+    finally:
+        tracemalloc.stop()
+    assert len(traced) > 300  # one batch per kind: none written before the end
+    assert max(traced) - traced[10] < 128 * 1024, (traced[10], max(traced))
+
+
+def test_verify_against_the_register_finds_the_last_batches_removed(store_url, tmp_path, parties, capsys,
+                                                                     monkeypatch) -> None:
+    """`export verify --db`: the folder against the store's register of what was sent. The
+    last batch removed is a finding only there (nothing in the files names it); so are a batch
+    file changed (named by the register too), a manifest the register never sent, another
+    operator's register."""
+    from ops.sim.simulator import simulate
+    from projections import ksa_stream
+
+    app = open_app(store_url)
+    app.ingest(list(simulate(tables=2, rounds=3, seed=1)))
+    app.close()
+    monkeypatch.setattr(ksa_stream, "RECORDS_PER_FILE", 8)  # several batches from a small store
+    out = tmp_path / "ksa"
+    assert main(["export", "ksa", "--db", store_url, "--out", str(out), "--signing-key", str(parties["operator"].key),
+                 "--signing-cert", str(parties["operator"].cert), "--recipient-cert", str(parties["ksa"].cert)]) == 0
+    capsys.readouterr()
+    manifests = sorted(p.name for p in out.glob("*.manifest.xml"))
+    assert len(manifests) >= 3
+    assert verify(out, capsys, "--db", store_url) == (0, [])
+    code, findings = verify(out, capsys, "--db", store_url, "--operator", "op-2")
+    assert code == 1 and {f["file"] for f in findings} == set(manifests)
+
+    cut = _copy(out, tmp_path / "cut")
+    for p in cut.glob(manifests[-1].replace(".manifest.xml", ".*")):
+        p.unlink()
+    assert verify(cut, capsys) == (0, [])  # the files alone cannot see it
+    code, findings = verify(cut, capsys, "--db", store_url)
+    assert code == 1 and [f["file"] for f in findings] == [manifests[-1]] and "missing" in findings[0]["finding"]
+
+    changed = _copy(out, tmp_path / "changed")
+    zipped = changed / manifests[0].replace(".manifest.xml", ".zip")
+    zipped.write_bytes(zipped.read_bytes()[:-1] + bytes([zipped.read_bytes()[-1] ^ 1]))
+    code, findings = verify(changed, capsys, "--db", store_url)
+    assert code == 1 and any(f["file"] == zipped.name and "register" in f["finding"] for f in findings), findings
+
+    log = EventLog.open(store_url)
+    db = Db.for_store(log.backend)
+    with db.transaction():  # a register that never sent the last batch: the folder holds one more
+        db.execute("DELETE FROM proj_ksa_manifests WHERE seq = ?", (len(manifests),))
+    db.close()
+    log.close()
+    code, findings = verify(out, capsys, "--db", store_url)
+    assert code == 1 and [(f["file"], "never sent" in f["finding"]) for f in findings] == [(manifests[-1], True)]

@@ -1,0 +1,20 @@
+"""`ledger.logging.debug_enabled` (asked once per batch: are per-command lines logged?) follows the
+level `configure` set, and `kept_configuration` gives the caller's back: `ingest --log-level
+debug` run in-process logs its commands, and the service's workers after it do not."""
+from __future__ import annotations
+
+from ledger.logging import configure, debug_enabled, kept_configuration
+
+
+def test_debug_enabled_follows_the_configured_level() -> None:
+    with kept_configuration():
+        configure("info")
+        assert not debug_enabled()
+        with kept_configuration():
+            configure("debug")
+            assert debug_enabled()
+        assert not debug_enabled()  # the outer level is back
+        configure("DEBUG")
+        assert debug_enabled()
+        configure("warning")
+        assert not debug_enabled()
