@@ -141,8 +141,8 @@ def scoped_search(scope: OperatorScope, player: str | None) -> str | None:
 
 
 def every_operator_only(session: Session, what: str) -> None:
-    """A page whose figures are every operator's (the monitor, refused commands): 403 for a key
-    limited to operators, as the HTTP routes' `every_operator`."""
+    """A page whose figures are every operator's (the monitor): 403 for a key limited to
+    operators, as the HTTP routes' `every_operator`."""
     if not session.key_scope.everyone:
         raise HTTPException(403, f"{what} shows every operator's bets: this key reads operators "
                             f"{', '.join(session.operators)} only")
@@ -379,14 +379,19 @@ def _round_id(ref: str) -> Any:
         raise HTTPException(422, f"{refusal.code}: {refusal.message}") from None
 
 
-def _document(reads: ReadService, ref: str, scope: OperatorScope, with_proof: bool = False) -> dict[str, Any]:
-    """The round's replay document (the read service's, as `ledger replay --json` prints it), as
-    GET /v1/rounds/{ref}/replay shows it to `scope`: another operator's bets only as a count and
-    a total (projections/redaction.py)."""
-    replay = queries.round_replay(reads.log, _round_id(ref), ref=ref, with_proof=with_proof)
+def _document(reads: ReadService, ref: str, scope: OperatorScope) -> dict[str, Any]:
+    """The round's replay document as GET /v1/rounds/{ref}/replay shows it to `scope` (another
+    operator's bets only as a count and a total: projections/redaction.py), its players named
+    as people read them."""
+    return people_named(redact_document(_recorded(reads, ref), scope))
+
+
+def _recorded(reads: ReadService, ref: str) -> dict[str, Any]:
+    """The round's replay document (the read service's, as `ledger replay --json` prints it)."""
+    replay = queries.round_replay(reads.log, _round_id(ref), ref=ref)
     if replay is None:
         raise HTTPException(404, f"no round {ref} in the store")
-    return people_named(redact_document(asdict(replay), scope))
+    return asdict(replay)
 
 
 @router.get("/rounds/{ref:id}")
@@ -433,19 +438,18 @@ _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]")  # `/` would make a folder, `:` a
 
 @router.get("/rounds/{ref:id}/bundle")
 def round_bundle(request: Request, ref: str, session: UI, reads: READS, scope: SCOPE) -> Response:
-    """The round's dispute bundle, proved from the chain kept in the store (as the proof page).
-    A bundle holds the round's events as recorded (every operator's bets): not for a key
-    limited to operators until the bundle has a redacted form."""
+    """The round's dispute bundle, proved from the chain kept in the store (as the proof page);
+    for a scope of some operators, redacted as `ledger replay --bundle --operator` makes it (the
+    other operators' events by their hashes only: ops/bundle/build.py)."""
     from ops.bundle.build import BundleError, write_bundle
     from projections.chain_index import ChainMismatch
 
-    every_operator_only(session, "the dispute bundle (the round's events as recorded)")
-    doc = _document(reads, ref, scope)
+    doc = _recorded(reads, ref)
     name = f"round-{_FILE_UNSAFE.sub('-', doc.get('round') or doc['round_id'])}.zip"
     with reads.views() as db, tempfile.TemporaryDirectory() as tmp:
         doc["proof"] = _kept_proof(reads, db, doc, as_json=True)
         try:
-            write_bundle(Path(tmp) / name, reads.log, doc, views=db)
+            write_bundle(Path(tmp) / name, reads.log, doc, views=db, scope=scope)
         except (BundleError, ChainMismatch) as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()
@@ -659,12 +663,12 @@ def _finding_title(f: Any) -> str:
 
 
 @router.get("/rejections")
-def rejections_page(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
+def rejections_page(request: Request, session: UI, reads: READS, scope: SCOPE, code: str | None = None,
+                    table: str | None = None,
                     since: str | None = None, until: str | None = None,
                     after: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
-    every_operator_only(session, "the list of refused commands")
     rows, next_after = page_queries.rejection_rows(reads.log, _opt(code), _opt(table), _day(since, "since"),
-                                                   _day(until, "until"), after, data.PAGE_ROWS)
+                                                   _day(until, "until"), after, data.PAGE_ROWS, scope)
     query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
     with reads.views() as db:
         rounds_paged, tables_paged = page_queries.with_pages(db, rows)
@@ -674,12 +678,12 @@ def rejections_page(request: Request, session: UI, reads: READS, code: str | Non
 
 
 @router.get("/rejections.csv")
-def rejections_csv(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
+def rejections_csv(request: Request, session: UI, reads: READS, scope: SCOPE, code: str | None = None,
+                   table: str | None = None,
                    since: str | None = None, until: str | None = None) -> Response:
     """Every refused command the rejections page's filters match, as CSV."""
-    every_operator_only(session, "the list of refused commands")
     rows = page_queries.every_rejection(reads.log, _opt(code), _opt(table), _day(since, "since"),
-                                _day(until, "until"))
+                                        _day(until, "until"), scope)
     return csv_response("rejections", csv_lines(_REJECTION_CSV, ([r.get(c) for c in _REJECTION_CSV] for r in rows)))
 
 
@@ -756,14 +760,18 @@ def audit_page(request: Request, session: UI, reads: READS) -> Response:
 
 
 @router.post("/audit/export")
-def audit_export(request: Request, session: UI, reads: READS, csrf: Annotated[str | None, Form(max_length=200)] = None,
+def audit_export(request: Request, session: UI, reads: READS, scope: SCOPE,
+                 csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
                  until: Annotated[str | None, Form(max_length=10)] = None,
                  days: Annotated[Literal["played", "recorded"], Form()] = "played") -> Response:
     """The chain's stretch of the events played on the gaming days [since, until) (`ledger audit
-    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`)."""
+    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`); for
+    a scope of some operators (an auditor key of operators), the other operators' events redacted,
+    their hashes kept (`ledger audit export --operator`)."""
     from ops import version
     from projections.audit_export import Window, export
+    from projections.redaction import LinkRedactor
 
     if not session.may_audit:
         return _forbidden(request, session, "the audit export (auditor or admin keys only)")
@@ -778,7 +786,8 @@ def audit_export(request: Request, session: UI, reads: READS, csrf: Annotated[st
         window = Window(since=_instant(_day(since, "since")), until=_instant(_day(until, "until")))
     with tempfile.TemporaryDirectory() as tmp:
         result = export(tmp, log.stored(1, log.head(), page_size=5000), exported_at=exported_at,
-                        window=window, software_version=version())
+                        window=window, software_version=version(),
+                        shown=None if scope.everyone else LinkRedactor(scope))
         if not result.manifest["count"]:
             why = (queries.empty_period(log, first, last, zones).message if days == "played"
                    else "no event was recorded on those UTC days")
@@ -802,7 +811,7 @@ def _zip_folder(folder: Path) -> bytes:
 
 
 @router.post("/audit/verify")
-def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[UploadFile, File()],
+def audit_verify(request: Request, session: UI, reads: READS, scope: SCOPE, export: Annotated[UploadFile, File()],
                  csrf: Annotated[str | None, Form(max_length=200)] = None,
                  against_store: Annotated[bool, Form()] = False) -> Response:
     """Verify an export as the export page gives it (a zip of events.jsonl, events.csv and manifest.json)."""
@@ -821,7 +830,7 @@ def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[
         except zipfile.BadZipFile:
             return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
                          error=f"{export.filename}: not a zip file (upload the export as the export button gives it)")
-        verified = queries.verify_export(tmp, log if against_store else None)
+        verified = queries.verify_export(tmp, log if against_store else None, scope)
     return _page(request, "audit.html", session, head=log.head(), filename=export.filename, verified=verified)
 
 

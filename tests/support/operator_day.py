@@ -36,7 +36,12 @@ def day_lines() -> tuple[list[bytes], set[str]]:
     for n, bet in enumerate(marked):
         bet["stake_minor"] = MARK_FIRST_MINOR + MARK_STEP_MINOR * n
     assert not marked or MARK_FIRST_MINOR + MARK_STEP_MINOR * len(marked) < MARK_LIMIT_MINOR, len(marked)
-    return [json.dumps(c, sort_keys=True).encode() for c in commands], {b["bet_id"] for b in marked}
+    late = [{**bets[0], "command_id": f"{LATE}{op}", "bet_id": f"{LATE}{op}-bet", "operator_id": op,
+             "player_id": f"p-{LATE}{op}"} for op in ("OP1", MINE)]  # refused: their round is over
+    return [json.dumps(c, sort_keys=True).encode() for c in (*commands, *late)], {b["bet_id"] for b in marked}
+
+
+LATE = "late-"  # a bet of OP1 and one of OP2 sent after their round closed: the refused commands have some
 
 
 MARK_FIRST_MINOR, MARK_STEP_MINOR = 31_001, 97
@@ -59,10 +64,10 @@ class Day:
         self.amounts = set(amounts)
         self.tokens = self.ids | self.amounts
         rounds: dict[str, set[str]] = {}
-        for b in bets:
+        for b in (b for b in bets if not b["command_id"].startswith(LATE)):
             rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
-        self.players: dict[str, set[str]] = {}  # operator -> its players' own ids
-        for b in bets:
+        self.players: dict[str, set[str]] = {}  # operator -> its players' own ids (of bets placed)
+        for b in (b for b in bets if not b["command_id"].startswith(LATE)):
             self.players.setdefault(b["operator_id"], set()).add(b["player_id"])
         self.tables = sorted({b["table_id"] for b in bets})
         shared = [r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1]
@@ -86,7 +91,7 @@ def make_day(folder: Path) -> tuple[Day, str, str]:
     app = open_app(store_url)
     try:
         results = app.ingest(lines)
-        assert all(r.status == "accepted" for r in results), [r for r in results if r.status != "accepted"][:3]
+        assert [r.command_id for r in results if r.status != "accepted"] == [f"{LATE}OP1", f"{LATE}{MINE}"]
         key = key_store(app).add("backoffice", "op2", operators=[MINE])[0]
     finally:
         app.close()

@@ -7,7 +7,9 @@ fail: with the key's scope removed it finds them. One browser check: a key of tw
 signs in and picks one."""
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,15 +24,15 @@ from ledger.store import open_app
 from ops.console.pages import router
 from ops.service.app import Settings, create_app
 from tests.e2e.console.conftest import csrf_of, sign_in
-from tests.support.operator_day import MINE, Day, make_day
+from tests.support.operator_day import LATE, MINE, Day, make_day
 
 # Forms that change something or take an upload: not pages to read (the wallet upload is
 # searched below, as OP2's wallet file).
 POSTS = {"/ui/", "/ui/signout", "/ui/operator", "/ui/reconcile", "/ui/reconcile.csv", "/ui/audit/export",
          "/ui/audit/verify"}
-# Pages whose figures are every operator's: refused (403) to a key limited to operators.
-EVERY_OPERATORS_ONLY = {"/ui/monitor", "/ui/rejections", "/ui/rejections.csv", "/ui/audit",
-                        "/ui/rounds/{ref:id}/bundle"}
+# Pages whose figures are every operator's (the monitor), or an auditor's: refused (403) to a
+# backoffice key limited to operators.
+EVERY_OPERATORS_ONLY = {"/ui/monitor", "/ui/audit"}
 _VISIBLE = re.compile(r"<style.*?</style>|<[^>]*>", re.S)
 
 
@@ -137,14 +139,20 @@ def findings(client: TestClient, day: Day, steps: dict[str, int]) -> tuple[dict[
     keyed: list[str] = []
     for url in page_urls(day, steps):
         answer = client.get(url)
+        text = unzipped(answer.content) if url.endswith("/bundle") and answer.status_code == 200 else answer.text
         # 404: a table where none of the scope's players played (and no configuration to show)
         assert answer.status_code in (200, 403) or (answer.status_code == 404 and url.startswith("/ui/tables/")), (
             url, answer.status_code, answer.text[:300])
-        if day.found(answer.text):
-            found[url] = day.found(answer.text)
+        if day.found(text):
+            found[url] = day.found(text)
         if f"{MINE}~" in _VISIBLE.sub(" ", answer.text):
             keyed.append(url)
     return found, keyed
+
+
+def unzipped(body: bytes) -> str:
+    with zipfile.ZipFile(io.BytesIO(body)) as z:
+        return "".join(z.read(name).decode("utf-8") for name in z.namelist())
 
 
 def _steps(client: TestClient, day: Day) -> dict[str, int]:
@@ -166,9 +174,12 @@ def test_an_operators_key_sees_no_other_operators_player_on_any_page(client: Tes
     page = client.get(f"/ui/players/{found.player}")
     assert f"Player {found.player} ({MINE})" in page.text and "player-name" in page.text
     assert client.get(f"/ui/players/{found.player}?operator=OP1").status_code == 403
-    for url in EVERY_OPERATORS_ONLY - {"/ui/audit"}:
-        target = url.replace("{ref:id}", found.shared_round.replace("#", "%23"))
-        assert client.get(target).status_code == 403, target
+    for url in EVERY_OPERATORS_ONLY:
+        assert client.get(url).status_code == 403, url
+    refused = client.get("/ui/rejections").text  # its own refused bet, not OP1's
+    assert f"{LATE}{MINE}" in refused and f"{LATE}OP1" not in refused
+    bundle = client.get(_round(found.shared_round) + "/bundle")
+    assert bundle.status_code == 200 and re.search(r'"redacted": ?true', unzipped(bundle.content))
     shared = client.get(_round(found.shared_round)).text
     assert re.search(r'data-testid="other-operators">Other operators\' players: \d+ bets, [\d,.]+ EUR staked', shared)
     wallet = client.get("/ui/wallet").text  # OP2's own dead letters, none of the others'
@@ -240,6 +251,33 @@ def test_a_key_of_every_operator_picks_among_the_stores(client: TestClient, day:
             assert not re.search(r"OP\d~", text) and re.search(r"p\d{4} \(OP\d\)", text), url
 
 
+def test_an_auditor_of_the_operator_exports_the_trail_redacted(client: TestClient, day: tuple[Day, str, str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit page's export for an auditor key of OP2: the other operators' events redacted
+    (hashes kept), and it verifies against the store; with the key's scope removed it names them."""
+    found, url, _ = day
+    app = open_app(url)
+    try:
+        auditor = key_store(app).add("auditor", "op2-audit", operators=[MINE])[0]
+    finally:
+        app.close()
+    sign_in(client, auditor)
+
+    def exported() -> bytes:
+        answer = client.post("/ui/audit/export", data={"csrf": csrf_of(client, "/ui/audit"), "days": "recorded"})
+        assert answer.status_code == 200, answer.text[:300]
+        return answer.content
+
+    body = exported()
+    assert found.found(unzipped(body)) == set() and re.search(r'"redacted": ?true', unzipped(body))
+    verified = client.post("/ui/audit/verify", data={"csrf": csrf_of(client, "/ui/audit"), "against_store": "true"},
+                           files={"export": ("export.zip", body, "application/zip")})
+    assert verified.status_code == 200 and found.found(verified.text) == set()
+    assert 'data-testid="verify-ok"' in verified.text, verified.text[-800:]
+    monkeypatch.setattr(ApiKey, "scope", property(lambda self: EVERY_OPERATOR))
+    assert found.found(unzipped(exported()))
+
+
 def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tuple[Day, str, str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     found, _, key = day
@@ -249,6 +287,8 @@ def test_the_matrix_finds_the_leak_without_the_scope(client: TestClient, day: tu
     assert found.found(reconciled(client))
     assert "/ui/rounds?player=OP" in leaks, sorted(leaks)
     assert any(url.startswith("/ui/rounds/") for url in leaks) and "/ui/wallet" in leaks, sorted(leaks)
+    assert _round(found.shared_round) + "/bundle" in leaks, sorted(leaks)
+    assert f"{LATE}OP1" in client.get("/ui/rejections").text
     assert any(found.amounts & f for f in leaks.values()), "no per-bet amount found: the search cannot see one"
 
 
