@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONCURRENCY_MAX = 64
+# JetStream: a resend of a transaction within this of its first publish is dropped by the
+# stream; it must outlast the longest the deliverer (or the nats-server) may be away between
+# a publish stored but not acknowledged and its resend (docs/wallet.md, "JetStream").
+DUPLICATE_WINDOW_S_DEFAULT = 120.0
+DUPLICATE_WINDOW_S_MAX = 7 * 86400.0
 
 
 class ConfigError(Exception):
@@ -28,6 +33,7 @@ class OperatorWallet:
     nats_url: str = "nats://127.0.0.1:4222"
     stream: str = ""  # jetstream: the stream (made if missing); default WALLET_<OPERATOR>
     subject: str = ""  # jetstream: messages on <subject>.<kind>; default ledger.wallet.<operator>
+    duplicate_window_s: float = DUPLICATE_WINDOW_S_DEFAULT  # jetstream: the stream's, when the deliverer makes it
     debit_notices: bool = True
     concurrency: int = 8
     timeout_s: float = 5.0
@@ -37,7 +43,7 @@ class OperatorWallet:
 
 
 _FIELDS = {"url": str, "transport": str, "nats_url": str, "stream": str, "subject": str, "secret_env": str, "debit_notices": bool, "concurrency": int, "timeout_s": float,
-           "backoff_s": float, "backoff_max_s": float}
+           "backoff_s": float, "backoff_max_s": float, "duplicate_window_s": float}
 
 
 def load(path: str, env: dict[str, str] | None = None, *, secrets: bool = True) -> dict[str, OperatorWallet]:
@@ -101,6 +107,8 @@ def _operator(path: str, op: str, table: Any, env: Any, secrets: bool = True) ->
         raise ConfigError(f"{path}: operators.{op}.concurrency must be 1..{CONCURRENCY_MAX}")
     if not 0 < values.get("timeout_s", 5.0) <= 300:
         raise ConfigError(f"{path}: operators.{op}.timeout_s must be in (0, 300]")
+    if not 1 <= values.get("duplicate_window_s", DUPLICATE_WINDOW_S_DEFAULT) <= DUPLICATE_WINDOW_S_MAX:
+        raise ConfigError(f"{path}: operators.{op}.duplicate_window_s must be in [1, {DUPLICATE_WINDOW_S_MAX:.0f}]")
     secret = env.get(values["secret_env"]) if secrets else "-"
     if not secret:
         raise ConfigError(f"{path}: operators.{op}: the environment variable {values['secret_env']} "

@@ -23,8 +23,6 @@ from nats.js.errors import NotFoundError
 from ops.wallet.client import NO_ANSWER, OK, SIGNATURE_HEADER, Answer, sign
 from ops.wallet.config import OperatorWallet
 
-DUPLICATE_WINDOW_S = 120.0  # the stream's, when the deliverer makes it
-
 
 class JetStreamClient:
     """Publishes one operator's transactions; `post` is safe to call from several threads."""
@@ -50,7 +48,7 @@ class JetStreamClient:
                 except NotFoundError:
                     await self._js.add_stream(StreamConfig(name=self.wallet.stream,
                                                            subjects=[f"{self.wallet.subject}.>"],
-                                                           duplicate_window=DUPLICATE_WINDOW_S))
+                                                           duplicate_window=self.wallet.duplicate_window_s))
             return self._js
 
     async def _publish(self, kind: str, tx_id: str, data: bytes) -> Any:

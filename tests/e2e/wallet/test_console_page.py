@@ -5,6 +5,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from ops.bench.fake_wallet import FakeWallet
 from ops.cli import main as cli
 from ops.service.app import Settings, create_app
 from ops.wallet.config import load
@@ -13,7 +14,6 @@ from tests.e2e.console.conftest import sign_in
 from tests.e2e.service.conftest import make_keys
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
 from tests.e2e.wallet.test_dead_letters import player_of
-from tests.support.fake_wallet import FakeWallet
 
 
 def test_the_page_shows_operators_dead_letters_and_decisions(tmp_path: Path) -> None:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from ledger.eventlog import EventLog
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import problems
 from ops.cli import main as cli
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
 from projections.wallet_outbox import Outbox
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import problems
 
 
 def run(url: str, config: Path) -> None:
@@ -36,7 +36,7 @@ def player_of(url: str) -> str:
 
 
 def test_refused_then_retried_and_resolved(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = filled(store_url, rounds=4)
+    url = filled(store_url, rounds=3, seed=44)
     blocked = player_of(url)
     with FakeWallet(SECRET, refuse_players={blocked: "player_blocked"}) as wallet:
         config = config_file(tmp_path, wallet.url)
@@ -83,7 +83,7 @@ def test_resolve_records_the_decision(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_without_debit_notices_the_wallet_takes_the_stakes_itself(tmp_path: Path) -> None:
-    url = filled(f"sqlite:///{tmp_path / 'l.db'}")
+    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=3, seed=38)
     with FakeWallet(SECRET) as wallet:
         deliverer = Deliverer(url, load(str(config_file(tmp_path, wallet.url, notices=False))))
         try:

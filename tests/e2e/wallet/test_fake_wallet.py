@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.support.fake_wallet import Chaos, FakeWallet
+from ops.bench.fake_wallet import Chaos, FakeWallet
 
 SECRET = "s3cret"
 

@@ -6,53 +6,22 @@ statement is empty; a resend of a transaction is dropped by the server (docs/wal
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import uuid
 from pathlib import Path
 from typing import Any
 
-import nats
-
+from ops.bench.wallet_check import describe, problems
+from ops.bench.wallet_js import consumed, delete_stream, stream_messages
 from ops.jetstream.intake import NATS_URL_DEFAULT
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from ops.wallet.jetstream import JetStreamClient
 from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, filled
-from tests.support.fake_wallet import WalletState
-from tests.support.wallet_check import describe, problems
 
 
-async def _messages(stream: str) -> list[Any]:
-    nc = await nats.connect(NATS_URL_DEFAULT)
-    try:
-        js = nc.jetstream()
-        last = (await js.stream_info(stream)).state.last_seq
-        return [await js.get_msg(stream, seq) for seq in range(1, last + 1)]
-    finally:
-        await nc.close()
-
-
-async def _delete(stream: str) -> None:
-    nc = await nats.connect(NATS_URL_DEFAULT)
-    try:
-        await nc.jetstream().delete_stream(stream)
-    finally:
-        await nc.close()
-
-
-def consumed(stream: str, subject: str) -> tuple[WalletState, list[Any]]:
-    """What a consumer of the stream holds after applying every message in order."""
-    state, msgs = WalletState(), asyncio.run(_messages(stream))
-    for m in msgs:
-        expected = "sha256=" + hmac.new(SECRET.encode(), m.data, hashlib.sha256).hexdigest()
-        assert m.headers["X-Ledger-Signature"] == expected
-        body = json.loads(m.data)
-        assert m.headers["Nats-Msg-Id"] == body["transaction_id"]
-        assert m.subject.startswith(subject + ".")
-        state.handle(m.subject.rsplit(".", 1)[-1], body)
-    return state, msgs
+def _messages(stream: str) -> list[Any]:
+    return asyncio.run(stream_messages(NATS_URL_DEFAULT, stream))[0]
 
 
 def test_published_once_per_transaction(store_url: str, tmp_path: Path) -> None:
@@ -70,8 +39,9 @@ def test_published_once_per_transaction(store_url: str, tmp_path: Path) -> None:
         finally:
             deliverer.close()
         assert deliverer.result.calls > 0 and set(deliverer.result.outcomes) == {"ok"}
-        state, msgs = consumed(stream, subject)
-        assert len(msgs) == deliverer.result.calls
+        msgs = _messages(stream)
+        state, wrong = consumed(msgs, subject, SECRET.encode())
+        assert wrong == [] and len(msgs) == deliverer.result.calls
         assert problems(url, state) == [], describe(url, state)
 
         client = JetStreamClient(wallets["default"])  # a resend after a crash: the same id, dropped
@@ -81,6 +51,6 @@ def test_published_once_per_transaction(store_url: str, tmp_path: Path) -> None:
         finally:
             client.close()
         assert again.outcome == "ok" and json.loads(again.text)["duplicate"] is True
-        assert len(asyncio.run(_messages(stream))) == len(msgs)
+        assert len(_messages(stream)) == len(msgs)
     finally:
-        asyncio.run(_delete(stream))
+        asyncio.run(delete_stream(NATS_URL_DEFAULT, stream))

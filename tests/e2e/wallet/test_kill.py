@@ -1,164 +1,105 @@
 """`ledger wallet deliver` killed (-9) at random moments, and its PostgreSQL connections
-terminated under it, against a misbehaving wallet: once it has run to the end, every wallet
-holds the ledger's balances to the cent, nothing applied twice, nothing applied after its
-rollback, every round completed or cancelled at the wallet (issue 31)."""
+terminated under it, against a misbehaving HTTP wallet and a JetStream operator: once it has
+run to the end, every wallet holds the ledger's balances to the cent, nothing applied twice,
+nothing applied after its rollback, every round completed or cancelled at the wallet, and the
+stream holds each transaction once (issue 31). Two trials per store here; the many trials are
+`python -m ops.bench.wallet_trials` (ops/bench/wallet_trials.py, figures in docs/wallet.md)."""
 from __future__ import annotations
 
-import multiprocessing
-import os
-import random
-import signal
-import subprocess
-import sys
+import json
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger.store import open_app
-from ops.sim.simulator import simulate
+from ops.bench import wallet_trials
+from ops.bench.fake_wallet import Chaos, FakeWallet
+from ops.bench.wallet_check import describe, problems
+from ops.bench.wallet_trials import MIXED, ledger_process
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from tests.conftest import _pg_connect, pg_base_url
-from tests.e2e.wallet.conftest import SECRET, config_file
-from tests.support.fake_wallet import Chaos, FakeWallet
-from tests.support.wallet_check import describe, problems
+from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, filled
 
-ROOT = Path(__file__).resolve().parents[3]
-TRIALS_SQLITE = 20
-TRIALS_POSTGRES = 5
 RUN_MAX_S = 120
-# Every misbehaviour at once, rarely each: a kill lands among them.
-MIXED = {"drop": 0.04, "timeout": 0.02, "late": 0.02, "lost": 0.03, "5xx": 0.04, "5xx_after": 0.03,
-         "duplicate": 0.04}
+TERMINATED = 2  # the deliverer's PostgreSQL sessions terminated under it
+TRIALS = 2  # per store; the many trials: python -m ops.bench.wallet_trials --trials 20 (docs/wallet.md)
 
 
-def deliver_process(url: str, config: Path, *more: str, env: dict[str, str] | None = None,
-                    stderr: Any = subprocess.PIPE) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "ops.cli", "wallet", "deliver", "--db", url, "--config",
-                             str(config), *more], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=stderr)
+def deliver_process(url: str, config: Path, *, env: dict[str, str] | None = None, stderr: Path | None = None) -> Any:
+    """`ledger wallet deliver` as a process of its own (a multiprocessing.Process, forked from a
+    server that imported the CLI once: a fresh interpreter takes seconds to start when busy)."""
+    return ledger_process(["wallet", "deliver", "--db", url, "--config", str(config)],
+                          {SECRET_ENV: SECRET, **(env or {})}, stderr)
 
 
-def ingest(url: str, lines: list[bytes]) -> None:
-    app = open_app(url)
+def finish(url: str, config: Path) -> None:
+    """`ledger wallet deliver --until-idle`, in process (the same code as the command)."""
+    deliverer = Deliverer(url, load(str(config)))
     try:
-        app.ingest(lines, batch_size=200)
+        deliverer.run(until_idle=True)
     finally:
-        app.close()
+        deliverer.close()
 
 
-def finish(url: str, config: Path, env: dict[str, str] | None = None) -> None:
-    proc = deliver_process(url, config, "--until-idle", env=env)
-    _, err = proc.communicate(timeout=RUN_MAX_S)
-    assert proc.returncode == 0, err.decode()
+def test_trials_script_sqlite(capsys: pytest.CaptureFixture[str]) -> None:
+    """The script as the docs run it (a SQLite file per trial), one trial."""
+    assert wallet_trials.main(["--store", "sqlite", "--trials", "1", "--seed", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["trials"], report["passed"], report["kills"]) == (1, 1, 2), report
+    (result,) = report["results"]
+    assert result["http_requests"] > 0 and result["js_messages"] > 0, result
 
 
-def _deliver(url: str, config: str) -> None:
-    deliverer = Deliverer(url, load(config))
-    deliverer.run()
-
-
-def _forks() -> Any:
-    """Processes forked from a server that imported the deliverer once, before any thread ran
-    (the CLI's own start, its imports, takes seconds on a busy machine)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["ops.wallet.deliverer", "tests.e2e.wallet.test_kill"])
-    return ctx
-
-
-def killed_at_random(url: str, config: Path, wallet: FakeWallet, rng: random.Random) -> int:
-    """A deliverer process killed -9 after a random number of the wallet's requests, then a
-    random pause. Returns the requests it made."""
-    before = wallet.state.requests
-    proc = _forks().Process(target=_deliver, args=(url, str(config)), daemon=True)
-    proc.start()
-    calls = rng.randint(1, 120)
-    deadline, seen, quiet_since = time.monotonic() + 30, 0, time.monotonic()
-    while wallet.state.requests - before < calls and time.monotonic() < deadline:
-        if wallet.state.requests != seen:
-            seen, quiet_since = wallet.state.requests, time.monotonic()
-        elif seen > before and time.monotonic() - quiet_since > 0.5:
-            break  # it has called all it had to (as far as the wallet sees): killed idle
-        time.sleep(0.002)
-    time.sleep(rng.uniform(0, 0.05))
-    assert proc.is_alive()
-    os.kill(proc.pid or 0, signal.SIGKILL)
-    proc.join(10)
-    assert proc.exitcode == -signal.SIGKILL, proc.exitcode
-    return wallet.state.requests - before
-
-
-def trial(url: str, tmp: Path, seed: int) -> None:
-    """Half the day stored, the deliverer killed at a random moment, the rest of the day stored
-    while it is down, killed again, then run to the end by `ledger wallet deliver --until-idle`
-    (in process: the same code as the command)."""
-    rng = random.Random(seed)
-    lines = list(simulate(2, 5, seed, 300))
-    half = len(lines) // 2
-    ingest(url, lines[:half])
-    with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.35, seed=seed), latency_s=0.002) as wallet:
-        config = config_file(tmp, wallet.url, timeout_s=0.25)
-        assert killed_at_random(url, config, wallet, rng) > 0
-        ingest(url, lines[half:])
-        assert killed_at_random(url, config, wallet, rng) > 0
-        deliverer = Deliverer(url, load(str(config)))
-        try:
-            deliverer.run(until_idle=True)
-        finally:
-            deliverer.close()
-        assert problems(url, wallet.state) == [], describe(url, wallet.state)
-
-
-@pytest.mark.parametrize("seed", range(TRIALS_SQLITE))
+@pytest.mark.parametrize("seed", range(TRIALS - 1))
 def test_killed_at_random_moments_sqlite(seed: int, tmp_path: Path) -> None:
-    trial(f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path, seed)
+    result = wallet_trials.trial(f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path, seed)
+    assert result.problems == [] and all(result.kills_after_calls), result
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("seed", range(100, 100 + TRIALS_POSTGRES))
+@pytest.mark.parametrize("seed", range(100, 100 + TRIALS))
 def test_killed_at_random_moments_postgres(seed: int, tmp_path: Path, pg_schema_url: str) -> None:
-    trial(pg_schema_url, tmp_path, seed)
+    result = wallet_trials.trial(pg_schema_url, tmp_path, seed)
+    assert result.problems == [] and all(result.kills_after_calls), result
 
 
 @pytest.mark.postgres
 def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> None:
     """Every connection of the deliverer (found by its application name, so no other test's)
-    terminated every few tenths of a second while it delivers."""
-    ingest(pg_schema_url, list(simulate(2, 6, 41, 300)))
+    terminated every few tenths of a second while it delivers, until 2 were; it reconnects
+    each time and goes on, and the wallet ends as the ledger."""
+    filled(pg_schema_url, rounds=3, seed=38)
     name = f"wallet-test-{uuid.uuid4().hex[:12]}"
-    stop, killed = threading.Event(), [0]
+    called, stop, killed = threading.Event(), threading.Event(), [0]
 
     def terminate() -> None:
         conn = _pg_connect(pg_base_url())
         try:
-            while not stop.wait(0.3):
+            while killed[0] < TERMINATED and not stop.wait(0.2):
                 rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                                     "WHERE application_name = %s", (name,)).fetchall()
                 killed[0] += len(rows)
         finally:
             conn.close()
 
-    with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.35, seed=5), latency_s=0.01) as wallet:
-        config = config_file(tmp_path, wallet.url, timeout_s=0.25)
-        proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name})
-        deadline = time.monotonic() + RUN_MAX_S
-        while wallet.state.requests == 0:  # its start (imports) takes seconds on a busy machine
-            assert proc.poll() is None and time.monotonic() < deadline, "the deliverer did not start"
-            time.sleep(0.05)
-        killer = threading.Thread(target=terminate, daemon=True)
-        killer.start()
+    with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.3, seed=5), latency_s=0.01, on_request=called.set) as wallet:
+        config = config_file(tmp_path, wallet.url, timeout_s=0.2)
+        proc = deliver_process(pg_schema_url, config, env={"PGAPPNAME": name}, stderr=tmp_path / "err")
         try:
-            time.sleep(3)
+            assert called.wait(RUN_MAX_S), "the deliverer did not start"
+            killer = threading.Thread(target=terminate, daemon=True)
+            killer.start()
+            killer.join(RUN_MAX_S)
         finally:
             stop.set()
-            killer.join()
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=RUN_MAX_S)
-        assert killed[0] > 0, "no connection was terminated"
-        assert b"reconnecting" in err, err.decode()
+            proc.terminate()  # SIGTERM: it stops after its turn
+            proc.join(RUN_MAX_S)
+        err = (tmp_path / "err").read_text()
+        assert proc.exitcode == 0, err
+        assert killed[0] >= TERMINATED, "no connection was terminated"
+        assert "reconnecting" in err, err
         finish(pg_schema_url, config)
         assert problems(pg_schema_url, wallet.state) == [], describe(pg_schema_url, wallet.state)

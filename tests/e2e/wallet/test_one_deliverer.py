@@ -4,52 +4,56 @@ wallet answers 503 to everything, so it always has calls to make; the second has
 which must hear nothing until the first is gone (issue 31)."""
 from __future__ import annotations
 
-import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from ops.bench.fake_wallet import Chaos, FakeWallet
+from ops.bench.wallet_check import describe, problems
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
 from tests.e2e.wallet.test_kill import RUN_MAX_S, deliver_process, finish
-from tests.support.fake_wallet import Chaos, FakeWallet
-from tests.support.wallet_check import describe, problems
 
 WAITING = b"another deliverer is running on this store"
 
 
-def _wait_for(what: str, done: object, deadline: float) -> None:
-    while not done():  # type: ignore[operator]
+def _wait_for(what: str, done: Callable[[], bool], deadline: float) -> None:
+    while not done():
         assert time.monotonic() < deadline, what
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def second_waits(url: str, tmp: Path) -> None:
-    filled(url, rounds=4)
-    with FakeWallet(SECRET, chaos=Chaos({"5xx": 1.0})) as first_wallet, FakeWallet(SECRET) as second_wallet:
+    filled(url, rounds=3, seed=44)
+    first_called = threading.Event()
+    with FakeWallet(SECRET, chaos=Chaos({"5xx": 1.0}), on_request=first_called.set) as first_wallet, \
+            FakeWallet(SECRET) as second_wallet:
         (tmp / "a").mkdir()
         (tmp / "b").mkdir()
         first = deliver_process(url, config_file(tmp / "a", first_wallet.url, timeout_s=0.25))
-        deadline = time.monotonic() + RUN_MAX_S
-        _wait_for("the first deliverer did not start", lambda: first_wallet.state.requests > 0, deadline)
-        err_path = tmp / "second.err"
-        with open(err_path, "wb") as err:
+        second = None
+        err = tmp / "second.err"
+        try:
+            assert first_called.wait(RUN_MAX_S), "the first deliverer did not start"
             second = deliver_process(url, config_file(tmp / "b", second_wallet.url, timeout_s=0.25), stderr=err)
-            try:
-                _wait_for("the second deliverer did not say it waits", lambda: WAITING in err_path.read_bytes(),
-                          deadline)
-                time.sleep(1.0)  # waiting, with calls to make: none reaches any wallet
-                assert second_wallet.state.requests == 0
-                assert second.poll() is None, err_path.read_bytes().decode()
-                assert err_path.read_bytes().count(b"\n") == 1, err_path.read_bytes().decode()
-                first.send_signal(signal.SIGTERM)
-                assert first.wait(RUN_MAX_S) == 0
-                _wait_for("the second did not take over", lambda: second_wallet.state.requests > 0, deadline)
-            finally:
-                for proc in (first, second):
-                    if proc.poll() is None:
-                        proc.send_signal(signal.SIGTERM)
-                    proc.wait(RUN_MAX_S)
+            deadline = time.monotonic() + RUN_MAX_S
+            _wait_for("the second deliverer did not say it waits", lambda: err.exists() and WAITING in err.read_bytes(),
+                      deadline)
+            time.sleep(0.5)  # waiting, with calls to make: none reaches any wallet
+            assert second_wallet.state.requests == 0
+            assert second.is_alive(), err.read_text()
+            assert err.read_bytes().count(b"\n") == 1, err.read_text()
+            first.terminate()
+            first.join(RUN_MAX_S)
+            assert first.exitcode == 0
+            _wait_for("the second did not take over", lambda: second_wallet.state.requests > 0, deadline)
+        finally:
+            for proc in (first, second):
+                if proc is not None and proc.is_alive():
+                    proc.terminate()
+                    proc.join(RUN_MAX_S)
         finish(url, config_file(tmp / "b", second_wallet.url, timeout_s=0.25))
         assert problems(url, second_wallet.state) == [], describe(url, second_wallet.state)
 

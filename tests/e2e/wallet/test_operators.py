@@ -15,13 +15,13 @@ import pytest
 
 from domain.operators import player_of
 from ledger.store import open_app
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import describe, problems
 from ops.cli import main
 from ops.sim.simulator import Studio
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.balances import PLAYER_PREFIX
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import describe, problems
 
 OPERATORS = ("OP1", "OP2", "OP3")
 
@@ -53,7 +53,7 @@ def test_each_operators_wallet_gets_its_own_players_money(store_url: str, tmp_pa
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     app = open_app(store_url)
     try:
-        app.ingest(Studio(4, 8, seed=7, fault_rate=300, operators=len(OPERATORS)).lines(), batch_size=500)
+        app.ingest(Studio(3, 4, seed=7, fault_rate=300, operators=len(OPERATORS)).lines(), batch_size=500)
     finally:
         app.close()
     with ExitStack() as stack:

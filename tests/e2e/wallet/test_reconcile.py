@@ -1,6 +1,6 @@
 """`ledger wallet reconcile`: the store's delivered transactions against the wallet's statement
 (docs/wallet.md, "Reconciling"). Empty after a delivery (the misbehaviour and kill tests check
-it too, through tests/support/wallet_check.py); each kind of difference found, exit 1."""
+it too, through ops/bench/wallet_check.py); each kind of difference found, exit 1."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from ops.bench.fake_wallet import FakeWallet
 from ops.cli import main as cli
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import FakeWallet
 
 
 def reconciled(url: str, config: Path, statement: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:

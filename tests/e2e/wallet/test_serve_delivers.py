@@ -11,16 +11,16 @@ from pathlib import Path
 
 import httpx
 
+from ops.bench.fake_wallet import FakeWallet
+from ops.bench.wallet_check import problems, statuses
 from tests.e2e.service.conftest import free_port
 from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.support.fake_wallet import FakeWallet
-from tests.support.wallet_check import problems, statuses
 
 START_S = 60
 
 
 def test_serve_runs_the_deliverer(tmp_path: Path) -> None:
-    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=4)
+    url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=3, seed=44)
     port = free_port()
     with FakeWallet(SECRET) as wallet:
         config = config_file(tmp_path, wallet.url)

@@ -11,9 +11,9 @@ from collections import Counter
 from domain.operators import DEFAULT_OPERATOR_ID, player_key
 from ledger.eventlog import EventLog
 from ledger.store import open_app
+from ops.bench.wallet_check import ledger_balances
 from ops.sim.simulator import Studio, simulate
 from projections.wallet_tx import Deriver, WalletTx, key_of
-from tests.support.wallet_check import ledger_balances
 
 SIGN = {"debit": -1, "credit": 1, "rollback": 1, "round": 0}
 

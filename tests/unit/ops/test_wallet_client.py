@@ -64,7 +64,10 @@ def test_a_jetstream_operator_needs_no_url(tmp_path: Path) -> None:
     wallet = load(path, {"S": "s"})["op.1"]
     assert (wallet.transport, wallet.nats_url, wallet.stream, wallet.subject) == (
         "jetstream", "nats://127.0.0.1:4222", "WALLET_OP_1", "ledger.wallet.op_1")
+    assert wallet.duplicate_window_s == 120.0
     assert load(path, {}, secrets=False)["op.1"].secret == b""
+    longer = write(tmp_path, '[operators.a]\ntransport = "jetstream"\nsecret_env = "S"\nduplicate_window_s = 3600\n')
+    assert load(longer, {"S": "s"})["a"].duplicate_window_s == 3600.0
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -78,6 +81,7 @@ def test_a_jetstream_operator_needs_no_url(tmp_path: Path) -> None:
     ("[operators.a]\ntransport = 'kafka'\nsecret_env = 'S'\n", "transport must be one of http, jetstream"),
     ("[operators.a]\ntransport = 'jetstream'\nnats_url = 'http://x'\nsecret_env = 'S'\n", "nats://"),
     ("[operators.a]\ntransport = 'jetstream'\nsubject = 'a.>'\nsecret_env = 'S'\n", "subject"),
+    ("[operators.a]\ntransport = 'jetstream'\nsecret_env = 'S'\nduplicate_window_s = 0.5\n", "duplicate_window_s"),
 ])
 def test_configuration_mistakes(tmp_path: Path, text: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says.replace("[", r"\[").replace(".", r"\.")):

@@ -19,6 +19,8 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
 `operator_id`: the wallet is that operator's: a request naming another operator is refused
 (422 `unknown_operator`) and kept in `foreign`, so a test sees a player sent to the wrong wallet.
 `log` records each request's effect in order, so the tests check what was applied, when.
+`on_request` is called as each request arrives (the kill trials count the deliverer's calls
+with it, ops/bench/wallet_trials.py).
 """
 from __future__ import annotations
 
@@ -30,12 +32,14 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 START_BALANCE = 10**12
+SHUTDOWN_POLL_S = 0.02
 MISBEHAVIOURS = ("drop", "timeout", "late", "lost", "5xx", "5xx_after", "duplicate")
 
 
@@ -175,8 +179,10 @@ class FakeWallet:
     """The server: `url`, `state`, `chaos`; `start()` / `stop()` (or a `with` block)."""
 
     def __init__(self, secret: str, chaos: Chaos | None = None, refuse_players: dict[str, str] | None = None,
-                 start_balance: int = START_BALANCE, latency_s: float = 0.0, operator_id: str | None = None) -> None:
+                 start_balance: int = START_BALANCE, latency_s: float = 0.0, operator_id: str | None = None,
+                 on_request: Callable[[], None] = lambda: None) -> None:
         self.secret = secret.encode()
+        self.on_request = on_request
         self.operator_id = operator_id
         self.foreign: list[dict[str, Any]] = []  # requests naming another operator (operator_id set)
         self.chaos = chaos or Chaos()
@@ -186,7 +192,8 @@ class FakeWallet:
         self.bad_signatures = 0
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # stop() waits for the serving loop's next look: 0.5 s by default, on every test's exit
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -227,6 +234,7 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with wallet.state.lock:
                 wallet.state.requests += 1
+            wallet.on_request()
             kind = self.path.rsplit("/", 1)[-1]
             if not wallet.signed(raw, self.headers.get("X-Ledger-Signature")):
                 wallet.bad_signatures += 1

@@ -8,8 +8,8 @@ from typing import Any
 from domain.operators import DEFAULT_OPERATOR_ID, operator_of, player_of
 from ledger.eventlog import EventLog
 from ledger.records import BetPlaced, Opened, Record, Settled, SettlementReversed, Voided
+from ops.bench.fake_wallet import WalletState
 from projections.balances import PLAYER_PREFIX
-from tests.support.fake_wallet import WalletState
 
 
 def ledger_balances(records: list[Record]) -> dict[str, int]:
