@@ -46,14 +46,14 @@ def day(tmp_path_factory: pytest.TempPathFactory) -> tuple[Day, str, str]:
 
 
 def delivered(day: Day, store_url: str, folder: Path) -> None:
-    """One deliverer, a fake wallet per operator (tests/e2e/wallet/test_operators.py): OP1's and
+    """One deliverer, a fake wallet per operator (as tests/e2e/wallet/test_operators.py): OP1's and
     OP3's wallets refuse every player (dead letters naming them and their stakes), OP2's one."""
     from ledger.eventlog import EventLog
+    from ops.bench.fake_wallet import FakeWallet
     from ops.cli import main as cli
     from ops.wallet.config import load
     from ops.wallet.deliverer import Deliverer
     from projections.wallet_outbox import read_status
-    from tests.support.fake_wallet import FakeWallet
 
     refused = {op: dict.fromkeys(sorted(ids)[:1] if op == MINE else ids, "player_blocked")
                for op, ids in day.players.items()}
