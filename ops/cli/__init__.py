@@ -7,10 +7,13 @@ code and exit status 2 (ops/cli/errors.py); `--debug` shows the traceback instea
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import os
 import pkgutil
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from domain.text import escaped
 from ledger import logging as ledger_logging
@@ -92,8 +95,28 @@ def leaf_commands(parser: argparse.ArgumentParser | None = None) -> dict[str, ar
     return found
 
 
+# The options whose defaults come from the environment when the parser is built.
+ENV_DEFAULTS = ("LEDGER_TIMEZONE", "LEDGER_WALLET_CONFIG")
+
+
+@functools.lru_cache(maxsize=4)
+def _parser_for(env: tuple[str | None, ...]) -> argparse.ArgumentParser:
+    """One parser per environment its defaults read: building it imports and registers every
+    command (~0.1 s), which a process that runs `main` many times (the tests, the console's
+    workers) would otherwise pay on every call."""
+    return build_parser()
+
+
+def _current(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The command's function as its module names it now, not when the cached parser was built
+    (a test that replaces a command's `run` is served by the same parser)."""
+    module = sys.modules.get(getattr(func, "__module__", ""))
+    found = getattr(module, getattr(func, "__name__", ""), None) if module is not None else None
+    return found if callable(found) else func
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = _parser_for(tuple(os.environ.get(name) for name in ENV_DEFAULTS))
     # parse_known_args: argparse would report an unknown option under the top parser's
     # name (`ledger:`), not under the command it was given to.
     args, unknown = parser.parse_known_args(argv)
@@ -104,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         with escaping_output(), ledger_logging.kept_configuration():
-            return int(args.func(args) or 0)
+            return int(_current(args.func)(args) or 0)
     except BrokenPipeError:  # `ledger ... | head` is fine
         return 0
     except KeyboardInterrupt:
