@@ -297,13 +297,15 @@ def test_a_deep_line_does_not_fail_other_clients_batches_with_two_workers(pg_sch
                     if r.status_code == 200:
                         accepted.extend(x["status"] for x in r.json())
 
-        threads = [threading.Thread(target=post, args=(bodies,)) for bodies in [[deep] * 3] * 4 + list(tables.values())]
+        # Two clients sending the deep line twice each (the fault failed the deep line's own batch too:
+        # one is enough to see it; the others' commands share batches with it).
+        threads = [threading.Thread(target=post, args=(bodies,)) for bodies in [[deep] * 2] * 2 + list(tables.values())]
         for t in threads:
             t.start()
         for t in threads:
             t.join(60)
-        assert statuses == [200] * (12 + len(lines)), statuses
-        assert accepted.count("accepted") == len(lines) and accepted.count("refused") == 12
+        assert statuses == [200] * (4 + len(lines)), statuses
+        assert accepted.count("accepted") == len(lines) and accepted.count("refused") == 4
     finally:
         log = server.stop()
     assert "Traceback" not in log, log[-3000:]
