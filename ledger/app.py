@@ -16,6 +16,7 @@ mapping to stored events, so the two threads only contend for the GIL.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol, cast, runtime_checkable
 from uuid import UUID
 
@@ -30,7 +31,7 @@ from ledger.commands import COMMAND_TYPES, Command
 from ledger.ids import round_id_for
 from ledger.intake import Intake, conflict, parse_all
 from ledger.library.eventstore import LedgerEventStore, LedgerMapper
-from ledger.library.recorders import KnownCommand
+from ledger.library.recorders import Fence, KnownCommand
 from ledger.partitions import can_fork, ingest_partitioned, partitioned_batches
 from ledger.round import Round
 from ledger.shoe import Shoe, shoe_id_for
@@ -163,7 +164,7 @@ class LedgerApp(Application[UUID]):
 
     # ------------------------------------------------------------- batches
 
-    def run_batch(self, raws: Sequence[Raw], *, assume_new: bool = False) -> list[Result]:
+    def run_batch(self, raws: Sequence[Raw], *, assume_new: bool = False, fence: Fence | None = None) -> list[Result]:
         """Check and record a batch of commands in one transaction; one result per command.
         `assume_new` (the live writer): when every round and shoe the batch touches is cached,
         first try the batch as if no command id had been seen before, without the lookup
@@ -174,10 +175,12 @@ class LedgerApp(Application[UUID]):
         unit = UnitOfWork(self, self.shoes_in_use)
         wanted = unit.wanted(parsed)
         fast = assume_new and not wanted  # no lookup; a failed write runs the batch again the usual way
+        again = partial(self.run_batch, fence=fence)
         ids = [] if fast else [p.command_id for p in parsed if type(p) in COMMAND_TYPES or not isinstance(p, Refusal)]  # type: ignore[union-attr]
         # The batch's two reads (command ids seen before; which new aggregates exist) in one round trip.
         known, existing = self.ledger_recorder().lookup(ids, wanted) if ids or wanted else ({}, set())
         intake = Intake(unit, known, ledger_logging.debug_enabled())
+        intake.rows.fence = fence  # a lease holder's batch (`LeaseLost`: nothing of it commits)
         try:
             unit.absent = set(wanted) - existing
             take = intake.take
@@ -186,19 +189,19 @@ class LedgerApp(Application[UUID]):
         except RecordConflictError:
             unit.evict()
             if fast:  # a command id already stored (a retry), or another writer
-                return self.run_batch(raws)
+                return again(raws)
             if len(raws) == 1:
                 return [conflict(parsed[0])]
             # Someone else wrote in between: rerun one command at a time on fresh state.
-            return [r for raw in raws for r in self.run_batch([raw])]
+            return [r for raw in raws for r in again([raw])]
         except UNSTORABLE as err:
             unit.evict()
             if fast:
-                return self.run_batch(raws)
+                return again(raws)
             if len(raws) == 1:
-                return [self._unstorable(raws[0], err)]
+                return [self._unstorable(raws[0], err, fence)]
             # One command the store cannot hold must not cost the batch: find it alone.
-            return [r for raw in raws for r in self.run_batch([raw])]
+            return [r for raw in raws for r in again([raw])]
         except BaseException:
             unit.evict()  # never leave half-applied aggregates in the cache
             raise
@@ -210,12 +213,13 @@ class LedgerApp(Application[UUID]):
     def _parse(self, raws: Sequence[Raw]) -> list[Command | Refusal]:
         return parse_all(raws)
 
-    def _unstorable(self, raw: Raw, err: BaseException) -> Result:
+    def _unstorable(self, raw: Raw, err: BaseException, fence: Fence | None = None) -> Result:
         """Last resort for a command that passed every check but that the store refused
         (every known case is refused earlier): a `bad_command` refusal, kept in the log."""
         unit = UnitOfWork(self, self.shoes_in_use)
         intake = Intake(unit, {})
         result = intake.take(refuse(RefusalCode.BAD_COMMAND, "store", error=err), raw)
+        intake.rows.fence = fence
         unit.save(intake.rows)
         return result
 

@@ -134,7 +134,7 @@ class KeyStore:
     def list(self) -> list[ApiKey]:
         with self.cursor(commit=False) as c:
             c.execute(f"SELECT {', '.join(COLUMNS)} FROM {self.table} ORDER BY created_at, key_id")
-            return [_key(row) for row in c.fetchall()]
+            return [key_of_row(row) for row in c.fetchall()]
 
     def revoke(self, key_id_or_name: str) -> int:
         """Revoke by key id or name; how many keys were revoked (0: none matched)."""
@@ -159,7 +159,7 @@ class KeyStore:
             return None
         if not hmac.compare_digest(row["secret_hash"], _hash(secret)):
             return None
-        return _key(row)
+        return key_of_row(row)
 
 
 def key_store(app: LedgerApp) -> KeyStore:
@@ -168,7 +168,9 @@ def key_store(app: LedgerApp) -> KeyStore:
         return KeyStore(app.recorder.datastore)  # type: ignore[attr-defined]  # both library recorders have one
 
 
-def _key(row: Any) -> ApiKey:
+def key_of_row(row: Any) -> ApiKey:
+    """The key a row of the key table (COLUMNS, as a mapping) describes (also read joined, by the
+    console's sessions)."""
     tables = tuple(t for t in row["tables"].split(",") if t)
     operators = tuple(o for o in (row["operators"] or "").split(",") if o)
     return ApiKey(row["key_id"], row["name"], row["role"], tables, row["created_at"], row["revoked_at"], operators)

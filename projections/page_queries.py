@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from ledger.records import TableConfigured, TableSeatingChanged
 from projections.recall import RECALL
@@ -49,9 +50,14 @@ def _table_aggregate(table_id: str) -> Any:
 
 
 def rejection_rows(log: EventLog, code: str | None, table: str | None, since: date | None, until: date | None,
-                   after_id: int, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+                   after_id: int, limit: int, scope: OperatorScope = EVERY_OPERATOR,
+                   ) -> tuple[list[dict[str, Any]], int | None]:
     """Refused commands matching the filters, oldest first, read a thousand at a time from
-    `after_id`; and the id to continue after (None at the end)."""
+    `after_id`; and the id to continue after (None at the end). For a scope of some operators,
+    those naming one of them, another operator's player in a message replaced, as
+    /v1/rejections (projections/redaction.py)."""
+    from projections.redaction import redact_text, shows_rejection
+
     out: list[dict[str, Any]] = []
     while len(out) < limit:
         batch = log.rejections(after_id=after_id, limit=1000)
@@ -59,8 +65,8 @@ def rejection_rows(log: EventLog, code: str | None, table: str | None, since: da
             return out, None
         for row in batch:
             after_id = row["id"]
-            if _rejection_matches(row, code, table, since, until):
-                out.append(row)
+            if _rejection_matches(row, code, table, since, until) and shows_rejection(row["payload"], scope):
+                out.append(row if scope.everyone else row | {"message": redact_text(row["message"], scope)})
                 if len(out) == limit:
                     return out, after_id
     return out, after_id
@@ -93,9 +99,9 @@ def with_pages(db: Db, rows: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
 
 
 def every_rejection(log: EventLog, code: str | None, table: str | None, since: date | None,
-                    until: date | None) -> Iterator[dict[str, Any]]:
+                    until: date | None, scope: OperatorScope = EVERY_OPERATOR) -> Iterator[dict[str, Any]]:
     """Every refused command matching the filters, oldest first (the rejections page's, all pages)."""
     after: int | None = 0
     while after is not None:
-        rows, after = rejection_rows(log, code, table, since, until, after, limit=1000)
+        rows, after = rejection_rows(log, code, table, since, until, after, limit=1000, scope=scope)
         yield from rows

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.errors import require
+from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
 from projections.sql import Db, Table, columns_of
 from projections.wallet_tx import FINAL, OPEN, WalletTx
@@ -159,10 +160,15 @@ class Outbox:
         return {op: int(ms) for op, ms in self.db.query(
             f"SELECT operator_id, MIN(derived_ms) FROM wallet_tx WHERE status IN ({marks}) GROUP BY operator_id", OPEN)}
 
-    def by_status(self, statuses: Sequence[str], limit: int = 100) -> list[WalletTx]:
+    def by_status(self, statuses: Sequence[str], limit: int = 100,
+                  scope: OperatorScope = EVERY_OPERATOR) -> list[WalletTx]:
+        """The first `limit` transactions in these statuses (of the scope's operators)."""
         require(set(statuses) <= set(OPEN) | set(FINAL), f"unknown status in {statuses}")
         marks = ", ".join("?" * len(statuses))
-        rows = self.db.query(f"{self._select} WHERE status IN ({marks}) ORDER BY seq LIMIT ?", (*statuses, limit))
+        operators = sorted(scope.operators) if scope.operators is not None else None
+        of = "" if operators is None else f" AND operator_id IN ({', '.join('?' * len(operators)) or 'NULL'})"
+        rows = self.db.query(f"{self._select} WHERE status IN ({marks}){of} ORDER BY seq LIMIT ?",
+                             (*statuses, *(operators or ()), limit))
         return [WalletTx(*row) for row in rows]
 
     def of_operator(self, operator: str) -> list[WalletTx]:
@@ -176,33 +182,44 @@ class Outbox:
             "SELECT operator_id, COUNT(*) FROM wallet_attempts WHERE outcome <> 'ok' GROUP BY operator_id")}
 
 
-def delivery_status(outbox: Outbox, head: int) -> dict[str, Any]:
+def delivery_status(outbox: Outbox, head: int, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any]:
     """What `ledger wallet status` and /metrics show: per operator, transactions by status,
-    the oldest open one's age, failures; the dead letters with the wallet's answers."""
+    the oldest open one's age, failures; the dead letters with the wallet's answers. For a scope
+    of some operators (the console's), theirs only."""
     now_ms = int(time.time() * 1000)
     oldest = outbox.oldest_open_ms()
     failures = outbox.failures()
     position = outbox.position()
     operators = {}
     for op, counts in sorted(outbox.counts().items()):
+        if not scope.allows(op):
+            continue
         operators[op] = {"statuses": counts, "failures": failures.get(op, 0),
                          "oldest_open_age_s": round((now_ms - oldest[op]) / 1000, 3) if op in oldest else 0.0}
     dead = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
              "reason": t.reason, "amount_minor": t.amount_minor, "currency": t.currency, "round_id": t.round_id,
-             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",))]
+             "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("dead",), scope=scope)]
     retrying = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
-                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",))]
+                 "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",), scope=scope)]
     return {"position": position, "head": head, "events_behind": max(0, head - position), "operators": operators,
-            "dead": dead, "retrying": retrying, "decisions": outbox.decisions()}
+            "dead": dead, "retrying": retrying, "decisions": _decisions(outbox, scope)}
 
 
-def read_status(log: EventLog) -> dict[str, Any] | None:
-    """`delivery_status` of the store `log` reads (None: no deliverer has run on it)."""
+def _decisions(outbox: Outbox, scope: OperatorScope) -> list[dict[str, Any]]:
+    decisions = outbox.decisions()
+    if scope.everyone:
+        return decisions
+    return [d for d in decisions if (tx := outbox.get(d["tx_id"])) is not None and scope.allows(tx.operator_id)]
+
+
+def read_status(log: EventLog, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any] | None:
+    """`delivery_status` of the store `log` reads (None: no deliverer has run on it), of the
+    scope's operators."""
     db = Db.for_store(log.backend)
     try:
         if not db.table_exists(TXS.name):
             return None
-        return delivery_status(Outbox(db), log.head())
+        return delivery_status(Outbox(db), log.head(), scope)
     finally:
         db.close()
 

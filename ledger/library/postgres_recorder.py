@@ -21,6 +21,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
+from ledger import leases
 from ledger.library.arrays import ByteaArray, EncodedArray, Int8Array, TextArray, UuidArray, encode_array
 from ledger.library.recorders import (
     COMMAND_COLUMNS,
@@ -30,6 +31,7 @@ from ledger.library.recorders import (
     REJECTION_COLUMNS,
     REJECTION_TYPES,
     REJECTIONS_TABLE,
+    Fence,
     KnownCommand,
     LedgerRows,
     VersionRead,
@@ -109,6 +111,11 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 "received_at text NOT NULL)"
             ).format(self.rejections_table)
         )
+        # The partition leases (ledger/leases.py) live beside the events: a fenced batch checks
+        # its lease in its own transaction.
+        self.leases_table = _bytes(SQL("{0}.{1}").format(schema, Identifier(leases.TABLE))).decode()
+        self.sql_create_statements.append(
+            SQL("CREATE TABLE IF NOT EXISTS {0}.{1} " + leases.COLUMNS).format(schema, Identifier(leases.TABLE)))
         events_table = SQL("{0}.{1}").format(schema, Identifier(self.events_table_name))
         self.copy_events_statement = SQL(
             "COPY {0} (originator_id, originator_version, topic, state) FROM STDIN (FORMAT BINARY)"
@@ -202,9 +209,11 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         table lock, commit. Returns the events' notification ids."""
         rows: LedgerRows | None = kwargs.get("ledger_rows")
         count = len(stored_events) + (len(rows.commands) + len(rows.rejections) if rows is not None else 0)
+        fence = rows.fence if rows is not None else None
         if count <= self.one_statement_rows_max:
-            return self._insert_one_statement(stored_events, rows)
+            return self._insert_one_statement(stored_events, rows, fence)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            self._fence(curs, fence)
             self._copy_rows(curs, rows)
             if stored_events:  # lock (held to the commit), then the check, then the events
                 curs.execute(SQL("; ").join([*self.lock_table_statements, self.notify_statement]))
@@ -214,7 +223,14 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
 
     one_statement_rows_max = ONE_STATEMENT_ROWS_MAX
 
-    def _insert_one_statement(self, stored_events: Sequence[StoredEvent], rows: LedgerRows | None) -> list[int] | None:
+    def _fence(self, curs: Cursor[DictRow], fence: Fence | None) -> None:
+        """A lease-holding writer's batch: first in its transaction, the lease's row locked
+        (FOR KEY SHARE, to the commit) and its token checked; `LeaseLost` rolls everything back."""
+        if fence is not None:
+            leases.fence(curs, fence.name, fence.token, self.leases_table)
+
+    def _insert_one_statement(self, stored_events: Sequence[StoredEvent], rows: LedgerRows | None,
+                              fence: Fence | None = None) -> list[int] | None:
         """The whole transaction as ONE statement, its own transaction on the pool's autocommit
         connection: the write function (`write_function_statement`) inserts the rows that need
         no lock, runs the library's lock statements and NOTIFY, then inserts the events
@@ -235,7 +251,12 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                   encode_array(Int8Array, [r.read for r in reads])]
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             try:
-                self._run_write(curs, params)
+                if fence is None:
+                    self._run_write(curs, params)
+                else:  # the fence and the write function in one transaction (two more round trips)
+                    with conn.transaction():
+                        self._fence(curs, fence)
+                        self._run_write(curs, params)
             except BaseException:
                 if conn.pgconn.transaction_status != IDLE:
                     conn.rollback()

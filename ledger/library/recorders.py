@@ -87,6 +87,14 @@ class VersionRead(NamedTuple):
     after: int
 
 
+class Fence(NamedTuple):
+    """A lease the batch's transaction must still hold (ledger/leases.py): its name and the
+    fencing token the writer was given. Checked first in the transaction; `LeaseLost` when the
+    token moved on, and nothing of the batch commits."""
+    name: str
+    token: int
+
+
 @dataclass
 class LedgerRows:
     commands: list[CommandRow] = field(default_factory=list)
@@ -94,6 +102,7 @@ class LedgerRows:
     # Checked in the write's transaction: the store must hold each aggregate at the version
     # the batch read it at, or the batch was decided on a stale read and nothing commits.
     reads: list[VersionRead] = field(default_factory=list)
+    fence: Fence | None = None  # a lease-holding writer's (PostgreSQL only)
 
 
 def stale(reads: Sequence[VersionRead], stored: dict[UUID, int]) -> IntegrityError:

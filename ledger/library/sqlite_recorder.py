@@ -14,6 +14,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
+from domain.errors import require
 from ledger.library.recorders import (
     COMMANDS_TABLE,
     KNOWN_COLUMNS,
@@ -50,6 +51,8 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """The library's write transaction (its datastore's), with the batch's rows in it."""
+        rows: LedgerRows | None = kwargs.get("ledger_rows")
+        require(rows is None or rows.fence is None, "leases live in PostgreSQL: a SQLite store takes no fenced batch")
         with self.datastore.transaction(commit=True) as c:
             return self._write_batch(c, stored_events, kwargs.get("ledger_rows"))
 

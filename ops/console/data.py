@@ -58,8 +58,13 @@ def round_page(db: Db, q: RoundQuery, page: int = 1, rows: int = PAGE_ROWS) -> R
 
 
 def round_csv(db: Db, q: RoundQuery) -> Iterator[str]:
-    """Every round the search matches as CSV lines (queries.ROUND_CSV), read a page at a time."""
-    return csv_lines(queries.ROUND_CSV, _every_round(db, q))
+    """Every round the search matches as CSV lines (queries.ROUND_CSV), read a page at a time,
+    each player as a person reads it (`p-17 (OP2)`, render.player_name), not by the ledger's key."""
+    from ops.console.render import player_name
+
+    at = queries.ROUND_CSV.index("player_id")
+    return csv_lines(queries.ROUND_CSV, ([*row[:at], row[at] and player_name(row[at]), *row[at + 1:]]
+                                         for row in _every_round(db, q)))
 
 
 def _every_round(db: Db, q: RoundQuery) -> Iterator[list[Any]]:

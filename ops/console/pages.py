@@ -26,17 +26,19 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from domain.errors import Refusal
+from domain.operators import OperatorScope
 from ledger.startup import tables_created_alone
 from ops.console import data, round_drawing
 from ops.console.charts import Series, band_chart, bar_chart, money_tick, percent
-from ops.console.render import render
+from ops.console.render import people_named, render
 from ops.console.sessions import ROLES_CONSOLE, Session, SessionStore, same_secret
 from ops.service import paths  # noqa: F401  (registers the `{name:id}` convertor of these routes)
 from ops.service.health import RETRY_AFTER_S
-from ops.service.routes.deps import READS, gaming_zones
+from ops.service.routes.deps import OPERATOR_ID_QUERY, READS, gaming_zones, narrowed, scoped_player
 from projections import page_queries, queries
 from projections.csvtext import csv_lines
 from projections.read_service import ReadService
+from projections.redaction import redact_document
 from projections.round_search import PLAYER_SORTS, RoundQuery
 from projections.rounds import STATUSES
 from projections.wallet_outbox import read_status
@@ -117,6 +119,35 @@ def signed_in(request: Request) -> Session:
 UI = Annotated[Session, Depends(signed_in)]
 
 
+def page_scope(session: UI, operator: Annotated[str | None, OPERATOR_ID_QUERY] = None) -> OperatorScope:
+    """The operators a page shows: its key's, narrowed to `?operator=` or else to the operator
+    picked for the session (deps.narrowed, as every HTTP read route: another operator is 403
+    `operator_forbidden`, on the page)."""
+    return narrowed(session.key, operator or session.operator)
+
+
+SCOPE = Annotated[OperatorScope, Depends(page_scope)]
+
+
+def scoped_search(scope: OperatorScope, player: str | None) -> str | None:
+    """A player (or an id's start) typed on a page, as the ledger names it for `scope`'s one
+    operator (deps.scoped_player); a key of several operators picks one first."""
+    if player is None:
+        return None
+    if not scope.everyone and scope.only() is None:
+        raise HTTPException(403, "this key reads several operators: pick one (Operator, at the top of the page) "
+                            "to name a player, as each names its own")
+    return scoped_player(scope, player)
+
+
+def every_operator_only(session: Session, what: str) -> None:
+    """A page whose figures are every operator's (the monitor): 403 for a key limited to
+    operators, as the HTTP routes' `every_operator`."""
+    if not session.key_scope.everyone:
+        raise HTTPException(403, f"{what} shows every operator's bets: this key reads operators "
+                            f"{', '.join(session.operators)} only")
+
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -155,8 +186,9 @@ SECURITY_HEADERS = {
 
 
 def _page(request: Request, template: str, session: Session | None, status: int = 200, **context: Any) -> HTMLResponse:
-    return HTMLResponse(render(template, request=request, session=session, **context), status_code=status,
-                        headers=SECURITY_HEADERS)
+    choices = operator_choices(request, session) if session is not None else []
+    return HTMLResponse(render(template, request=request, session=session, operator_choices=choices, **context),
+                        status_code=status, headers=SECURITY_HEADERS)
 
 
 def _forbidden(request: Request, session: Session, what: str) -> HTMLResponse:
@@ -206,9 +238,6 @@ def signin(request: Request, key: Annotated[str, Form(max_length=500)], csrf: An
     if found.role not in ROLES_CONSOLE:
         return _signin_form(request, next, f"A {found.role} key cannot use the console "
                             f"(it needs a {', '.join(ROLES_CONSOLE[:-1])} or {ROLES_CONSOLE[-1]} key).", 403)
-    if found.operators:  # the console's pages show every operator's players: not for such a key (yet)
-        return _signin_form(request, next, f"A key limited to operators ({', '.join(found.operators)}) cannot use "
-                            "the console yet; use the HTTP API.", 403)
     store = sessions(request)
     token = store.open(found.key_id)
     response = RedirectResponse(_safe_next(next), status_code=303)
@@ -227,6 +256,41 @@ def signout(request: Request, session: UI, csrf: Annotated[str | None, Form(max_
     return response
 
 
+@router.post("/operator")
+def pick_operator(request: Request, session: UI, csrf: Annotated[str | None, Form(max_length=200)] = None,
+                  operator: Annotated[str, Form(max_length=64)] = "",
+                  next: Annotated[str | None, Form(max_length=2000)] = None) -> Response:
+    """The operator picker: the session's pages show this operator's players (empty: every one
+    the key may see); 403 for an operator the key does not read."""
+    checked_form(request, session, csrf)
+    picked = operator.strip() or None
+    if picked is not None:
+        narrowed(session.key, picked)  # 403 operator_forbidden for another's
+    sessions(request).pick(request.cookies.get(COOKIE) or "", picked)
+    return RedirectResponse(_without_operator(_safe_next(next)), status_code=303)
+
+
+def _without_operator(target: str) -> str:
+    """The page the picker was on, without an `operator=` of its own (it would win over the pick)."""
+    from urllib.parse import parse_qsl
+
+    path, _, query = target.partition("?")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "operator"]
+    return path + ("?" + urlencode(kept) if kept else "")
+
+
+def operator_choices(request: Request, session: Session) -> list[str]:
+    """The operators the picker offers: the key's, or for a key of every operator each one the
+    store knows (empty: nothing to pick, one operator)."""
+    if session.operators:
+        return list(session.operators) if len(session.operators) > 1 else []
+    from projections.operators import operator_list
+
+    with request.app.state.reads.views() as db:
+        known = [o.operator_id for o in operator_list(db)]
+    return known if len(known) > 1 else []
+
+
 # ------------------------------------------------------------------ rounds
 def _day(text: str | None, name: str) -> date | None:
     if not text:
@@ -242,11 +306,12 @@ def _opt(text: str | None) -> str | None:
 
 
 @router.get("/rounds")
-def rounds_page(request: Request, session: UI, reads: READS, table: str | None = None, player: str | None = None,
+def rounds_page(request: Request, session: UI, reads: READS, scope: SCOPE, table: str | None = None,
+                player: str | None = None,
                 status: str | None = None, dealer: str | None = None, since: str | None = None, until: str | None = None,
                 time_from: str | None = None, time_to: str | None = None, sort: str | None = None,
                 page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
-    q, query = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
+    q, query = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort, scope)
     with reads.views() as db:
         found = data.round_page(db, q, page)
     return _page(request, "rounds.html", session, found=found, rows=found.rounds, f=q, statuses=STATUSES,
@@ -255,12 +320,13 @@ def rounds_page(request: Request, session: UI, reads: READS, table: str | None =
 
 
 @router.get("/rounds.csv")
-def rounds_csv(request: Request, session: UI, reads: READS, table: str | None = None, player: str | None = None,
+def rounds_csv(request: Request, session: UI, reads: READS, scope: SCOPE, table: str | None = None,
+               player: str | None = None,
                status: str | None = None, dealer: str | None = None, since: str | None = None,
                until: str | None = None, time_from: str | None = None, time_to: str | None = None,
                sort: str | None = None) -> Response:
     """Every round the rounds page's search matches (not only its page), as CSV."""
-    q, _ = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort)
+    q, _ = _round_query(table, player, status, dealer, since, until, time_from, time_to, sort, scope)
     with reads.views() as db:
         lines = list(data.round_csv(db, q))
     return csv_response("rounds", lines)
@@ -281,7 +347,7 @@ _SORT_NAMES = {"-time": "newest first", "time": "oldest first", "table": "table 
 
 def _round_query(table: str | None, player: str | None, status: str | None, dealer: str | None,
                  since: str | None, until: str | None, time_from: str | None, time_to: str | None,
-                 sort: str | None) -> tuple[RoundQuery, dict[str, str]]:
+                 sort: str | None, scope: OperatorScope) -> tuple[RoundQuery, dict[str, str]]:
     """The rounds search as the page's form sends it, checked; and its non-empty fields (for links)."""
     status, sort = _opt(status), _opt(sort) or "-time"
     if status is not None and status not in STATUSES:
@@ -289,9 +355,9 @@ def _round_query(table: str | None, player: str | None, status: str | None, deal
     if sort not in _SORT_NAMES or (sort.lstrip("-") in PLAYER_SORTS and not _opt(player)):
         raise HTTPException(422, f"sort must be one of {', '.join(_SORT_NAMES)} (by stake or net: with a player)")
     first, last = data.period(_day(since, "since"), _day(until, "until"))
-    q = RoundQuery(player=_opt(player), table=_opt(table), status=status, dealer=_opt(dealer), since=first,
+    q = RoundQuery(player=scoped_search(scope, _opt(player)), scope=scope, table=_opt(table), status=status, dealer=_opt(dealer), since=first,
                    until=last, time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), sort=sort)
-    fields = (("player", q.player), ("table", q.table), ("status", status), ("dealer", q.dealer), ("since", since),
+    fields = (("player", _opt(player)), ("table", q.table), ("status", status), ("dealer", q.dealer), ("since", since),
               ("until", until), ("time_from", time_from), ("time_to", time_to),
               ("sort", sort if sort != "-time" else None))
     return q, {k: v for k, v in fields if v}
@@ -313,21 +379,29 @@ def _round_id(ref: str) -> Any:
         raise HTTPException(422, f"{refusal.code}: {refusal.message}") from None
 
 
-def _document(reads: ReadService, ref: str, with_proof: bool = False) -> dict[str, Any]:
+def _document(reads: ReadService, ref: str, scope: OperatorScope) -> dict[str, Any]:
+    """The round's replay document as GET /v1/rounds/{ref}/replay shows it to `scope` (another
+    operator's bets only as a count and a total: projections/redaction.py), its players named
+    as people read them."""
+    return people_named(redact_document(_recorded(reads, ref), scope))
+
+
+def _recorded(reads: ReadService, ref: str) -> dict[str, Any]:
     """The round's replay document (the read service's, as `ledger replay --json` prints it)."""
-    replay = queries.round_replay(reads.log, _round_id(ref), ref=ref, with_proof=with_proof)
+    replay = queries.round_replay(reads.log, _round_id(ref), ref=ref)
     if replay is None:
         raise HTTPException(404, f"no round {ref} in the store")
     return asdict(replay)
 
 
 @router.get("/rounds/{ref:id}")
-def round_page(request: Request, ref: str, session: UI, reads: READS,
+def round_page(request: Request, ref: str, session: UI, reads: READS, scope: SCOPE,
                step: Annotated[int | None, Query(ge=1, le=100_000)] = None) -> Response:
-    doc = _document(reads, ref)
+    doc = _document(reads, ref, scope)
     with reads.views() as db:
         players = page_queries.round_players(db, doc["round_id"])
-    players = list(dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])]))
+    players = [p for p in dict.fromkeys([*players, *(p["player_id"] for p in doc.get("players") or [])])
+               if scope.allows_key(p)]
     n = round_drawing.step_number(doc, step) if doc["steps"] else 0
     return _page(request, "round.html", session, doc=doc, ref=ref, n=n, rv=round_drawing,
                  hands=round_drawing.table_at(doc, n) if n else [], players=players,
@@ -335,11 +409,12 @@ def round_page(request: Request, ref: str, session: UI, reads: READS,
 
 
 @router.get("/rounds/{ref:id}/proof")
-def round_proof(request: Request, ref: str, session: UI, reads: READS) -> Response:
+def round_proof(request: Request, ref: str, session: UI, reads: READS, scope: SCOPE) -> Response:
     """The round's events in the audit chain, from the chain kept in the store (projections/
-    chain_index.py: extended by the events recorded since the last page that asked)."""
+    chain_index.py: extended by the events recorded since the last page that asked); for a
+    scope of some operators, the events of the round as it shows them."""
 
-    doc = _document(reads, ref)
+    doc = _document(reads, ref, scope)
     with reads.views() as db:
         doc["proof"] = _kept_proof(reads, db, doc)
     return _page(request, "proof.html", session, doc=doc, ref=ref)
@@ -362,17 +437,19 @@ _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]")  # `/` would make a folder, `:` a
 
 
 @router.get("/rounds/{ref:id}/bundle")
-def round_bundle(request: Request, ref: str, session: UI, reads: READS) -> Response:
-    """The round's dispute bundle, proved from the chain kept in the store (as the proof page)."""
+def round_bundle(request: Request, ref: str, session: UI, reads: READS, scope: SCOPE) -> Response:
+    """The round's dispute bundle, proved from the chain kept in the store (as the proof page);
+    for a scope of some operators, redacted as `ledger replay --bundle --operator` makes it (the
+    other operators' events by their hashes only: ops/bundle/build.py)."""
     from ops.bundle.build import BundleError, write_bundle
     from projections.chain_index import ChainMismatch
 
-    doc = _document(reads, ref)
+    doc = _recorded(reads, ref)
     name = f"round-{_FILE_UNSAFE.sub('-', doc.get('round') or doc['round_id'])}.zip"
     with reads.views() as db, tempfile.TemporaryDirectory() as tmp:
         doc["proof"] = _kept_proof(reads, db, doc, as_json=True)
         try:
-            write_bundle(Path(tmp) / name, reads.log, doc, views=db)
+            write_bundle(Path(tmp) / name, reads.log, doc, views=db, scope=scope)
         except (BundleError, ChainMismatch) as exc:
             raise HTTPException(409, str(exc)) from None
         body = (Path(tmp) / name).read_bytes()
@@ -382,33 +459,53 @@ def round_bundle(request: Request, ref: str, session: UI, reads: READS) -> Respo
 
 # ------------------------------------------------------------------ players and tables
 @router.get("/players/{player:id}")
-def player_page(request: Request, player: str, session: UI, reads: READS, since: str | None = None,
+def player_page(request: Request, player: str, session: UI, reads: READS, scope: SCOPE, since: str | None = None,
                 until: str | None = None, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
+    """The player as its operator names it (`?operator=`, else the operator picked; a key of every
+    operator: the default operator's), as GET /v1/recall/{player}."""
     first, last = _day(since, "since"), _day(until, "until")
+    key = scoped_player(scope, player)
     with reads.views() as db:
-        story = data.player_story(db, player, first, last, page)
-        balances = data.player_balances(db, player)
+        story = data.player_story(db, key, first, last, page)
+        balances = data.player_balances(db, key)
     refunds = [(r, f) for r in story.rounds for f in r.refunds]
-    query = {k: v for k, v in (("since", since), ("until", until)) if v}
-    return _page(request, "player.html", session, player=player, story=story, balances=balances,
+    query = {k: v for k, v in (("since", since), ("until", until), ("operator", request.query_params.get("operator")))
+             if v}
+    return _page(request, "player.html", session, player=player, key=key, story=story, balances=balances,
                  refunds=refunds, since=since or "", until=until or "", page=page, query=query)
 
 
 @router.get("/tables/{table:id}")
-def table_page(request: Request, table: str, session: UI, reads: READS) -> Response:
+def table_page(request: Request, table: str, session: UI, reads: READS, scope: SCOPE) -> Response:
+    """For a scope of some operators: their players' share of the GGR, their rounds and seats,
+    and none of the monitor's charts (every operator's bets)."""
     facts = page_queries.table_facts(reads.log, table)
     with reads.views() as db:
         zones = gaming_zones(None)
-        ggr = [r for r in reads.figures("ggr", lambda: queries.ggr(db, zones).rows) if r.table_id == table]
-        report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones))
-        recent = data.round_page(db, RoundQuery(table_id=table, sort="-time"), 1, 20).rounds
+        ggr = [r for r in reads.figures(f"ggr-{_scope_name(scope)}", lambda: queries.ggr(db, zones, scope=scope).rows)
+               if r.table_id == table]
+        report = reads.figures("monitor-None..None", lambda: data.monitor_report(db, zones)) if scope.everyone else None
+        recent = data.round_page(db, RoundQuery(table_id=table, sort="-time", scope=scope), 1, 20).rounds
+    if not (facts.configs or ggr or recent):
+        raise HTTPException(404, f"no table {table} in the store" if scope.everyone else
+                            f"no round at table {table} with a player of {', '.join(sorted(scope.operators or ()))}")
+    seats = [s for s in (facts.seating.seating.get("held", []) if facts.seating else []) if scope.allows_key(s[1])]
+    return _page(request, "table.html", session, table=table, facts=facts, recent=recent, seats=seats,
+                 ggr_chart=ggr_chart(table, ggr), **_table_monitor(table, report))
+
+
+def _table_monitor(table: str, report: data.MonitorReport | None) -> dict[str, Any]:
+    if report is None:
+        return {"rtp_chart": None, "deal_charts": []}
     monitor = [r for r in report.rtp_rows if r["table_id"] == table]
     deals = [r for r in report.deal_rows if r["table_id"] == table]
-    if not (facts.configs or ggr or recent):
-        raise HTTPException(404, f"no table {table} in the store")
-    return _page(request, "table.html", session, table=table, facts=facts, recent=recent,
-                 ggr_chart=ggr_chart(table, ggr), rtp_chart=rtp_chart(f"Return at {table}", monitor),
-                 deal_charts=[deal_chart(level, f"table {table}", deals) for level in data.DEAL_LEVELS])
+    return {"rtp_chart": rtp_chart(f"Return at {table}", monitor),
+            "deal_charts": [deal_chart(level, f"table {table}", deals) for level in data.DEAL_LEVELS]}
+
+
+def _scope_name(scope: OperatorScope) -> str:
+    """A scope in a cache key of the read service's figures."""
+    return "*" if scope.operators is None else ",".join(sorted(scope.operators))
 
 
 def ggr_chart(table: str, rows: list[queries.GgrRow]) -> Any:
@@ -510,6 +607,7 @@ def monitor_page(request: Request, session: UI, reads: READS, all: str = "", tab
     """The monitor's tests over the gaming days of play [since, until) (as `ledger monitor`,
     every day by default): the flagged ones, or every one (`all=1`; the filter's form sends
     `all=` for the flagged only), of one kind, at one table; an index links to each."""
+    every_operator_only(session, "the monitor")
     every, table, kind = all.strip().lower() in ("1", "true", "on", "yes"), _opt(table), _opt(kind)
     if kind is not None and kind not in MONITOR_KINDS:
         raise HTTPException(422, f"kind must be one of {', '.join(MONITOR_KINDS)}")
@@ -565,11 +663,12 @@ def _finding_title(f: Any) -> str:
 
 
 @router.get("/rejections")
-def rejections_page(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
+def rejections_page(request: Request, session: UI, reads: READS, scope: SCOPE, code: str | None = None,
+                    table: str | None = None,
                     since: str | None = None, until: str | None = None,
                     after: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
     rows, next_after = page_queries.rejection_rows(reads.log, _opt(code), _opt(table), _day(since, "since"),
-                                                   _day(until, "until"), after, data.PAGE_ROWS)
+                                                   _day(until, "until"), after, data.PAGE_ROWS, scope)
     query = {k: v for k, v in (("code", code), ("table", table), ("since", since), ("until", until)) if v}
     with reads.views() as db:
         rounds_paged, tables_paged = page_queries.with_pages(db, rows)
@@ -579,11 +678,12 @@ def rejections_page(request: Request, session: UI, reads: READS, code: str | Non
 
 
 @router.get("/rejections.csv")
-def rejections_csv(request: Request, session: UI, reads: READS, code: str | None = None, table: str | None = None,
+def rejections_csv(request: Request, session: UI, reads: READS, scope: SCOPE, code: str | None = None,
+                   table: str | None = None,
                    since: str | None = None, until: str | None = None) -> Response:
     """Every refused command the rejections page's filters match, as CSV."""
     rows = page_queries.every_rejection(reads.log, _opt(code), _opt(table), _day(since, "since"),
-                                _day(until, "until"))
+                                        _day(until, "until"), scope)
     return csv_response("rejections", csv_lines(_REJECTION_CSV, ([r.get(c) for c in _REJECTION_CSV] for r in rows)))
 
 
@@ -597,39 +697,42 @@ def reconcile_page(request: Request, session: UI) -> Response:
 
 
 @router.post("/reconcile")
-def reconcile_upload(request: Request, session: UI, reads: READS, wallet: Annotated[UploadFile, File()],
+def reconcile_upload(request: Request, session: UI, reads: READS, scope: SCOPE, wallet: Annotated[UploadFile, File()],
                      csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
-    report = _reconciled(request, session, reads, wallet, csrf)
+    report = _reconciled(request, session, reads, scope, wallet, csrf)
     if isinstance(report, Response):
         return report
-    return _page(request, "reconcile.html", session, report=report, error=None,
+    return _page(request, "reconcile.html", session, report=report, error=None, operator=scope.only(),
                  filename=wallet.filename or "wallet.csv", wallet_rows=sum(report.counts.values()))
 
 
-def _reconciled(request: Request, session: Session, reads: ReadService, wallet: UploadFile,
+def _reconciled(request: Request, session: Session, reads: ReadService, scope: OperatorScope, wallet: UploadFile,
                 csrf: str | None) -> queries.Reconciliation | Response:
     """The uploaded wallet file reconciled (the page and its CSV button), or the form again with
-    why the file cannot be read (422)."""
+    why the file cannot be read (422). A scope of one operator: its wallet file, its players
+    named by their own ids (as POST /v1/reconcile?operator=)."""
     from projections.reconcile import WalletFormatError
 
     checked_form(request, session, csrf)
+    if not scope.everyone and scope.only() is None:
+        raise HTTPException(403, "a wallet file is one operator's: pick the operator (at the top of the page) first")
     with tempfile.TemporaryDirectory() as tmp:
         path = _save(wallet, Path(tmp) / "wallet.csv")
         try:
-            return queries.reconcile_wallet(reads.log, path)
+            return queries.reconcile_wallet(reads.log, path, scope=scope)
         except (WalletFormatError, UnicodeDecodeError, ValueError) as exc:
             return _page(request, "reconcile.html", session, status=422, report=None,
                          error=str(exc).replace(str(path), wallet.filename or "wallet"))
 
 
 @router.post("/reconcile.csv")
-def reconcile_csv(request: Request, session: UI, reads: READS, wallet: Annotated[UploadFile, File()],
+def reconcile_csv(request: Request, session: UI, reads: READS, scope: SCOPE, wallet: Annotated[UploadFile, File()],
                   csrf: Annotated[str | None, Form(max_length=200)] = None) -> Response:
     """The upload form's other button: every finding of the wallet file as CSV (the page keeps
     no upload, so the file is sent again)."""
     from projections.reconcile import finding_text
 
-    report = _reconciled(request, session, reads, wallet, csrf)
+    report = _reconciled(request, session, reads, scope, wallet, csrf)
     if isinstance(report, Response):
         return report
     rows = ([*(f.get(c) for c in _FINDING_CSV[:-1]), finding_text(f)] for f in report.findings)
@@ -657,14 +760,18 @@ def audit_page(request: Request, session: UI, reads: READS) -> Response:
 
 
 @router.post("/audit/export")
-def audit_export(request: Request, session: UI, reads: READS, csrf: Annotated[str | None, Form(max_length=200)] = None,
+def audit_export(request: Request, session: UI, reads: READS, scope: SCOPE,
+                 csrf: Annotated[str | None, Form(max_length=200)] = None,
                  since: Annotated[str | None, Form(max_length=10)] = None,
                  until: Annotated[str | None, Form(max_length=10)] = None,
                  days: Annotated[Literal["played", "recorded"], Form()] = "played") -> Response:
     """The chain's stretch of the events played on the gaming days [since, until) (`ledger audit
-    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`)."""
+    export --played-since/--played-until`), or of those recorded on the UTC days (`--since/--until`); for
+    a scope of some operators (an auditor key of operators), the other operators' events redacted,
+    their hashes kept (`ledger audit export --operator`)."""
     from ops import version
     from projections.audit_export import Window, export
+    from projections.redaction import LinkRedactor
 
     if not session.may_audit:
         return _forbidden(request, session, "the audit export (auditor or admin keys only)")
@@ -679,7 +786,8 @@ def audit_export(request: Request, session: UI, reads: READS, csrf: Annotated[st
         window = Window(since=_instant(_day(since, "since")), until=_instant(_day(until, "until")))
     with tempfile.TemporaryDirectory() as tmp:
         result = export(tmp, log.stored(1, log.head(), page_size=5000), exported_at=exported_at,
-                        window=window, software_version=version())
+                        window=window, software_version=version(),
+                        shown=None if scope.everyone else LinkRedactor(scope))
         if not result.manifest["count"]:
             why = (queries.empty_period(log, first, last, zones).message if days == "played"
                    else "no event was recorded on those UTC days")
@@ -703,7 +811,7 @@ def _zip_folder(folder: Path) -> bytes:
 
 
 @router.post("/audit/verify")
-def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[UploadFile, File()],
+def audit_verify(request: Request, session: UI, reads: READS, scope: SCOPE, export: Annotated[UploadFile, File()],
                  csrf: Annotated[str | None, Form(max_length=200)] = None,
                  against_store: Annotated[bool, Form()] = False) -> Response:
     """Verify an export as the export page gives it (a zip of events.jsonl, events.csv and manifest.json)."""
@@ -722,7 +830,7 @@ def audit_verify(request: Request, session: UI, reads: READS, export: Annotated[
         except zipfile.BadZipFile:
             return _page(request, "audit.html", session, status=422, verified=None, head=log.head(),
                          error=f"{export.filename}: not a zip file (upload the export as the export button gives it)")
-        verified = queries.verify_export(tmp, log if against_store else None)
+        verified = queries.verify_export(tmp, log if against_store else None, scope)
     return _page(request, "audit.html", session, head=log.head(), filename=export.filename, verified=verified)
 
 
@@ -733,8 +841,8 @@ def mount(api: FastAPI) -> None:
 
 # ------------------------------------------------------------------ wallet delivery
 @router.get("/wallet")
-def wallet_page(request: Request, session: UI, reads: READS) -> Response:
+def wallet_page(request: Request, session: UI, reads: READS, scope: SCOPE) -> Response:
     """Payouts to the operators' wallets (docs/wallet.md): per operator, transactions by status,
     failed calls and the oldest one waiting; the dead letters and retries with the wallet's
     answers; the decisions taken. The same as `ledger wallet status`."""
-    return _page(request, "wallet.html", session, delivery=read_status(reads.log))
+    return _page(request, "wallet.html", session, delivery=read_status(reads.log, scope))

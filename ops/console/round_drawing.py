@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.money import format_minor
+from ops.console.render import player_name
 
 SUITS = {"S": ("\u2660", False), "H": ("\u2665", True), "D": ("\u2666", True), "C": ("\u2663", False)}
 RANKS = {"T": "10"}
@@ -88,7 +89,7 @@ def money(doc: dict[str, Any], minor: int | None) -> str:
 
 def bets_text(doc: dict[str, Any], n: int) -> str:
     bets = (doc["steps"][n - 1].get("state") or {}).get("bets") or []
-    return "; ".join(f"{b['bet_id']} by {b['player_id']} at {b.get('spot') or 'table'}: {b['bet_type']} "
+    return "; ".join(f"{b['bet_id']} by {player_name(b['player_id'])} at {b.get('spot') or 'table'}: {b['bet_type']} "
                      f"{money(doc, b['stake_minor'])}" for b in bets)
 
 

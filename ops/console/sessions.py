@@ -21,8 +21,10 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from ledger.keys import KeyStore
+from domain.operators import OperatorScope
+from ledger.keys import COLUMNS, ApiKey, KeyStore, key_of_row
 
 SESSIONS_TABLE = "ledger_ui_sessions"
 SECRETS_TABLE = "ledger_ui_secrets"
@@ -41,10 +43,21 @@ class Session:
     role: str
     csrf: str
     expires_at: str
+    key: ApiKey  # the key's row as the HTTP routes read it: its operators narrow every page
+    operator: str | None = None  # the operator picked (one of the key's; None: every one the key may see)
 
     @property
     def may_audit(self) -> bool:
         return self.role in ROLES_AUDIT
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """The key's operators (empty: every operator)."""
+        return self.key.operators
+
+    @property
+    def key_scope(self) -> OperatorScope:
+        return self.key.scope
 
 
 def _hash(token: str) -> str:
@@ -68,8 +81,19 @@ class SessionStore:
         self.table = keys.qualified(SESSIONS_TABLE)
         with self.keys.cursor() as c:
             c.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (token_hash text PRIMARY KEY, key_id text NOT NULL, "
-                      "csrf text NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text)")
+                      "csrf text NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text, "
+                      "operator text)")
+            self._add_operator_column(c)
         self._signin_key = self._shared_secret(SIGNIN_SECRET)
+
+    def _add_operator_column(self, c: Any) -> None:
+        """A session table made before the operator picker gains its column (its sessions: none picked)."""
+        if self.keys.postgres:
+            c.execute(f"ALTER TABLE {self.table} ADD COLUMN IF NOT EXISTS operator text")
+            return
+        c.execute(f"PRAGMA table_info({SESSIONS_TABLE})")
+        if "operator" not in {row["name"] for row in c.fetchall()}:
+            c.execute(f"ALTER TABLE {SESSIONS_TABLE} ADD COLUMN operator text")
 
     def _shared_secret(self, name: str) -> bytes:
         """The store's secret `name`: made by the first process that asks, read by all the others
@@ -120,15 +144,26 @@ class SessionStore:
         if not token or len(token) > 200:
             return None
         with self.keys.cursor(commit=False) as c:
-            c.execute(self.keys.sql(f"SELECT s.key_id, s.csrf, s.expires_at, s.ended_at, k.name, k.role, k.revoked_at "
-                                f"FROM {self.table} s JOIN {self.keys.table} k ON k.key_id = s.key_id "
-                                "WHERE s.token_hash = ?"), (_hash(token),))
+            c.execute(self.keys.sql(f"SELECT s.csrf, s.expires_at, s.ended_at, s.operator AS picked, "
+                                    f"{', '.join('k.' + name for name in COLUMNS)} "
+                                    f"FROM {self.table} s JOIN {self.keys.table} k ON k.key_id = s.key_id "
+                                    "WHERE s.token_hash = ?"), (_hash(token),))
             row = c.fetchone()
         if row is None or row["ended_at"] is not None or row["revoked_at"] is not None:
             return None
         if row["role"] not in ROLES_CONSOLE or datetime.fromisoformat(row["expires_at"]) <= _now():
             return None
-        return Session(row["key_id"], row["name"], row["role"], row["csrf"], row["expires_at"])
+        key = key_of_row(row)
+        # an operator picked that the key no longer reads (its operators changed): none picked
+        picked = row["picked"] if row["picked"] and key.scope.allows(row["picked"]) else None
+        return Session(key.key_id, key.name, key.role, row["csrf"], row["expires_at"], key, picked)
+
+    def pick(self, token: str, operator: str | None) -> None:
+        """The operator the session's pages show (None: every operator its key may see); the
+        caller checked it is one of the key's."""
+        with self.keys.cursor() as c:
+            c.execute(self.keys.sql(f"UPDATE {self.table} SET operator = ? WHERE token_hash = ? AND ended_at IS NULL"),
+                      (operator, _hash(token)))
 
     def end(self, token: str) -> None:
         """Sign-out: the session ends for every worker process at once."""

@@ -3,9 +3,9 @@
 # command works on a fresh machine of this kind: PostgreSQL at 127.0.0.1:5432 (started when
 # installed), NATS JetStream at 127.0.0.1:4222, Debian's Chromium for the browser tests
 # (Playwright cannot download one here). Fails, never skips: one FAIL line per service that
-# cannot be had, exit 1. Debian's xmlsec1, the independent verifier of the KSA manifests'
-# signatures and, with the openssl command, of their encryption (tests/store/projections/test_ksa.py),
-# is installed here too.
+# cannot be had, exit 1. Network namespaces (ip netns) for the lease trials are checked. Debian's
+# xmlsec1, the independent verifier of the KSA manifests' signatures and, with the openssl
+# command, of their encryption (tests/store/projections/test_ksa.py), is installed here too.
 set -uo pipefail
 
 sudo=""
@@ -35,6 +35,17 @@ if ! nats_up; then
   $sudo start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
     -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log || true
   wait_for nats_up || { echo "FAIL: nats-server at 127.0.0.1:4222 cannot be reached" >&2; failed=1; }
+fi
+
+# The lease trials' hosts are network namespaces (ops/bench/netns.py): root and iproute2. The
+# services stay on 127.0.0.1; a forwarder on the namespaces' bridge relays to them.
+command -v ip >/dev/null || { echo "iproute2 is missing; installing it"; apt_install iproute2; }
+probe="clprobe$$"
+if $sudo ip netns add "$probe" >/dev/null 2>&1; then
+  $sudo ip netns del "$probe" >/dev/null 2>&1 || true
+else
+  echo "FAIL: network namespaces cannot be made (ip netns add; root needed): tests/e2e/processes/test_lease_hosts.py needs them" >&2
+  failed=1
 fi
 
 if [ ! -x /usr/bin/chromium ]; then

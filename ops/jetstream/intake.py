@@ -40,6 +40,7 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -228,6 +229,13 @@ class Consumer:
         self.configured_to = 0  # stream sequence up to which every configure_operator is known committed
         self.waiting = asyncio.Event()  # set while a batch waits for a configuration (tests)
         self._next_delivery = 1  # consumer sequence the next message must have (a new consumer starts at 1)
+        self.fetching = False  # waiting for messages, none in hand
+        self.made: ConsumerInfo | None = None  # the durable as this consumer made it (when, from where)
+        self.executor: Executor | None = None  # where batches commit (the loop's default threads, or a host's one)
+
+    def write(self, raws: list[bytes]) -> list[Result]:
+        """Commit one batch (a lease holder's fences it: ops/jetstream/leased.py)."""
+        return write_batch(self.app, raws)
 
     @property
     def durable(self) -> str:
@@ -242,22 +250,26 @@ class Consumer:
         until a fetch finds nothing left."""
         nc = await nats.connect(self.nats_url)
         try:
-            js = nc.jetstream()
-            await patiently(lambda: ensure_stream(js, self.stream, self.prefix))
-            while not self.stop.is_set():
-                sub = await self._subscribe(js)
-                try:
-                    if await self._pull(nc, sub, idle_exit, fetch_timeout_s):
-                        break
-                except OutOfTurn as why:
-                    self.stats.restarts += 1
-                    ledger_logging.get_logger().warning("consumer made again", durable=self.durable, reason=str(why),
-                                                        from_seq=self.committed_seq + 1)
-                finally:
-                    await sub.unsubscribe()  # what is still queued for it is delivered again, in order
+            await self.run_on(nc, idle_exit, fetch_timeout_s)
         finally:
             await nc.close()
         return self.stats
+
+    async def run_on(self, nc: Any, idle_exit: bool = False, fetch_timeout_s: float = 1.0) -> None:
+        """`run` on a connection the caller owns (a host's slots share one)."""
+        js = nc.jetstream()
+        await patiently(lambda: ensure_stream(js, self.stream, self.prefix))
+        while not self.stop.is_set():
+            sub = await self._subscribe(js)
+            try:
+                if await self._pull(nc, sub, idle_exit, fetch_timeout_s):
+                    break
+            except OutOfTurn as why:
+                self.stats.restarts += 1
+                ledger_logging.get_logger().warning("consumer made again", durable=self.durable, reason=str(why),
+                                                    from_seq=self.committed_seq + 1)
+            finally:
+                await sub.unsubscribe()  # what is still queued for it is delivered again, in order
 
     async def _subscribe(self, js: Any) -> Any:
         """The durable made afresh from the last message known committed + 1: its ack floor (acked
@@ -279,7 +291,7 @@ class Consumer:
         config = ConsumerConfig(durable_name=self.durable, filter_subject=self.filter, ack_policy=AckPolicy.ALL,
                                 ack_wait=self.ack_wait_s, max_ack_pending=2 * self.batch, max_deliver=-1,
                                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start)
-        await patiently(lambda: js.add_consumer(self.stream, config))
+        self.made = await patiently(lambda: js.add_consumer(self.stream, config))
         self._next_delivery = 1
         return await patiently(lambda: js.pull_subscribe_bind(durable=self.durable, stream=self.stream))
 
@@ -302,7 +314,11 @@ class Consumer:
         """Batches until stopped (False) or drained with `idle_exit` (True); OutOfTurn after
         committing what came in turn."""
         while not self.stop.is_set():
-            msgs = await self._fetch(sub, fetch_timeout_s)
+            self.fetching = True  # nothing in hand: a stop may cancel the wait (ops/jetstream/leased.py)
+            try:
+                msgs = await self._fetch(sub, fetch_timeout_s)
+            finally:
+                self.fetching = False
             if msgs is None:
                 if idle_exit and await self._drained(sub):
                     return True
@@ -398,7 +414,7 @@ class Consumer:
             return  # stopped while waiting: nothing committed, nothing acked; the batch comes again
         raws = [m.data for m in msgs]
         # The store is synchronous: commit in a thread, the connection keeps answering pings.
-        results: list[Result] = await asyncio.get_running_loop().run_in_executor(None, write_batch, self.app, raws)
+        results: list[Result] = await asyncio.get_running_loop().run_in_executor(self.executor, self.write, raws)
         for m, result in zip(msgs, results):
             await nc.publish(f"{self.prefix}.results.{m.subject[feed:]}", json.dumps(result.as_dict()).encode())
         self.committed_seq = msgs[-1].metadata.sequence.stream

@@ -57,3 +57,34 @@ def test_sign_in_tokens_are_signed_by_the_store_for_every_worker(store_url: str)
             assert len(c.fetchall()) == 1  # one secret, made by the first, read by the second
     finally:
         app.close()
+
+
+def test_a_session_keeps_its_keys_operators_and_the_operator_picked(store_url: str) -> None:
+    """A session reads its key's operators with it (every request: a key changed is seen at
+    once) and the operator picked for it, in its own row (every worker reads the pick); a table
+    made before the picker gains the column, its sessions with none picked."""
+    app = open_app(store_url)
+    try:
+        keys = key_store(app)
+        store = SessionStore(keys)
+        with keys.datastore.transaction(commit=True) as c:  # the table as it was before the picker
+            c.execute(f"DROP TABLE {store.table}")
+            c.execute(f"CREATE TABLE {store.table} (token_hash text PRIMARY KEY, key_id text NOT NULL, csrf text "
+                      "NOT NULL, created_at text NOT NULL, expires_at text NOT NULL, ended_at text)")
+        _, scoped = keys.add("backoffice", name="op12", operators=["OP1", "OP2"])
+        old = SessionStore(keys)  # a worker started after the upgrade adds the column
+        token = old.open(scoped.key_id)
+        session = old.get(token)
+        assert session is not None and session.operators == ("OP1", "OP2") and session.operator is None
+        assert session.key_scope.allows("OP2") and not session.key_scope.allows("OP3")
+        old.pick(token, "OP2")
+        picked = SessionStore(keys).get(token)  # another worker
+        assert picked is not None and picked.operator == "OP2"
+        other = old.open(scoped.key_id)
+        assert old.get(other).operator is None  # type: ignore[union-attr]  # the pick is the session's
+        old.pick(token, None)
+        assert old.get(token).operator is None  # type: ignore[union-attr]
+        _, everyone = keys.add("backoffice", name="all")
+        assert old.get(old.open(everyone.key_id)).key_scope.everyone  # type: ignore[union-attr]
+    finally:
+        app.close()

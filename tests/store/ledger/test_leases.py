@@ -3,6 +3,7 @@ after expiry by the server's clock, and a holder that lost its lease cannot comm
 write after its successor took over."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,9 @@ import psycopg
 import pytest
 
 from ledger.leases import LeaseLost, Leases, fence
+from ledger.library.recorders import Fence
+from ledger.store import open_app
+from tests.e2e.service.conftest import feed
 
 pytestmark = pytest.mark.postgres
 TTL_MS = 300
@@ -100,3 +104,81 @@ def test_release_hands_the_lease_over_at_once(connect: Any) -> None:
     a.release("p0", token)
     assert b.acquire("p0") == token + 1
     assert Leases(connect(), "host-a", 60_000).acquire("p1") == 1  # leases are per name
+
+
+def test_a_renewal_does_not_wait_for_the_holders_own_fenced_write(connect: Any) -> None:
+    """The fence locks FOR KEY SHARE and the token is a key column: a takeover waits for the
+    write in flight (test above), a renewal of the holder's (expires_at only) does not."""
+    a = Leases(connect(), "host-a", 60_000)
+    a.create()
+    token = a.acquire("p0")
+    assert token is not None
+    writer = connect()
+    writer.execute("SET lock_timeout = '2s'")
+    with writer.transaction(), writer.cursor() as cur:
+        fence(cur, "p0", token)
+        assert a.renew_all({"p0": token}) == {"p0"}  # at once: no lock wait (it would time out)
+
+
+def test_renew_all_keeps_only_the_leases_still_held(connect: Any) -> None:
+    a, b = Leases(connect(), "host-a", TTL_MS), Leases(connect(), "host-b", 60_000)
+    a.create()
+    t0, t1 = a.acquire("p0"), a.acquire("p1")
+    assert t0 is not None and t1 is not None
+    time.sleep(RUN_OUT_S)
+    assert b.acquire("p1") == t1 + 1  # p1 ran out and was taken over
+    assert a.renew_all({"p0": t0, "p1": t1}) == {"p0"}
+    live = {(lease.name, lease.holder, lease.live) for lease in a.snapshot()}
+    assert live == {("p0", "host-a", True), ("p1", "host-b", True)}
+
+
+# ------------------------------------------------------------------ the ledger's write path
+LINES = feed(tables=2, rounds=2, fault_rate=0)
+
+
+def _commands(app: Any) -> int:
+    return len(app.ledger_recorder().select_commands([json.loads(x)["command_id"] for x in LINES]))
+
+
+@pytest.mark.parametrize("path", ["one_statement", "copy"])
+def test_a_fenced_batch_commits_under_its_lease_and_is_refused_after_a_takeover(pg_schema_url: str, path: str) -> None:
+    """`LedgerApp.run_batch(fence=...)` checks the lease in the batch's own transaction, on both
+    write paths: refused (`LeaseLost`) once another holder took the lease, and nothing of the
+    batch commits."""
+    app = open_app(pg_schema_url)
+    try:
+        if path == "copy":
+            app.recorder.one_statement_rows_max = 0  # type: ignore[attr-defined]
+        base, schema = pg_schema_url.split("?schema=")
+        conn = psycopg.connect(base, autocommit=True)
+        conn.execute(f'SET search_path TO "{schema}"')
+        a, b = Leases(conn, "host-a", TTL_MS), Leases(conn, "host-b", 60_000)
+        token = a.acquire("slot-0")
+        assert token is not None
+        half = len(LINES) // 2
+        app.run_batch(LINES[:half], fence=Fence("slot-0", token))
+        done = _commands(app)
+        assert done > 0
+        time.sleep(RUN_OUT_S)
+        assert b.acquire("slot-0") == token + 1
+        with pytest.raises(LeaseLost):
+            app.run_batch(LINES[half:], fence=Fence("slot-0", token))
+        assert _commands(app) == done  # nothing of the refused batch
+        app.run_batch(LINES[half:], fence=Fence("slot-0", token + 1))  # the successor's: commits
+        assert _commands(app) > done
+        conn.close()
+    finally:
+        app.close()
+
+
+def test_a_sqlite_store_takes_no_fenced_batch(tmp_path: Any) -> None:
+    """Leases live in PostgreSQL: a fence on SQLite is a mistake, never silently ignored."""
+    from domain.errors import InvariantBroken
+
+    app = open_app(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        with pytest.raises(InvariantBroken):
+            app.run_batch(LINES[:5], fence=Fence("slot-0", 1))
+        assert _commands(app) == 0
+    finally:
+        app.close()

@@ -64,6 +64,17 @@ def test_consume_refuses_a_sqlite_store_that_does_not_exist(tmp_path: Path, caps
     assert not typo.exists()
 
 
+@pytest.mark.parametrize("extra", [["--db", "sqlite:///x.db"],
+                                   ["--db", "postgresql://postgres@127.0.0.1:1/x", "--partitions", "2"],
+                                   ["--db", "postgresql://postgres@127.0.0.1:1/x", "--idle-exit"]])
+def test_consume_lease_needs_postgresql_and_no_fixed_partition(extra: list[str], capsys: Capsys) -> None:
+    """`--lease`: the leases live in PostgreSQL and the slots are leased, not fixed; said in one
+    line before any store or NATS is asked."""
+    code, out, err = run(capsys, "consume", "--lease", *extra, "--nats", "nats://127.0.0.1:1")
+    assert code == 2 and not out and len(err.splitlines()) == 1, err
+    assert err.startswith("ledger consume: error usage: --lease "), err
+
+
 # ------------------------------------------------------------------ ingest
 WALLET = b"transaction_id,type,reference,player,amount_minor,currency,time\nW1,debit,bacc-1-1-b1,p1,500,EUR,x\n"
 

@@ -82,3 +82,16 @@ def test_also_collects_more_figures_of_the_same_runs(tmp_path: Path) -> None:
                         runner=lambda *a: json.dumps(next(reports)), also=also)
     assert found == {"base": [0.4, 0.4], "this": [0.5, 0.5]}
     assert also == {"cpu": {"base": [2.0, 2.0], "this": [1.0, 1.0]}}
+
+
+def test_a_benchmark_that_misses_its_goal_still_gives_its_figure(tmp_path: Path) -> None:
+    """Exit 1 is a benchmark's "goal not met" (projection_bench below its ratio): the report is
+    read; exit 2, or nothing printed, is a run that failed."""
+    (tmp_path / "missed.py").write_text('import sys; print(\'{"ratio": 0.49}\'); sys.exit(1)\n')
+    (tmp_path / "broken.py").write_text("import sys; sys.exit(2)\n")
+    (tmp_path / "silent.py").write_text("import sys; sys.exit(1)\n")
+    python = Path(sys.executable)
+    assert cmp.figure_of(json.loads(cmp.run_once(tmp_path, python, ["missed"])), "ratio") == 0.49
+    for name in ("broken", "silent"):
+        with pytest.raises(RuntimeError, match="exited"):
+            cmp.run_once(tmp_path, python, [name])
