@@ -7,7 +7,7 @@ stay in its inbox. The queue's feeder thread, writing one of them (~100 KB) into
 pipe nobody reads any more, blocked for good, and the parent joined that thread at exit.
 The first test makes that happen every time (every worker's write fails, batches larger
 than the pipe); the second terminates PostgreSQL backends at random moments, TRIALS times
-here (2 in the default run, each a few seconds on a quiet machine; 20 with LEDGER_SLOW=1; 20 and
+here (1 in the default run, a few seconds on a quiet machine; 20 with LEDGER_SLOW=1; 20 and
 more with `python -m ops.bench.fault_trials ingest-kill`, docs/scaling.md). The same for
 `ledger project` (`project-kill`): exit 2 in one line, and a second run equals a rebuild.
 """
@@ -25,7 +25,7 @@ import pytest
 from ops.bench.fault_trials import ROOT, ingest_trials, project_trials
 from tests.conftest import pg_base_url
 
-TRIALS = 20 if os.environ.get("LEDGER_SLOW") else 2
+TRIALS = 20 if os.environ.get("LEDGER_SLOW") else 1
 END_BOUND_S = 60  # a run ends this long after it started at most (JOIN_S 30 of it: workers that do not exit)
 
 LOSE_EVERY_WRITE = textwrap.dedent("""

@@ -2,7 +2,8 @@
 it (issue 19): one command per request and a new connection each, so a table's commands
 land on either worker. Every answer must be what `ledger ingest` gives for the same
 feed, and after kill -9 of the whole server under load, with the client resending what
-was not answered, the store must equal a clean ingest of the feed."""
+was not answered, the store must equal a clean ingest of the feed. TRIALS kill trials per
+store here (LEDGER_SLOW=1: 20, the count the issue asks)."""
 from __future__ import annotations
 
 import http.client
@@ -25,7 +26,7 @@ from tests.e2e.service.conftest import cli_results, feed, make_keys, round_event
 from tests.e2e.service.conftest import free_port as free_port
 
 LEDGER = [sys.executable, "-m", "ops.cli"]
-TRIALS = 20 if os.environ.get("LEDGER_SLOW") == "1" else 5
+TRIALS = 20 if os.environ.get("LEDGER_SLOW") == "1" else 2
 START_S = 60
 
 
@@ -92,9 +93,10 @@ def by_table(lines: list[bytes]) -> dict[str, list[bytes]]:
 
 
 def test_one_table_one_command_per_connection_answers_as_ingest(store_url, second_store) -> None:
-    lines = [x for x in feed(tables=1, rounds=40, seed=3, fault_rate=150)]
-    assert len(lines) >= 300
+    lines = feed(tables=1, rounds=15, seed=3, fault_rate=150)  # enough for every worker to take many
+    assert len(lines) >= 250
     expected = cli_results(lines, second_store)
+    assert {e["status"] for e in expected} >= {"accepted", "refused"}  # refusals must match too
     key = make_keys(store_url)["studio"]
     served = Served(store_url).start()
     try:

@@ -1,8 +1,9 @@
 """Hostile HTTP clients against a real `ledger serve` on PostgreSQL (issue 19, part 3): every
 hostile request gets its 4xx (or a per-command `bad_command`), never a 5xx, and a well-behaved
 client sending commands meanwhile keeps its latency: all its answers 200, its p99 within
-P99_BOUND_S of what it was with nobody else (before: 1.8-2.3 s behind a 1,000,000-element
-array; 503s behind a deep line with two workers). Loopback only; every loop is bounded."""
+P99_BOUND_S of what it was with nobody else, or P99_FACTOR times it on a loaded machine (before:
+1.8-2.3 s behind a 1,000,000-element array; 503s behind a deep line with two workers).
+Loopback only; every loop is bounded."""
 from __future__ import annotations
 
 import json
@@ -24,10 +25,19 @@ from tests.e2e.service.conftest import auth, feed, free_port, make_keys
 pytestmark = pytest.mark.postgres
 
 LEDGER = [sys.executable, "-m", "ops.cli"]
-# The well-behaved client's p99 with hostile traffic may exceed its p99 alone by at most this
-# (a shared 2-core machine: measured p99s of a few ms alone, and tens of ms under the hostile
-# bodies, which are parsed in a thread that shares the interpreter lock with the request loop).
+# The well-behaved client's p99 with hostile traffic: at most its p99 alone plus P99_BOUND_S, or
+# P99_FACTOR times it, whichever is larger. "Alone" is the larger of two runs, before and after
+# the hostile one, so a load that rises meanwhile is in it. Measured on the shared 2-core machine:
+# - quiet-ish (load 9): 20-65 ms alone, 35-62 ms with the hostile bodies (parsed in a thread);
+# - load 10-15: 0.22 s alone, 0.68 s with them (the old bound, alone + 0.25 s, failed there);
+# - the fault, the bodies parsed on the request loop (INLINE_SPLIT_BYTES_MAX raised to 1 TB),
+#   load 9: 19 ms alone, 288 ms with them; the 1,000,000-element array stalled it 1.8-2.3 s
+#   before the count came first.
+# On a loaded machine (alone p99 over P99_BOUND_S / (P99_FACTOR - 1), 83 ms) the bound scales with
+# the load and a stall shorter than P99_FACTOR times the alone figure passes: a stall of seconds fails.
 P99_BOUND_S = 0.25
+P99_FACTOR = 4
+ALONE_S = 1.5
 DEEP = 100_000
 
 
@@ -153,7 +163,7 @@ def test_hostile_bodies_get_4xx_or_bad_command_and_the_steady_client_keeps_its_p
     server, keys = served
     key = keys["studio"]
     lines = feed(tables=3, rounds=40, fault_rate=0)
-    alone = steady(server.url, key, lines[:400], 3.0)
+    alone = steady(server.url, key, lines[:200], ALONE_S)
     assert set(alone.statuses) == {200}
 
     deep = b"[" * DEEP + b"]" * DEEP
@@ -171,7 +181,7 @@ def test_hostile_bodies_get_4xx_or_bad_command_and_the_steady_client_keeps_its_p
                     return
                 answers.append((name, r.status_code, r.json()))
 
-            for _ in range(3):
+            for _ in range(2):  # the second time: the deep element's valid command is a duplicate
                 post("deep body", deep)
                 post("deep element", b"[" + deep + b"," + valid + b"]")
                 post("deep line, scoped key", deep + b"\n", "application/x-ndjson", keys["scoped"])
@@ -181,23 +191,27 @@ def test_hostile_bodies_get_4xx_or_bad_command_and_the_steady_client_keeps_its_p
                 post("xml", b"<commands/>", "application/xml")
                 post("too large", b"[" + b" " * (17 * 1024 * 1024) + b"]")
 
-    during = steady(server.url, key, lines[400:], 4.0, hostile)
+    during = steady(server.url, key, lines[200:], 4.0, hostile)
     codes = {(name, status) for name, status, _ in answers}
     assert codes == {("deep body", 200), ("deep element", 200), ("deep line, scoped key", 200),
                      ("a million elements", 413), ("a million lines", 413), ("text/plain", 415), ("xml", 415),
                      ("too large", 413)}, codes
     by_name = {name: body for name, _, body in answers}
     assert [r["code"] for r in by_name["deep body"]] == ["bad_command"]
-    assert [r["status"] for r in by_name["deep element"]] == ["refused", "duplicate"]  # 2nd and 3rd sends: duplicate
+    assert [r["status"] for r in by_name["deep element"]] == ["refused", "duplicate"]  # the 2nd send: duplicate
     assert by_name["deep element"][0]["code"] == "bad_command"
     assert [r["code"] for r in by_name["deep line, scoped key"]] == ["bad_command"]
     assert by_name["a million elements"]["code"] == "too_many_commands"
     assert by_name["text/plain"]["code"] == "unsupported_media_type"
     assert by_name["too large"]["code"] == "body_too_large"
     assert set(during.statuses) == {200} and len(during.latencies) >= 20, during.errors
-    print(f"steady client p99: alone {alone.p99() * 1000:.1f} ms ({len(alone.latencies)} requests), "
+    after = steady(server.url, key, lines[200 + len(during.latencies):], ALONE_S)  # its next commands, in order
+    assert set(after.statuses) == {200}
+    reference = max(alone.p99(), after.p99())
+    print(f"steady client p99: alone {alone.p99() * 1000:.1f} and {after.p99() * 1000:.1f} ms "
+          f"({len(alone.latencies)} + {len(after.latencies)} requests), "
           f"with hostile bodies {during.p99() * 1000:.1f} ms ({len(during.latencies)})")
-    assert during.p99() <= alone.p99() + P99_BOUND_S, (alone.p99(), during.p99())
+    assert during.p99() <= max(reference + P99_BOUND_S, reference * P99_FACTOR), (reference, during.p99())
 
     # The rejections log keeps a JSON array's element as it was sent, not re-serialised.
     spaced = b'[ {"type" :  "open_round", "table_id": "T9"} ]'
@@ -283,13 +297,15 @@ def test_a_deep_line_does_not_fail_other_clients_batches_with_two_workers(pg_sch
                     if r.status_code == 200:
                         accepted.extend(x["status"] for x in r.json())
 
-        threads = [threading.Thread(target=post, args=(bodies,)) for bodies in [[deep] * 3] * 4 + list(tables.values())]
+        # Two clients sending the deep line twice each (the fault failed the deep line's own batch too:
+        # one is enough to see it; the others' commands share batches with it).
+        threads = [threading.Thread(target=post, args=(bodies,)) for bodies in [[deep] * 2] * 2 + list(tables.values())]
         for t in threads:
             t.start()
         for t in threads:
             t.join(60)
-        assert statuses == [200] * (12 + len(lines)), statuses
-        assert accepted.count("accepted") == len(lines) and accepted.count("refused") == 12
+        assert statuses == [200] * (4 + len(lines)), statuses
+        assert accepted.count("accepted") == len(lines) and accepted.count("refused") == 4
     finally:
         log = server.stop()
     assert "Traceback" not in log, log[-3000:]

@@ -13,13 +13,23 @@ import time
 import uuid
 
 import nats
+import pytest
 
+from ledger import logging as ledger_logging
 from ledger.store import open_app
 from ops.jetstream.intake import NATS_URL_DEFAULT, Consumer, publish, token_for
 from ops.service.committer import partition_of
 from tests.e2e.service.conftest import feed, round_events, second_store
 
 CONSUME = [sys.executable, "-m", "ops.cli", "consume"]
+
+
+@pytest.fixture(autouse=True)
+def _log_to_this_tests_stderr() -> None:
+    """The in-process consumers log; `ledger.logging.configure` binds the sys.stderr of when it
+    ran, which, after a test with capsys in the same worker (test_fast_path), is a closed file:
+    the consumer then died with "I/O operation on closed file" (order-dependent, seen in an xdist run)."""
+    ledger_logging.configure()
 
 
 def state(db_url: str, lines: list[bytes]) -> tuple[object, ...]:
