@@ -17,6 +17,21 @@ _configured = False
 _debug = False  # whether per-command debug lines are logged, as `configure` set the level
 
 
+class _CurrentStderr:
+    """Whatever `sys.stderr` is when a line is written, not when logging was configured: a
+    stream replaced and closed since (pytest's capture between tests) must not take the
+    process's logging with it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+_STDERR = _CurrentStderr()
+
+
 def configure(level: str = "info", json_output: bool | None = None) -> None:
     global _configured, _debug
     if json_output is None:
@@ -30,7 +45,7 @@ def configure(level: str = "info", json_output: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_STDERR),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     _configured = True
