@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -31,8 +33,9 @@ def _pg_connect(url: str):  # type: ignore[no-untyped-def]
     )
 
 
-@pytest.fixture
-def pg_schema_url():  # type: ignore[no-untyped-def]
+@contextmanager
+def fresh_pg_schema() -> Iterator[str]:
+    """The URL of a new PostgreSQL schema, dropped afterwards; an unreachable server fails the test."""
     base = pg_base_url()
     try:
         conn = _pg_connect(base)
@@ -46,6 +49,12 @@ def pg_schema_url():  # type: ignore[no-untyped-def]
     finally:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         conn.close()
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

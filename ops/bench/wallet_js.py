@@ -6,8 +6,6 @@ consumer applying them in order (`WalletState`, as the fake HTTP wallet does).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import threading
 import time
@@ -17,6 +15,7 @@ from typing import Any
 import nats
 
 from ops.bench.fake_wallet import WalletState
+from ops.wallet.client import sign
 
 
 async def stream_messages(nats_url: str, stream: str) -> tuple[list[Any], float]:
@@ -44,9 +43,8 @@ def consumed(msgs: list[Any], subject: str, secret: bytes) -> tuple[WalletState,
     themselves (a bad signature, an id that is not the body's, a subject not the operator's)."""
     state, wrong = WalletState(), []
     for m in msgs:
-        expected = "sha256=" + hmac.new(secret, m.data, hashlib.sha256).hexdigest()
         body = json.loads(m.data)
-        if m.headers.get("X-Ledger-Signature") != expected:
+        if m.headers.get("X-Ledger-Signature") != sign(m.data, secret):
             wrong.append(f"message {m.seq}: bad signature")
         if m.headers.get("Nats-Msg-Id") != body["transaction_id"]:
             wrong.append(f"message {m.seq}: Nats-Msg-Id {m.headers.get('Nats-Msg-Id')} is not its transaction id")

@@ -214,8 +214,7 @@ def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -
             kills.append(killed_at_random(url, config, calls, rng))
             found = [] if run_to_the_end(url, config) else [f"the last run did not end within {RUN_MAX_S:.0f} s"]
         found += [f"{HTTP_OP}: {p}" for p in problems(url, wallet.state, operator=HTTP_OP)]
-        if kills[0] == 0:
-            found.append("the deliverer made no call before its first kill")
+        found += [f"the deliverer made no call before kill {n}" for n, k in enumerate(kills, 1) if k == 0]
         js = _stream_findings(url, nats_url, stream, subject, watch)
     finally:
         try:

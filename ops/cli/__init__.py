@@ -12,8 +12,7 @@ import importlib
 import os
 import pkgutil
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from domain.text import escaped
 from ledger import logging as ledger_logging
@@ -107,14 +106,6 @@ def _parser_for(env: tuple[str | None, ...]) -> argparse.ArgumentParser:
     return build_parser()
 
 
-def _current(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The command's function as its module names it now, not when the cached parser was built
-    (a test that replaces a command's `run` is served by the same parser)."""
-    module = sys.modules.get(getattr(func, "__module__", ""))
-    found = getattr(module, getattr(func, "__name__", ""), None) if module is not None else None
-    return found if callable(found) else func
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _parser_for(tuple(os.environ.get(name) for name in ENV_DEFAULTS))
     # parse_known_args: argparse would report an unknown option under the top parser's
@@ -127,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         with escaping_output(), ledger_logging.kept_configuration():
-            return int(_current(args.func)(args) or 0)
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # `ledger ... | head` is fine
         return 0
     except KeyboardInterrupt:

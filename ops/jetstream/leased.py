@@ -70,7 +70,7 @@ from ops.jetstream.intake import (
     ensure_stream,
     patiently,
 )
-from ops.service.committer import CONFLICT_RETRIES
+from ops.service.committer import write_batch
 
 SLOTS = PARTITIONS_MAX
 TTL_MS_DEFAULT = 3000
@@ -111,18 +111,6 @@ def lock_timeout_ms(ttl_ms: int) -> int:
     return max(20, min(ttl_ms // 6, 250))
 
 
-def fenced_write(app: LedgerApp, raws: list[bytes], fence: Fence) -> list[Result]:
-    """ops/service/committer.write_batch with every transaction fenced by the slot's lease."""
-    results = list(app.run_batch(raws, assume_new=True, fence=fence))
-    for _ in range(CONFLICT_RETRIES):
-        again = [i for i, r in enumerate(results) if r.status == "conflict"]
-        if not again:
-            break
-        for i, result in zip(again, app.run_batch([raws[i] for i in again], fence=fence)):
-            results[i] = result
-    return results
-
-
 class LeaseExpired(LeaseLost):
     """This host could not renew for a lease time: it drops the slot before the store says so."""
 
@@ -136,7 +124,7 @@ class SlotConsumer(Consumer):
         self.expired: Callable[[], bool] = lambda: False  # the host's: no renewal for a lease time
 
     def write(self, raws: list[bytes]) -> list[Result]:
-        return fenced_write(self.app, raws, self.fence)
+        return write_batch(self.app, raws, fence=self.fence)
 
     def _check(self) -> None:
         if self.expired():

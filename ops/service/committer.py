@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from ledger.app import LedgerApp
 from ledger.batching import Result
+from ledger.library.recorders import Fence
 
 MAX_WAIT_MS_DEFAULT = 0.0  # a 2 ms window cost 2 ms on every answer and made no batch larger under load
 MAX_BATCH_DEFAULT = 500
@@ -220,17 +221,18 @@ def _settle(waiters: list[tuple[asyncio.Future[list[Result]], Answer]]) -> None:
             waiter.set_result(answer)
 
 
-def write_batch(app: LedgerApp, raws: Sequence[bytes | str]) -> list[Result]:
+def write_batch(app: LedgerApp, raws: Sequence[bytes | str], fence: Fence | None = None) -> list[Result]:
     """One transaction (`run_batch`); a command that met another writer is retried on fresh
     state (run_batch evicted what it touched), so a caller never sees `conflict` for a race it lost once.
     Live commands are nearly always new: `assume_new` skips the lookup of their ids while their
-    rounds are cached (a retry costs one failed write, then the usual way)."""
-    results = list(app.run_batch(raws, assume_new=True))
+    rounds are cached (a retry costs one failed write, then the usual way). `fence`: every
+    transaction fenced by a slot's lease (`ledger consume --lease`)."""
+    results = list(app.run_batch(raws, assume_new=True, fence=fence))
     for _ in range(CONFLICT_RETRIES):
         again = [i for i, r in enumerate(results) if r.status == "conflict"]
         if not again:
             break
-        for i, result in zip(again, app.run_batch([raws[i] for i in again])):
+        for i, result in zip(again, app.run_batch([raws[i] for i in again], fence=fence)):
             results[i] = result
     return results
 

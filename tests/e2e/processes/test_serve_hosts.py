@@ -9,7 +9,6 @@ what ingest answered) and the store equal a clean ingest."""
 from __future__ import annotations
 
 import http.client
-import json
 import random
 import threading
 import time
@@ -17,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from ledger.store import open_app
-from tests.e2e.processes.test_serve_workers import START_S, Served, by_table, post_one
-from tests.e2e.service.conftest import cli_results, feed, make_keys, round_events
+from tests.e2e.processes.test_serve_workers import START_S, Served, assert_store_as_ingest, by_table, post_one
+from tests.e2e.service.conftest import cli_results, feed, make_keys
 from tests.e2e.service.conftest import pg_schema_url_2 as pg_schema_url_2  # the fixture
 
 pytestmark = pytest.mark.postgres
@@ -49,7 +47,8 @@ class Table:
                     self.resent.add(n)
 
 
-def test_two_hosts_alternating_one_killed_answers_and_store_equal_ingest(pg_schema_url, pg_schema_url_2) -> None:
+def test_two_hosts_alternating_one_killed_answers_and_store_equal_ingest(pg_schema_url, pg_schema_url_2,
+                                                                         capsys) -> None:
     lines = feed(tables=6, rounds=3, seed=33, fault_rate=100)
     expected = cli_results(lines, pg_schema_url_2)
     key = make_keys(pg_schema_url)["studio"]
@@ -82,7 +81,7 @@ def test_two_hosts_alternating_one_killed_answers_and_store_equal_ingest(pg_sche
     assert answered == len(lines), f"{answered} of {len(lines)} answered"
     assert dead == {1}, "no request found host 1 gone: killed after the run?"
     assert_answers_as_ingest(tables)
-    assert_store_as_ingest(lines, pg_schema_url, pg_schema_url_2)
+    assert_store_as_ingest(lines, pg_schema_url, pg_schema_url_2, capsys)
 
 
 def assert_answers_as_ingest(tables: list[Table]) -> None:
@@ -95,31 +94,3 @@ def assert_answers_as_ingest(tables: list[Table]) -> None:
             if {k: got[k] for k in want} != want:
                 differ.append((line, want, got))
     assert not differ, f"{len(differ)} answers differ from ingest's, first: {differ[0]}"
-
-
-def assert_store_as_ingest(lines: list[bytes], url: str, clean: str) -> None:
-    assert round_events(url, lines) == round_events(clean, lines)
-    ids = [json.loads(line)["command_id"] for line in lines if b'"command_id"' in line]
-    a, b = open_app(url), open_app(clean)
-    try:
-        assert a.ledger_recorder().select_commands(ids) == b.ledger_recorder().select_commands(ids)
-    finally:
-        a.close()
-        b.close()
-
-    assert balances_of(url) == balances_of(clean)
-
-
-def balances_of(url: str) -> list[dict[str, Any]]:
-    """`ledger balances --json`'s accounts, without the positions (the interleaving of tables differs)."""
-    import io
-    from contextlib import redirect_stdout
-
-    from ops.cli import main
-
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["balances", "--db", url, "--json"]) == 0
-    accounts: list[dict[str, Any]] = json.loads(out.getvalue())["accounts"]
-    assert accounts
-    return [{k: v for k, v in a.items() if k != "last_position"} for a in accounts]

@@ -87,19 +87,10 @@ def second_store(store_url: str, tmp_path: Any, request: Any) -> str:
 @pytest.fixture
 def pg_schema_url_2() -> Iterator[str]:
     """A second fresh PostgreSQL schema (the first is the `store_url` fixture's)."""
-    import uuid
+    from tests.conftest import fresh_pg_schema
 
-    from tests.conftest import _pg_connect, pg_base_url
-
-    base = pg_base_url()
-    conn = _pg_connect(base)
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    finally:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        conn.close()
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -30,9 +30,10 @@ from ops.sim.wallet import write_wallet
 from projections.audit import GENESIS_HEX
 from projections.audit_export import FORMAT
 from tests.e2e.service.conftest import auth
+from tests.support import operator_day
 from tests.support.ksa_week import make_party
 
-MINE = "OP2"
+MINE = operator_day.MINE
 # Routes that are no read of the ledger's players: the feed, the API's documentation, health.
 NOT_READS = {"/v1/commands", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc",
              "/docs/oauth2-redirect"}
@@ -41,7 +42,7 @@ UPLOADS = {"/v1/reconcile", "/v1/audit/verify"}
 WORD = re.compile(r"[\w~-]+")
 NUMBER = re.compile(r"(?<![\w.,-])\d+(?:\.\d+)?(?![\w-]|\.\d)")
 MARKED_MIN = 1900  # the distinctive stakes (no event position of the day is this high)
-LATE = "late-"  # refused bets added to the day (their rounds are over): the rejections route has some of each
+LATE = operator_day.LATE  # refused bets added to the day (their rounds are over): the rejections route has some of each
 
 
 def distinctive(lines: list[bytes]) -> list[bytes]:
@@ -70,27 +71,19 @@ def late_bets(lines: list[bytes]) -> list[bytes]:
     return [json.dumps(c).encode() for c in (*bets, card)]
 
 
-class Day:
-    """The feed's bets: what OP2 may see and the tokens of everyone else's."""
+class Day(operator_day.Day):
+    """The feed's bets (tests/support/operator_day.py's reading of them): what OP2 may see and
+    the tokens of everyone else's; their per-bet amounts are this module's distinctive stakes."""
 
     auditor = ""  # OP2's auditor key
     wallet = Path()  # OP2's wallet file
 
     def __init__(self, lines: list[bytes]) -> None:
+        super().__init__(lines)
         bets = [b for b in map(json.loads, lines) if b.get("type") == "place_bet"]
-        mine = [b for b in bets if b["operator_id"] == MINE]
-        own_ids = {b["player_id"] for b in mine}
-        others = [b for b in bets if b["operator_id"] != MINE]
-        self.tokens = ({f"{b['operator_id']}~{b['player_id']}" for b in others} | {b["bet_id"] for b in others}
-                       | {b["player_id"] for b in others if b["player_id"] not in own_ids})
-        rounds: dict[str, set[str]] = {}
-        for b in bets:
-            if not b["command_id"].startswith(LATE):
-                rounds.setdefault(f"{b['table_id']}#{b['round_no']}", set()).add(b["operator_id"])
-        self.shared_round = next(r for r, ops in sorted(rounds.items()) if MINE in ops and len(ops) > 1)
-        self.player = sorted(own_ids & {b["player_id"] for b in others})[0]  # an id two operators have
-        amounts = {b["stake_minor"] for b in others if b["stake_minor"] >= MARKED_MIN and b["stake_minor"] % 100}
-        amounts -= {b["stake_minor"] for b in mine}
+        amounts = {b["stake_minor"] for b in bets
+                   if b["operator_id"] != MINE and b["stake_minor"] >= MARKED_MIN and b["stake_minor"] % 100}
+        amounts -= {b["stake_minor"] for b in bets if b["operator_id"] == MINE}
         self.amounts = {str(a) for a in amounts} | {f"{a // 100}.{a % 100:02d}" for a in amounts}
 
     def found(self, text: str) -> set[str]:

@@ -276,7 +276,7 @@ def test_permission_and_unexpected_errors_are_one_coded_line(tmp_path: Path, cap
     import ops.cli
 
     parser = ops.cli.build_parser()
-    monkeypatch.setattr(ops.cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(ops.cli, "_parser_for", lambda env: parser)  # main's parser, built once a process
     parser._subparsers._group_actions[0].choices["schema"].set_defaults(func=broken)  # type: ignore[union-attr]
     assert_error(capsys, ErrorCode.INTERNAL, "schema")
 
