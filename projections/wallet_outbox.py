@@ -139,10 +139,16 @@ class Outbox:
                             (new.status, new.next_at_ms, tx_id))
         return new
 
-    def decisions(self, tx_id: str | None = None) -> list[dict[str, Any]]:
-        where, params = ("WHERE tx_id=?", (tx_id,)) if tx_id else ("", ())
+    def decisions(self, tx_id: str | None = None, scope: OperatorScope = EVERY_OPERATOR) -> list[dict[str, Any]]:
+        """The recorded decisions (of one transaction; of the scope's operators' transactions)."""
+        clauses, params = (["tx_id=?"], [tx_id]) if tx_id else ([], [])
+        of, operators = _operator_in(scope)
+        if of:
+            clauses.append(f"tx_id IN (SELECT tx_id FROM wallet_tx WHERE {of})")
+            params += operators
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         rows = self.db.query("SELECT decision_id, tx_id, action, decided_by, decided_at, why FROM wallet_decisions "
-                             f"{where} ORDER BY decision_id", params)
+                             f"{where}ORDER BY decision_id", tuple(params))
         return [dict(zip(DECISIONS.column_names, row)) for row in rows]
 
     # --------------------------------------------------------------- status
@@ -165,10 +171,9 @@ class Outbox:
         """The first `limit` transactions in these statuses (of the scope's operators)."""
         require(set(statuses) <= set(OPEN) | set(FINAL), f"unknown status in {statuses}")
         marks = ", ".join("?" * len(statuses))
-        operators = sorted(scope.operators) if scope.operators is not None else None
-        of = "" if operators is None else f" AND operator_id IN ({', '.join('?' * len(operators)) or 'NULL'})"
-        rows = self.db.query(f"{self._select} WHERE status IN ({marks}){of} ORDER BY seq LIMIT ?",
-                             (*statuses, *(operators or ()), limit))
+        of, operators = _operator_in(scope)
+        rows = self.db.query(f"{self._select} WHERE status IN ({marks}){' AND ' + of if of else ''} ORDER BY seq LIMIT ?",
+                             (*statuses, *operators, limit))
         return [WalletTx(*row) for row in rows]
 
     def of_operator(self, operator: str) -> list[WalletTx]:
@@ -202,14 +207,16 @@ def delivery_status(outbox: Outbox, head: int, scope: OperatorScope = EVERY_OPER
     retrying = [{"tx_id": t.tx_id, "operator_id": t.operator_id, "player_id": t.player_id, "kind": t.kind,
                  "attempts": t.attempts, "answer": t.last_answer} for t in outbox.by_status(("retrying",), scope=scope)]
     return {"position": position, "head": head, "events_behind": max(0, head - position), "operators": operators,
-            "dead": dead, "retrying": retrying, "decisions": _decisions(outbox, scope)}
+            "dead": dead, "retrying": retrying, "decisions": outbox.decisions(scope=scope)}
 
 
-def _decisions(outbox: Outbox, scope: OperatorScope) -> list[dict[str, Any]]:
-    decisions = outbox.decisions()
-    if scope.everyone:
-        return decisions
-    return [d for d in decisions if (tx := outbox.get(d["tx_id"])) is not None and scope.allows(tx.operator_id)]
+def _operator_in(scope: OperatorScope) -> tuple[str, list[str]]:
+    """The SQL condition on `operator_id` that keeps the scope's operators, and its parameters
+    ("" for every operator; an empty scope keeps none)."""
+    if scope.operators is None:
+        return "", []
+    operators = sorted(scope.operators)
+    return f"operator_id IN ({', '.join('?' * len(operators)) or 'NULL'})", operators
 
 
 def read_status(log: EventLog, scope: OperatorScope = EVERY_OPERATOR) -> dict[str, Any] | None:
