@@ -53,6 +53,14 @@ def _redacted(entry: dict[str, Any], scope: OperatorScope, hidden: set[str]) -> 
 OTHER = "(another operator's)"  # what stands for a text naming another operator's player or bet
 
 
+def token_pattern(tokens: set[str]) -> re.Pattern[str] | None:
+    """The ids `tokens` where a text names them whole (not inside a longer id: `p-1` is not in
+    `p-17`, nor a bare id after `~`), longest first; None for no tokens."""
+    if not tokens:
+        return None
+    return re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in sorted(tokens, key=len, reverse=True)))
+
+
 def redact_document(doc: dict[str, Any], scope: OperatorScope) -> dict[str, Any]:
     """A round's document (its detail or replay, as plain JSON) for `scope`: every object naming
     another operator's player (`player_id`, `owner`, a `player:` account) or bet (`bet_id`)
@@ -63,9 +71,7 @@ def redact_document(doc: dict[str, Any], scope: OperatorScope) -> dict[str, Any]
     bets: dict[str, int] = {}
     players: set[str] = set()
     _collect(doc, scope, bets, players)
-    tokens = sorted(players | set(bets), key=len, reverse=True)
-    pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in tokens)) if tokens else None
-    out = _strip(doc, scope, set(bets), pattern)
+    out = _strip(doc, scope, set(bets), token_pattern(players | set(bets)))
     out["other_operators"] = {"bets": len(bets), "staked_minor": sum(bets.values())}
     return out  # type: ignore[no-any-return]
 
@@ -224,9 +230,7 @@ class LinkRedactor:
         if _theirs(fields, self.scope, bets):
             shown: dict[str, Any] = {}  # the event is about another operator's bet or player alone
         else:
-            tokens = sorted(players | bets, key=len, reverse=True)
-            pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(t)}(?![\w-])" for t in tokens))
-            shown = _strip(fields, self.scope, bets, pattern)
+            shown = _strip(fields, self.scope, bets, token_pattern(players | bets))
         return Link({**link.record, "fields": shown, REDACTED: True}, link.prev, link.hash)
 
 

@@ -15,6 +15,7 @@ from domain.money import format_minor
 from domain.operators import DEFAULT_OPERATOR_ID, player_key, split_key
 from domain.text import escaped
 from ops.service.paths import path_segment
+from projections.redaction import token_pattern
 
 
 def round_url(table_id: str | None, round_no: int | None, round_id: str) -> str:
@@ -48,7 +49,8 @@ def people_named(doc: dict[str, Any]) -> dict[str, Any]:
     named = {k: player_name(k) for k in keys if k != player_name(k)}
     if not named:
         return doc
-    pattern = re.compile("|".join(rf"(?<![\w~-]){re.escape(k)}(?![\w-])" for k in sorted(named, key=len, reverse=True)))
+    pattern = token_pattern(set(named))
+    assert pattern is not None  # named is not empty
     renamed: dict[str, Any] = _renamed(doc, pattern, named)
     return renamed
 
