@@ -56,7 +56,7 @@ def rejection_rows(log: EventLog, code: str | None, table: str | None, since: da
     `after_id`; and the id to continue after (None at the end). For a scope of some operators,
     those naming one of them, another operator's player in a message replaced, as
     /v1/rejections (projections/redaction.py)."""
-    from projections.redaction import redact_text, shows_rejection
+    from projections.redaction import scoped_rejection
 
     out: list[dict[str, Any]] = []
     while len(out) < limit:
@@ -65,8 +65,8 @@ def rejection_rows(log: EventLog, code: str | None, table: str | None, since: da
             return out, None
         for row in batch:
             after_id = row["id"]
-            if _rejection_matches(row, code, table, since, until) and shows_rejection(row["payload"], scope):
-                out.append(row if scope.everyone else row | {"message": redact_text(row["message"], scope)})
+            if _rejection_matches(row, code, table, since, until) and (shown := scoped_rejection(row, scope)) is not None:
+                out.append(shown)
                 if len(out) == limit:
                     return out, after_id
     return out, after_id

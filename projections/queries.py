@@ -687,16 +687,16 @@ def rejections(log: EventLog, code: str | None = None, after: int = 0, limit: in
     """Refused commands after id `after`, oldest first, at most `limit`, of one code or all,
     received in [since, until) (the service's time: a refused command may have no studio time);
     for a scope of some operators, those naming one of them (projections/redaction.py)."""
-    from projections.redaction import redact_text, shows_rejection
+    from projections.redaction import scoped_rejection
 
     found: list[Rejection] = []
     while len(found) < limit:
         page = log.rejections(after_id=after, limit=min(REJECTIONS_PAGE, limit))
         if not page:
             break
-        found.extend(_rejection(r | {"message": redact_text(r["message"], scope)}) for r in page
+        found.extend(_rejection(shown) for r in page
                      if (not code or r["code"] == code) and _within(r, since, until)
-                     and shows_rejection(r["payload"], scope))
+                     and (shown := scoped_rejection(r, scope)) is not None)
         after = page[-1]["id"]
     return found[:limit]
 

@@ -200,6 +200,14 @@ def shows_rejection(payload: str, scope: OperatorScope) -> bool:
     return operator is not None and scope.allows(operator)
 
 
+def scoped_rejection(row: dict[str, Any], scope: OperatorScope) -> dict[str, Any] | None:
+    """A rejections-log row as a read of `scope` shows it (its message redacted), or None when
+    the scope may not see it: the one rule the HTTP route, the CLI and the console share."""
+    if not shows_rejection(row["payload"], scope):
+        return None
+    return row if scope.everyone else row | {"message": redact_text(row["message"], scope)}
+
+
 # ---------------------------------------------------------------- the audit trail
 
 class LinkRedactor:

@@ -54,7 +54,7 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         rows: LedgerRows | None = kwargs.get("ledger_rows")
         require(rows is None or rows.fence is None, "leases live in PostgreSQL: a SQLite store takes no fenced batch")
         with self.datastore.transaction(commit=True) as c:
-            return self._write_batch(c, stored_events, kwargs.get("ledger_rows"))
+            return self._write_batch(c, stored_events, rows)
 
     def _write_batch(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent],
                      rows: LedgerRows | None) -> list[int]:
