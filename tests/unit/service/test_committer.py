@@ -22,7 +22,7 @@ class FakeLedger:
         self.gate, self.fail = gate, fail
         self.conflicted: set[str] = set()
 
-    def run_batch(self, raws, assume_new=False):  # type: ignore[no-untyped-def]
+    def run_batch(self, raws, assume_new=False, fence=None):  # type: ignore[no-untyped-def]  # LedgerApp.run_batch's
         if self.gate is not None:
             self.gate.wait()
         if self.fail:
