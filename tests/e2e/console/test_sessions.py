@@ -8,7 +8,7 @@ import json
 import re
 import time
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.cookies import SimpleCookie
 
 import pytest
@@ -132,11 +132,15 @@ def test_a_session_works_in_every_worker_and_ends_in_all(console_store: ConsoleS
         assert two.get("/ui/rounds", follow_redirects=False).status_code == 303
 
 
-def test_a_session_expires(client: TestClient, console_store: ConsoleStore) -> None:
+def test_a_session_expires(client: TestClient, console_store: ConsoleStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sessions' clock held still, then moved past the expiry: a loaded machine taking a
+    # second between sign-in and the first page must not expire it early.
+    now = [datetime.now(UTC)]
+    monkeypatch.setattr("ops.console.sessions._now", lambda: now[0])
     client.app.state.ui_sessions = SessionStore(client.app.state.keys.store, session_s=1)  # type: ignore[attr-defined]
     sign_in(client, console_store.keys["backoffice"])
     assert client.get("/ui/rounds", follow_redirects=False).status_code == 200
-    time.sleep(1.2)
+    now[0] += timedelta(seconds=1.2)
     assert client.get("/ui/rounds", follow_redirects=False).status_code == 303
 
 
