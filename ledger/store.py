@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from domain.errorcodes import ErrorCode
@@ -83,17 +83,20 @@ def env_for(db_url: str) -> dict[str, str]:
     raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
 
 
+def pg_connect_args(env: dict[str, str]) -> dict[str, Any]:
+    """psycopg.connect's arguments for the server and database of a store's environment
+    (autocommit; the schema is the caller's `search_path` or the library's)."""
+    return {"dbname": env["POSTGRES_DBNAME"], "host": env["POSTGRES_HOST"], "port": env["POSTGRES_PORT"],
+            "user": env["POSTGRES_USER"], "password": env["POSTGRES_PASSWORD"] or None, "autocommit": True}
+
+
 def _pg_connect(env: dict[str, str]) -> psycopg.Connection[tuple[object, ...]]:
     """One connection, or `StoreUnavailable` naming the cause at once: the library would
     retry for seconds and then hide it (a database that does not exist, a refused port)."""
     import psycopg
 
     try:
-        return psycopg.connect(
-            dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-            user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
-            connect_timeout=PROBE_TIMEOUT_S,
-        )
+        return psycopg.connect(**pg_connect_args(env), connect_timeout=PROBE_TIMEOUT_S)
     except psycopg.OperationalError as exc:
         cause = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         where = f"{env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}/{env['POSTGRES_DBNAME']}"

@@ -57,7 +57,7 @@ from ledger.app import LedgerApp
 from ledger.batching import Result
 from ledger.leases import Lease, LeaseLost, Leases
 from ledger.library.recorders import Fence
-from ledger.store import env_for
+from ledger.store import env_for, pg_connect_args
 from ops.jetstream.intake import (
     ACK_WAIT_S_DEFAULT,
     BATCH_DEFAULT,
@@ -93,9 +93,7 @@ def lease_connection(url: str, ttl_ms: int) -> Any:
 
     env = env_for(url)
     conn = psycopg.connect(
-        dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
-        connect_timeout=max(2, math.ceil(ttl_ms / 1000)), tcp_user_timeout=ttl_ms,
+        **pg_connect_args(env), connect_timeout=max(2, math.ceil(ttl_ms / 1000)), tcp_user_timeout=ttl_ms,
         # A round's transaction left open by a host frozen or cut off in it holds its leases'
         # rows: the server ends it after T/3, before the leases run out.
         options=(f"-c statement_timeout={ttl_ms} -c lock_timeout={lock_timeout_ms(ttl_ms)} "
