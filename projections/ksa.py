@@ -133,8 +133,8 @@ def _movements(play: Play) -> Iterator[tuple[str, str, int, datetime]]:
 
 
 def transactions(play: Play) -> Iterator[Subject]:
-    """A play's money movements (`_movements`) as transaction subjects."""
-    check_currency((play,))
+    """A play's money movements (`_movements`) as transaction subjects (its currency checked
+    by the caller, for the whole session before any of its records: `check_currency`)."""
     for key, type_, minor, at in _movements(play):
         yield Subject(TRANSACTION, key, _content(player=play.player_id, type=type_, amount=minor, at=utc(at)), (
             ("Player_Profile_ID", medium(player_of(play.player_id), "player id")), ("Transaction_ID", uid(key)),

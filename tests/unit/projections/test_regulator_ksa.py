@@ -9,6 +9,7 @@ import pytest
 
 from domain.operators import DEFAULT_OPERATOR_ID, player_key
 from projections import ksa
+from projections.dgoj import Play
 from projections.regulator import Period, Scope, placement
 
 
@@ -55,3 +56,12 @@ def test_uids_match_the_xsd_pattern_and_are_stable() -> None:
     uid = ksa.uid("tx/r1/p1/STAKE")
     assert re.fullmatch(r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}", uid)
     assert uid == ksa.uid("tx/r1/p1/STAKE") != ksa.uid("tx/r1/p1/WINNING")
+
+
+def test_a_session_with_a_play_in_another_currency_stops_the_export_naming_its_round() -> None:
+    at = datetime(2026, 11, 24, 12, tzinfo=UTC)
+    eur = Play("r-eur", "t1", 1, "baccarat", "baccarat", "EUR", "p1", at)
+    gbp = Play("r-gbp", "t1", 2, "baccarat", "baccarat", "GBP", "p1", at)
+    ksa.check_currency((eur,))
+    with pytest.raises(ksa.KsaError, match="round r-gbp: currency GBP"):
+        ksa.check_currency((eur, gbp))
