@@ -4,7 +4,8 @@ operator's wallet until every transaction has a final answer.
 
 One thread owns the store (reads events, writes transactions and outcomes); each operator
 has a pool of `concurrency` threads for its HTTP calls. A player's transactions go one at a
-time in ledger order; different players in parallel. Nothing is kept only in memory that the
+time in ledger order; different players in parallel (with `batch_max` > 1, the heads of up to
+that many players in one call: each item is the same transaction under the same rules). Nothing is kept only in memory that the
 store does not also hold: killed at any moment, a restarted deliverer resends what has no
 final answer, with the same ids.
 """
@@ -44,6 +45,10 @@ def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
     return JetStreamClient(wallet) if wallet.transport == "jetstream" else WalletClient(wallet)
 
 
+def _alone(client: WalletClient | JetStreamClient, kind: str, tx_id: str, body: str) -> list[Answer]:
+    return [client.post(kind, tx_id, body)]
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -54,7 +59,9 @@ class Delivered:
 
     events: int = 0
     derived: int = 0
-    calls: int = 0
+    calls: int = 0  # requests (HTTP calls, JetStream publishes)
+    transactions: int = 0  # transactions sent (= calls, unless batched)
+    batch_sizes: dict[int, int] = field(default_factory=dict)  # batched: items in a call -> how many calls
     outcomes: dict[str, int] = field(default_factory=dict)
     reconnects: int = 0
     position: int = 0
@@ -68,9 +75,9 @@ class Deliverer:
         self.clients = {op: client_for(w) for op, w in wallets.items()}
         self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
                       for op, w in wallets.items()}
-        self.in_flight: dict[Future[Answer], WalletTx] = {}
+        self.in_flight: dict[Future[list[Answer]], list[WalletTx]] = {}  # a call's transactions (a batch's, in order)
         self.busy: set[PlayerKey] = set()
-        self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)
+        self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)  # calls in flight
         self.unrecorded: list[Attempt] = []  # answers not yet in the store (kept across a reconnect)
         # The open transactions per player in ledger order: a mirror of the store's, changed only
         # after the store was, and read again from it every RELOAD_S and after a reconnect.
@@ -186,7 +193,8 @@ class Deliverer:
 
     def dispatch(self) -> tuple[int, int]:
         """Send the next transaction of every player that has none in flight and is due, within
-        each operator's concurrency. Returns how many were sent, and how many open ones wait."""
+        each operator's concurrency (batched: up to `batch_max` such heads, of different players,
+        in one call). Returns how many were sent, and how many open ones wait."""
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
             self.unrecorded = []
@@ -196,6 +204,7 @@ class Deliverer:
             self._load()
         assert self.queues is not None
         now, waiting, sent = now_ms(), 0, 0
+        batches: dict[str, list[WalletTx]] = {}  # per operator, the heads gathered for its next call
         for key, queue in list(self.queues.items()):
             if not queue:
                 del self.queues[key]
@@ -209,9 +218,15 @@ class Deliverer:
             if tx.next_at_ms > now or self.per_operator[tx.operator_id] >= wallet.concurrency:
                 waiting += len(queue)
                 continue
-            self._send(tx)
+            batch = batches.setdefault(tx.operator_id, [])
+            batch.append(tx)
+            self.busy.add(key)  # one transaction of a player in flight: never twice in a batch
+            if len(batch) >= wallet.batch_max:
+                self._send(batches.pop(tx.operator_id))
             sent += 1
             waiting += len(queue) - 1
+        for batch in batches.values():
+            self._send(batch)
         return sent, waiting
 
     def _load(self) -> None:
@@ -220,13 +235,20 @@ class Deliverer:
             queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
         self.queues, self._loaded_at = queues, time.monotonic()
 
-    def _send(self, tx: WalletTx) -> None:
-        body = self._resolved_body(tx)
-        future = self.pools[tx.operator_id].submit(self.clients[tx.operator_id].post, tx.kind, tx.tx_id, body)
-        self.in_flight[future] = tx
-        self.busy.add((tx.operator_id, tx.player_id))
-        self.per_operator[tx.operator_id] += 1
+    def _send(self, txs: list[WalletTx]) -> None:
+        """One call: a transaction alone (`batch_max` 1), or a batch of them to `<url>/batch`."""
+        operator = txs[0].operator_id
+        client = self.clients[operator]
+        items = [(tx.kind, tx.tx_id, self._resolved_body(tx)) for tx in txs]
+        if self.wallets[operator].batch_max > 1 and isinstance(client, WalletClient):
+            future = self.pools[operator].submit(client.post_batch, items)
+            self.result.batch_sizes[len(txs)] = self.result.batch_sizes.get(len(txs), 0) + 1
+        else:
+            future = self.pools[operator].submit(_alone, client, *items[0])
+        self.in_flight[future] = txs
+        self.per_operator[operator] += 1
         self.result.calls += 1
+        self.result.transactions += len(txs)
 
     def _resolved_body(self, tx: WalletTx) -> str:
         """A void's rollback names the debit generation that stands (a debit sent again after
@@ -250,10 +272,11 @@ class Deliverer:
         done, _ = wait(list(self.in_flight), timeout=timeout or None, return_when=FIRST_COMPLETED)
         attempts = []
         for future in done:
-            tx = self.in_flight.pop(future)
-            self.busy.discard((tx.operator_id, tx.player_id))
-            self.per_operator[tx.operator_id] -= 1
-            attempts.append(self.outcome(tx, future.result()))
+            txs = self.in_flight.pop(future)
+            self.per_operator[txs[0].operator_id] -= 1
+            for tx, answer in zip(txs, future.result(), strict=True):
+                self.busy.discard((tx.operator_id, tx.player_id))
+                attempts.append(self.outcome(tx, answer))
         self.unrecorded.extend(attempts)
         self.outbox.record(self.unrecorded)
         self.unrecorded = []
