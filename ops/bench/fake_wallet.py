@@ -17,7 +17,8 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
 
 Batches (`POST <url>/batch`, docs/wallet.md "Batches"): the items applied in order, each as if
 posted alone (the same idempotency, refusals, rollback before its debit, the same answers with
-their `http_status`), answered 200 `{"results": [...]}`. Each misbehaviour above is rolled per
+their `http_status`), answered 200 `{"results": [...]}`; an item after one of the same player
+in the batch that was not applied is not applied either (409 `previous_not_applied`). Each misbehaviour above is rolled per
 batch request and applies to it as a whole (`drop` applies every item and closes without a
 reply; `duplicate` writes the whole reply twice; ...); `5xx` and `5xx_after` are also rolled per
 item (that item answered 503 not applied, or 500 applied, in its place in the results).
@@ -285,7 +286,24 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
                 wallet.batches.append([(str(i.get("player_id")), str(i.get("transaction_id"))) for i in items])
             if wallet.latency_s:
                 time.sleep(wallet.latency_s)  # once per request, as a wallet's round trip
-            self._misbehave(wallet.chaos.pick(), lambda: (200, {"results": [self._item(i) for i in items]}))
+            self._misbehave(wallet.chaos.pick(), lambda: (200, {"results": self._items(items)}))
+
+        def _items(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """Each item applied as if posted alone, in order, but none after one of its player's
+            that was not applied."""
+            stopped: set[str] = set()  # players with an item not applied in this batch
+            results = []
+            for item in items:
+                player = str(item.get("player_id"))
+                if player in stopped:
+                    result = {"http_status": 409, "error": "previous_not_applied",
+                              "transaction_id": item.get("transaction_id")}
+                else:
+                    result = self._item(item)
+                if result["http_status"] != 200 and result.get("error") != "internal":  # 5xx_after: applied
+                    stopped.add(player)
+                results.append(result)
+            return results
 
         def _item(self, item: dict[str, Any]) -> dict[str, Any]:
             """One item of a batch, applied as if posted alone: its answer with its status."""

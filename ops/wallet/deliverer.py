@@ -4,8 +4,9 @@ operator's wallet until every transaction has a final answer.
 
 One thread owns the store (reads events, writes transactions and outcomes); each operator
 has a pool of `concurrency` threads for its HTTP calls. A player's transactions go one at a
-time in ledger order; different players in parallel (with `batch_max` > 1, the heads of up to
-that many players in one call: each item is the same transaction under the same rules). Nothing is kept only in memory that the
+time in ledger order; different players in parallel (with `batch_max` > 1, several players'
+transactions in one call, each player's a run in ledger order that the wallet applies in order
+and stops at the first it did not apply: each item is the same transaction under the same rules). Nothing is kept only in memory that the
 store does not also hold: killed at any moment, a restarted deliverer resends what has no
 final answer, with the same ids.
 """
@@ -19,12 +20,13 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import psycopg
 
 from ledger.eventlog import EventLog
 from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
-from ops.wallet.config import OperatorWallet
+from ops.wallet.config import BATCH_MAX_LIMIT, OperatorWallet
 from ops.wallet.jetstream import JetStreamClient
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
@@ -43,6 +45,22 @@ PlayerKey = tuple[str, str]
 def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
     """How the operator hears of its transactions: called over HTTP, or published to JetStream."""
     return JetStreamClient(wallet) if wallet.transport == "jetstream" else WalletClient(wallet)
+
+
+def _run(queue: deque[WalletTx], now: int, room: int) -> list[WalletTx]:
+    """The player's transactions for one batch (docs/wallet.md, "Batches"): its head, then those
+    after it in ledger order while they are due and not debits, up to `room`. A debit is only
+    ever the head and alone: one with no answer has its rollback and next generation sent before
+    anything after it, and a void's rollback names the debit generation that stands, known only
+    once every debit before it is final."""
+    run = [queue[0]]
+    if queue[0].kind == "debit":
+        return run
+    for tx in islice(queue, 1, room):
+        if tx.kind == "debit" or tx.next_at_ms > now:
+            break
+        run.append(tx)
+    return run
 
 
 def _alone(client: WalletClient | JetStreamClient, kind: str, tx_id: str, body: str) -> list[Answer]:
@@ -193,8 +211,8 @@ class Deliverer:
 
     def dispatch(self) -> tuple[int, int]:
         """Send the next transaction of every player that has none in flight and is due, within
-        each operator's concurrency (batched: up to `batch_max` such heads, of different players,
-        in one call). Returns how many were sent, and how many open ones wait."""
+        each operator's concurrency (batched: up to `batch_max` transactions in one call, each
+        player's a run from its head, `_run`). Returns how many were sent, and how many open ones wait."""
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
             self.unrecorded = []
@@ -219,12 +237,13 @@ class Deliverer:
                 waiting += len(queue)
                 continue
             batch = batches.setdefault(tx.operator_id, [])
-            batch.append(tx)
-            self.busy.add(key)  # one transaction of a player in flight: never twice in a batch
+            run = _run(queue, now, wallet.batch_max - len(batch)) if wallet.batch_max > 1 else [tx]
+            batch.extend(run)
+            self.busy.add(key)  # one call of a player's in flight
             if len(batch) >= wallet.batch_max:
                 self._send(batches.pop(tx.operator_id))
-            sent += 1
-            waiting += len(queue) - 1
+            sent += len(run)
+            waiting += len(queue) - len(run)
         for batch in batches.values():
             self._send(batch)
         return sent, waiting
@@ -289,13 +308,16 @@ class Deliverer:
         open, leaves when final; a debit's rollback and next generation go first."""
         tx = attempt.tx
         queue = self.queues.get((tx.operator_id, tx.player_id)) if self.queues is not None else None
-        if queue is None or not queue or queue[0].tx_id != tx.tx_id:
+        # batched, the transaction may follow others of its player's run still open before it
+        at = next((i for i, queued in enumerate(islice(queue or (), BATCH_MAX_LIMIT)) if queued.tx_id == tx.tx_id),
+                  None)
+        if queue is None or at is None or (attempt.more and at != 0):
             self.queues = None  # not what was sent: read again from the store
             return
         if tx.status in OPEN:
-            queue[0] = tx
+            queue[at] = tx
         else:
-            queue.popleft()
+            del queue[at]
         for more in reversed(attempt.more):
             queue.appendleft(more)
 

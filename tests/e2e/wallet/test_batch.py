@@ -1,10 +1,14 @@
 """Batched calls (`batch_max` > 1, docs/wallet.md "Batches") against the fake wallet's `/batch`,
 under each of its misbehaviours: every wallet ends as the ledger to the cent, nothing applied
-twice, nothing after its rollback, the reconcile report empty; a batch never carries two
-transactions of one player, and a player's transactions reach the wallet in ledger order."""
+twice, nothing after its rollback, the reconcile report empty; a player's transactions in a
+batch are a run in ledger order with a debit only alone, and each player's transactions are
+applied in ledger order."""
 from __future__ import annotations
 
+import http.client
+import json
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -12,6 +16,7 @@ from ledger.eventlog import EventLog
 from ops.bench.fake_wallet import MISBEHAVIOURS, Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
 from ops.cli import main as cli
+from ops.wallet.client import NO_ANSWER, OK, ROLLED_BACK, classify_batch, sign
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
@@ -30,21 +35,36 @@ def deliver(url: str, config: Path) -> Deliverer:
 
 
 def seq_of(url: str) -> dict[str, int]:
+    return {tx: int(seq) for tx, seq, _kind in txs_of(url)}
+
+
+def kinds_of(url: str) -> dict[str, str]:
+    return {tx: kind for tx, _seq, kind in txs_of(url)}
+
+
+def txs_of(url: str) -> list[tuple[str, int, str]]:
     db = Db.for_store(EventLog.open(url).backend)
     try:
-        return {tx: int(seq) for tx, seq in db.query("SELECT tx_id, seq FROM wallet_tx")}
+        return [tuple(row) for row in db.query("SELECT tx_id, seq, kind FROM wallet_tx")]  # type: ignore[misc]
     finally:
         db.close()
 
 
 def assert_batched_rightly(url: str, wallet: FakeWallet) -> None:
-    """No batch names a player twice; each player's transactions were first applied in ledger order."""
+    """In each batch a player's items are together, in ledger order, a debit only alone; each
+    player's transactions were first applied in ledger order."""
     assert wallet.batches, "no batch was posted"
+    seq, kinds = seq_of(url), kinds_of(url)
     for batch in wallet.batches:
-        players = [player for player, _tx in batch]
-        assert len(players) == len(set(players)), batch
         assert len(batch) <= BATCH_MAX
-    seq, last = seq_of(url), {}
+        runs: dict[str, list[str]] = {}
+        for i, (player, tx) in enumerate(batch):
+            assert player not in runs or batch[i - 1][0] == player, f"{player}'s items apart in {batch}"
+            runs.setdefault(player, []).append(tx)
+        for player, run in runs.items():
+            assert [seq[tx] for tx in run] == sorted(seq[tx] for tx in run), f"{player}: {run} out of ledger order"
+            assert len(run) == 1 or "debit" not in {kinds[tx] for tx in run}, f"{player}: a debit in the run {run}"
+    last: dict[str, int] = {}
     for tx, _kind, effect in wallet.state.log:
         if effect != "applied" or tx not in seq:
             continue
@@ -63,6 +83,7 @@ def test_a_calm_wallet_gets_every_payout_once_in_batches(store_url: str, tmp_pat
         assert max(result.batch_sizes) > 1 and sum(n * k for n, k in result.batch_sizes.items()) == result.transactions
         assert problems(url, wallet.state) == [], describe(url, wallet.state)
         assert_batched_rightly(url, wallet)
+        assert any(len({p for p, _ in b}) < len(b) for b in wallet.batches), "no batch carried a player's run"
         again = deliver(url, config_file(tmp_path, wallet.url, batch_max=BATCH_MAX))
         assert again.result.calls == 0 and again.result.events == 0
 
@@ -124,3 +145,32 @@ def test_the_command_reads_batch_max(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert wallet.batches and wallet.state.requests == len(wallet.batches)
         assert problems(url, wallet.state) == []
     capsys.readouterr()
+
+
+def test_the_wallet_applies_nothing_after_a_players_item_it_did_not_apply() -> None:
+    """The fake wallet's rule for a player's run (docs/wallet.md, "Batches")."""
+    def item(kind: str, tx: str, player: str, **more: object) -> dict[str, object]:
+        return {"kind": kind, "transaction_id": tx, "player_id": player, "amount_minor": 100,
+                "reference": f"bet-{tx}", "round_id": "r1", "reason": "return", **more}
+
+    with FakeWallet(SECRET, start_balance=1000) as wallet:
+        wallet.state.handle("rollback", item("rollback", "rb1", "p1", reference_transaction_id="d1"))
+        raw = json.dumps({"transactions": [item("debit", "d1", "p1"), item("credit", "c1", "p1"),
+                                           item("credit", "c2", "p2"), item("round", "o1", "p1")]}).encode()
+        url = urlparse(wallet.url)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
+        try:
+            conn.request("POST", f"{url.path}/batch", raw, {"X-Ledger-Signature": sign(raw, SECRET.encode())})
+            resp = conn.getresponse()
+            status, results = resp.status, json.loads(resp.read())["results"]
+        finally:
+            conn.close()
+        assert status == 200
+        assert [(r["transaction_id"], r["http_status"], r.get("error")) for r in results] == [
+            ("d1", 409, "transaction_rolled_back"), ("c1", 409, "previous_not_applied"), ("c2", 200, None),
+            ("o1", 409, "previous_not_applied")]
+        assert set(wallet.state.applied) == {"rb1", "c2"}
+        kinds = ["debit", "credit", "credit", "round"]
+        answers = classify_batch([(k, r["transaction_id"], "{}") for k, r in zip(kinds, results)], status,
+                                 json.dumps({"results": results}))
+        assert [a.outcome for a in answers] == [ROLLED_BACK, NO_ANSWER, OK, NO_ANSWER]
