@@ -108,16 +108,15 @@ class Outbox:
         if not attempts:
             return
         at = now_text()
-        with self.db.transaction():
-            for a in attempts:
-                t = a.tx
-                self.db.execute("UPDATE wallet_tx SET status=?, attempts=?, next_at_ms=?, last_answer=?, done_ms=? "
-                                "WHERE tx_id=?", (t.status, t.attempts, t.next_at_ms, t.last_answer, t.done_ms, t.tx_id))
-                self.db.execute("INSERT INTO wallet_attempts (tx_id, attempt, operator_id, at, outcome, http_status, "
+        with self.db.transaction():  # one statement per table for all of them (a batch's answers come together)
+            self.db.executemany("UPDATE wallet_tx SET status=?, attempts=?, next_at_ms=?, last_answer=?, done_ms=? "
+                                "WHERE tx_id=?", [(a.tx.status, a.tx.attempts, a.tx.next_at_ms, a.tx.last_answer,
+                                                   a.tx.done_ms, a.tx.tx_id) for a in attempts])
+            self.db.executemany("INSERT INTO wallet_attempts (tx_id, attempt, operator_id, at, outcome, http_status, "
                                 "answer) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tx_id, attempt) DO NOTHING",
-                                (t.tx_id, t.attempts, t.operator_id, at, a.outcome, a.http_status,
-                                 a.answer[:ANSWER_MAX]))
-                self.db.executemany(self._insert, [_values(tx) for tx in a.more])
+                                [(a.tx.tx_id, a.tx.attempts, a.tx.operator_id, at, a.outcome, a.http_status,
+                                  a.answer[:ANSWER_MAX]) for a in attempts])
+            self.db.executemany(self._insert, [_values(tx) for a in attempts for tx in a.more])
 
     # ------------------------------------------------------------ decisions
     def decide(self, tx_id: str, action: str, by: str, why: str) -> WalletTx:

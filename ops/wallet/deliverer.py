@@ -40,6 +40,7 @@ WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits 
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
 UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
+_FINAL_BY_OUTCOME = {OK: "delivered", ROLLED_BACK: "rolled_back", REFUSED: "dead"}  # the status a final answer gives
 
 
 def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
@@ -194,8 +195,7 @@ class Deliverer:
         page = self.log.page(start, self.page_size, WALLET_KINDS)
         if not page.read:
             return 0
-        stamp = now_ms()
-        txs = [replace(tx, derived_ms=stamp) for tx in self.deriver.derive(page.records)]
+        txs = self.deriver.derive(page.records, now_ms())
         try:
             self.outbox.store_page(txs, start, page.last)
         except Concurrent:
@@ -324,21 +324,18 @@ class Deliverer:
     def outcome(self, tx: WalletTx, answer: Answer) -> Attempt:
         """The transaction after one call's answer (docs/wallet.md, "Rules per kind of call")."""
         self.result.outcomes[answer.outcome] = self.result.outcomes.get(answer.outcome, 0) + 1
-        tried = replace(tx, attempts=tx.attempts + 1, last_answer=answer.text[:2000])
+        attempts, kept = tx.attempts + 1, answer.text[:2000]  # one `replace` per answer: it is per transaction
         now = now_ms()
-        if answer.outcome == OK:
-            return Attempt(replace(tried, status="delivered", done_ms=now), OK, answer.http_status, answer.text)
-        if answer.outcome == ROLLED_BACK:
-            return Attempt(replace(tried, status="rolled_back", done_ms=now), ROLLED_BACK, answer.http_status,
-                           answer.text)
-        if answer.outcome == REFUSED:
-            return Attempt(replace(tried, status="dead", done_ms=now), REFUSED, answer.http_status, answer.text)
+        final = _FINAL_BY_OUTCOME.get(answer.outcome)
+        if final is not None:
+            done = replace(tx, status=final, done_ms=now, attempts=attempts, last_answer=kept)
+            return Attempt(done, answer.outcome, answer.http_status, answer.text)
         assert answer.outcome == NO_ANSWER
         if tx.kind == "debit":  # never left in doubt: rolled back, then the stake sent again under a new id
             more = tuple(replace(m, derived_ms=now) for m in next_generation(tx, tx.seq + 1))
-            return Attempt(replace(tried, status="unanswered", done_ms=now), NO_ANSWER, answer.http_status,
-                           answer.text, more)
+            done = replace(tx, status="unanswered", done_ms=now, attempts=attempts, last_answer=kept)
+            return Attempt(done, NO_ANSWER, answer.http_status, answer.text, more)
         wallet = self.wallets[tx.operator_id]
         wait_s = min(wallet.backoff_max_s, wallet.backoff_s * 2 ** min(tx.attempts, 20))
-        return Attempt(replace(tried, status="retrying", next_at_ms=now + int(wait_s * 1000)), NO_ANSWER,
-                       answer.http_status, answer.text)
+        again = replace(tx, status="retrying", next_at_ms=now + int(wait_s * 1000), attempts=attempts, last_answer=kept)
+        return Attempt(again, NO_ANSWER, answer.http_status, answer.text)
