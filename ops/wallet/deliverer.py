@@ -6,9 +6,9 @@ One thread owns the store (reads events, writes transactions and outcomes); each
 has a pool of `concurrency` threads for its HTTP calls. A player's transactions go one at a
 time in ledger order; different players in parallel (with `batch_max` > 1, several players'
 transactions in one call, each player's a run in ledger order that the wallet applies in order
-and stops at the first it did not apply: each item is the same transaction under the same rules). Nothing is kept only in memory that the
-store does not also hold: killed at any moment, a restarted deliverer resends what has no
-final answer, with the same ids.
+and stops at the first it did not apply: each item is the same transaction under the same
+rules). Nothing is kept only in memory that the store does not also hold: killed at any
+moment, a restarted deliverer resends what has no final answer, with the same ids.
 """
 from __future__ import annotations
 
@@ -222,7 +222,7 @@ class Deliverer:
             self._load()
         assert self.queues is not None
         now, waiting, sent = now_ms(), 0, 0
-        batches: dict[str, list[WalletTx]] = {}  # per operator, the heads gathered for its next call
+        batches: dict[str, list[WalletTx]] = {}  # per operator, the players' runs gathered for its next call
         for key, queue in list(self.queues.items()):
             if not queue:
                 del self.queues[key]
