@@ -92,6 +92,9 @@ class Deliverer:
         self.wallets = wallets
         self.page_size = page_size
         self.clients = {op: client_for(w) for op, w in wallets.items()}
+        # transactions a call carries: batches over HTTP only (a JetStream message is one transaction)
+        self.batch_max = {op: w.batch_max if isinstance(self.clients[op], WalletClient) else 1
+                          for op, w in wallets.items()}
         self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
                       for op, w in wallets.items()}
         self.in_flight: dict[Future[list[Answer]], list[WalletTx]] = {}  # a call's transactions (a batch's, in order)
@@ -237,10 +240,11 @@ class Deliverer:
                 waiting += len(queue)
                 continue
             batch = batches.setdefault(tx.operator_id, [])
-            run = _run(queue, now, wallet.batch_max - len(batch)) if wallet.batch_max > 1 else [tx]
+            batch_max = self.batch_max[tx.operator_id]
+            run = _run(queue, now, batch_max - len(batch)) if batch_max > 1 else [tx]
             batch.extend(run)
             self.busy.add(key)  # one call of a player's in flight
-            if len(batch) >= wallet.batch_max:
+            if len(batch) >= batch_max:
                 self._send(batches.pop(tx.operator_id))
             sent += len(run)
             waiting += len(queue) - len(run)
@@ -259,7 +263,7 @@ class Deliverer:
         operator = txs[0].operator_id
         client = self.clients[operator]
         items = [(tx.kind, tx.tx_id, self._resolved_body(tx)) for tx in txs]
-        if self.wallets[operator].batch_max > 1 and isinstance(client, WalletClient):
+        if self.batch_max[operator] > 1 and isinstance(client, WalletClient):
             future = self.pools[operator].submit(client.post_batch, items)
             self.result.batch_sizes[len(txs)] = self.result.batch_sizes.get(len(txs), 0) + 1
         else:
