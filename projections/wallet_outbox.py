@@ -15,6 +15,7 @@ from typing import Any
 from domain.errors import require
 from domain.operators import EVERY_OPERATOR, OperatorScope
 from ledger.eventlog import EventLog
+from ledger.library.arrays import EncodedArray, Int8Array, TextArray, encode_array
 from projections.sql import Db, Table, columns_of
 from projections.wallet_tx import FINAL, OPEN, WalletTx
 
@@ -58,6 +59,27 @@ def _values(tx: WalletTx) -> tuple[Any, ...]:
     return tuple(getattr(tx, name) for name in _FIELDS)
 
 
+_KINDS: dict[str, type[EncodedArray]] = {"int": Int8Array, "text": TextArray}
+_PG_TYPES = {"int": "bigint[]", "text": "text[]"}
+_UPDATE = (("status", "text"), ("attempts", "int"), ("next_at_ms", "int"), ("last_answer", "text"),
+           ("done_ms", "int"), ("tx_id", "text"))
+_UPDATE_KINDS = tuple(_KINDS[kind] for _, kind in _UPDATE)
+_PG_UPDATE = ("UPDATE wallet_tx AS t SET " + ", ".join(f"{c}=v.{c}" for c, _ in _UPDATE[:-1]) + " FROM unnest("
+              + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in _UPDATE) + ") AS v("
+              + ", ".join(c for c, _ in _UPDATE) + ") WHERE t.tx_id = v.tx_id")
+
+
+def _pg_insert(table: Table) -> str:
+    """PostgreSQL: rows passed as one array per column, a row whose key is stored left as it is."""
+    arrays = ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in table.columns)
+    return (f"INSERT INTO {table.name} ({', '.join(table.column_names)}) SELECT * FROM unnest({arrays}) "
+            f"ON CONFLICT ({', '.join(table.key)}) DO NOTHING")
+
+
+def _arrays(table: Table, rows: Sequence[Sequence[Any]]) -> list[EncodedArray]:
+    return [encode_array(_KINDS[kind], column) for (_, kind), column in zip(table.columns, zip(*rows))]
+
+
 def now_text() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -76,6 +98,7 @@ class Outbox:
         cols = TXS.column_names
         self._insert = (f"INSERT INTO wallet_tx ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                         "ON CONFLICT (tx_id) DO NOTHING")
+        self._pg = db.dialect == "postgres"
         self._select = f"SELECT {', '.join(cols)} FROM wallet_tx"
 
     def position(self) -> int:
@@ -85,7 +108,7 @@ class Outbox:
         """The page's transactions and the new position, in one transaction; a repeat of a
         transaction already stored changes nothing (its status stays the one it has)."""
         with self.db.transaction():
-            self.db.executemany(self._insert, [_values(tx) for tx in txs])
+            self._insert_txs(txs)
             moved = self.db.execute("UPDATE wallet_tracking SET position=?, updated_at=? WHERE name=? AND position=?",
                                     (last, now_text(), DELIVERER, first - 1))
             if moved != 1:
@@ -108,16 +131,33 @@ class Outbox:
         if not attempts:
             return
         at = now_text()
+        changes = [(a.tx.status, a.tx.attempts, a.tx.next_at_ms, a.tx.last_answer, a.tx.done_ms, a.tx.tx_id)
+                   for a in attempts]
+        outcomes = [(a.tx.tx_id, a.tx.attempts, a.tx.operator_id, at, a.outcome, a.http_status, a.answer[:ANSWER_MAX])
+                    for a in attempts]
+        # one statement per table for all of them (a batch's answers come together); PostgreSQL:
+        # each column as one array (a row at a time was a round trip's work per row in the pipeline)
         with self.db.transaction():
-            for a in attempts:
-                t = a.tx
-                self.db.execute("UPDATE wallet_tx SET status=?, attempts=?, next_at_ms=?, last_answer=?, done_ms=? "
-                                "WHERE tx_id=?", (t.status, t.attempts, t.next_at_ms, t.last_answer, t.done_ms, t.tx_id))
-                self.db.execute("INSERT INTO wallet_attempts (tx_id, attempt, operator_id, at, outcome, http_status, "
-                                "answer) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tx_id, attempt) DO NOTHING",
-                                (t.tx_id, t.attempts, t.operator_id, at, a.outcome, a.http_status,
-                                 a.answer[:ANSWER_MAX]))
-                self.db.executemany(self._insert, [_values(tx) for tx in a.more])
+            if self._pg and len({c[-1] for c in changes}) == len(changes):
+                self.db.conn.execute(_PG_UPDATE, [encode_array(kind, column) for kind, column in
+                                                  zip(_UPDATE_KINDS, zip(*changes))])
+                self.db.conn.execute(_pg_insert(ATTEMPTS), _arrays(ATTEMPTS, outcomes))
+            else:
+                self.db.executemany("UPDATE wallet_tx SET status=?, attempts=?, next_at_ms=?, last_answer=?, "
+                                    "done_ms=? WHERE tx_id=?", changes)
+                self.db.executemany("INSERT INTO wallet_attempts (tx_id, attempt, operator_id, at, outcome, "
+                                    "http_status, answer) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                                    "ON CONFLICT (tx_id, attempt) DO NOTHING", outcomes)
+            self._insert_txs([tx for a in attempts for tx in a.more])
+
+    def _insert_txs(self, txs: Sequence[WalletTx]) -> None:
+        """New transactions (one already stored is left as it is)."""
+        if not txs:
+            return
+        if self._pg:
+            self.db.conn.execute(_pg_insert(TXS), _arrays(TXS, [_values(tx) for tx in txs]))
+        else:
+            self.db.executemany(self._insert, [_values(tx) for tx in txs])
 
     # ------------------------------------------------------------ decisions
     def decide(self, tx_id: str, action: str, by: str, why: str) -> WalletTx:

@@ -81,7 +81,7 @@ class RoundFacts:
 
 def make_tx(facts: RoundFacts, round_id: str, seq: int, position: int, tx_id: str, kind: Kind, reason: str,
             player: str, amount: int, reference: str, ref_tx_id: str = "", generation: int = 1,
-            status: str = "pending") -> WalletTx:
+            status: str = "pending", derived_ms: int = 0) -> WalletTx:
     """`player`: the player key (the ledger's name); the transaction carries its operator and
     the operator's own player id."""
     operator, player = split_key(player)
@@ -92,7 +92,7 @@ def make_tx(facts: RoundFacts, round_id: str, seq: int, position: int, tx_id: st
         body["reference_transaction_id"] = ref_tx_id
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return WalletTx(tx_id, seq, operator, player, kind, reason, amount, facts.currency, round_id, reference,
-                    ref_tx_id, generation, text, status)
+                    ref_tx_id, generation, text, status, derived_ms=derived_ms)
 
 
 def next_generation(debit: WalletTx, seq: int) -> tuple[WalletTx, WalletTx]:
@@ -130,8 +130,11 @@ class Deriver:
         self.round_events = round_events
         self.notices = notices
         self.facts: dict[str, RoundFacts] = {}  # a round's Opened never changes: a cache, not state
+        self._stamp = 0  # `derive`'s derived_ms
 
-    def derive(self, records: Iterable[Record]) -> list[WalletTx]:
+    def derive(self, records: Iterable[Record], derived_ms: int = 0) -> list[WalletTx]:
+        """The records' transactions, each stamped `derived_ms` (when the deliverer derived them)."""
+        self._stamp = derived_ms
         out: list[WalletTx] = []
         for record in records:
             out.extend(self.of(record))
@@ -167,7 +170,7 @@ class Deriver:
         require(0 <= line < SEQ_STEP // LINE_STEP, f"event {ev.position}: line {line} past an event's lines")
         tx_id = tx_id_for(ev.originator_id, ev.originator_version, line, kind)
         return make_tx(self._round(ev), ev.originator_id, ev.position * SEQ_STEP + line * LINE_STEP, ev.position,
-                       tx_id, kind, reason, player, amount, reference, ref_tx_id)
+                       tx_id, kind, reason, player, amount, reference, ref_tx_id, derived_ms=self._stamp)
 
     def _debit(self, ev: Record, line: int, player: str, amount: int, reference: str, reason: str) -> WalletTx:
         tx = self._tx(ev, line, "debit", reason, player, amount, reference)

@@ -15,6 +15,15 @@ transaction", refuses that debit later) and misbehaves on demand (`Chaos`):
 - `duplicate`: applies and writes its reply twice on the kept-alive connection (the next
   request on it reads a stale answer first).
 
+Batches (`POST <url>/batch`, docs/wallet.md "Batches"): the items applied in order, each as if
+posted alone (the same idempotency, refusals, rollback before its debit, the same answers with
+their `http_status`), answered 200 `{"results": [...]}`; an item after one of the same player
+in the batch that was not applied is not applied either (409 `previous_not_applied`). Each misbehaviour above is rolled per
+batch request and applies to it as a whole (`drop` applies every item and closes without a
+reply; `duplicate` writes the whole reply twice; ...); `5xx` and `5xx_after` are also rolled per
+item (that item answered 503 not applied, or 500 applied, in its place in the results).
+`batches` keeps each batch's (player, transaction id) items, so a test sees what went together.
+
 `refuse_players` answers every request of those players with a permanent refusal (422).
 `operator_id`: the wallet is that operator's: a request naming another operator is refused
 (422 `unknown_operator`) and kept in `foreign`, so a test sees a player sent to the wrong wallet.
@@ -40,6 +49,7 @@ from typing import Any
 
 START_BALANCE = 10**12
 SHUTDOWN_POLL_S = 0.02
+KINDS = ("debit", "credit", "rollback", "round")
 MISBEHAVIOURS = ("drop", "timeout", "late", "lost", "5xx", "5xx_after", "duplicate")
 
 
@@ -190,6 +200,7 @@ class FakeWallet:
         self.latency_s = latency_s
         self.state = WalletState(start_balance)
         self.bad_signatures = 0
+        self.batches: list[list[tuple[str, str]]] = []  # each batch request's (player id, transaction id) items
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         # stop() waits for the serving loop's next look: 0.5 s by default, on every test's exit
@@ -241,23 +252,73 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
                 self._reply(401, {"error": "invalid_signature"})
                 return
             body = json.loads(raw)
-            if kind not in ("debit", "credit", "rollback", "round"):
+            if kind == "batch":
+                self._batch(body)
+                return
+            if kind not in KINDS:
                 self._reply(404, {"error": "malformed_request"})
                 return
-            if wallet.operator_id is not None and body.get("operator_id") != wallet.operator_id:
-                with wallet.state.lock:
-                    wallet.foreign.append(body)
-                self._reply(422, {"error": "unknown_operator", "transaction_id": body["transaction_id"]})
-                return
-            if str(body["player_id"]) in wallet.refuse_players:
-                self._reply(422, {"error": wallet.refuse_players[str(body["player_id"])],
-                                  "transaction_id": body["transaction_id"]})
+            refused = self._refused(kind, body)
+            if refused is not None:
+                self._reply(*refused)
                 return
             if wallet.latency_s:
                 time.sleep(wallet.latency_s)
-            self._misbehave(wallet.chaos.pick(), kind, body)
+            self._misbehave(wallet.chaos.pick(), lambda: wallet.state.handle(kind, body))
 
-        def _misbehave(self, how: str | None, kind: str, body: dict[str, Any]) -> None:
+        def _refused(self, kind: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+            """A request refused before it is applied: another operator's player, a refused player."""
+            if wallet.operator_id is not None and body.get("operator_id") != wallet.operator_id:
+                with wallet.state.lock:
+                    wallet.foreign.append(body)
+                return 422, {"error": "unknown_operator", "transaction_id": body["transaction_id"]}
+            if str(body["player_id"]) in wallet.refuse_players:
+                return 422, {"error": wallet.refuse_players[str(body["player_id"])],
+                             "transaction_id": body["transaction_id"]}
+            return None
+
+        def _batch(self, body: dict[str, Any]) -> None:
+            items = body.get("transactions")
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                self._reply(400, {"error": "malformed_request"})
+                return
+            with wallet.state.lock:
+                wallet.batches.append([(str(i.get("player_id")), str(i.get("transaction_id"))) for i in items])
+            if wallet.latency_s:
+                time.sleep(wallet.latency_s)  # once per request, as a wallet's round trip
+            self._misbehave(wallet.chaos.pick(), lambda: (200, {"results": self._items(items)}))
+
+        def _items(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """Each item applied as if posted alone, in order, but none after one of its player's
+            that was not applied."""
+            stopped: set[str] = set()  # players with an item not applied in this batch
+            results = []
+            for item in items:
+                player = str(item.get("player_id"))
+                if player in stopped:
+                    result = {"http_status": 409, "error": "previous_not_applied",
+                              "transaction_id": item.get("transaction_id")}
+                else:
+                    result = self._item(item)
+                if result["http_status"] != 200 and result.get("error") != "internal":  # 5xx_after: applied
+                    stopped.add(player)
+                results.append(result)
+            return results
+
+        def _item(self, item: dict[str, Any]) -> dict[str, Any]:
+            """One item of a batch, applied as if posted alone: its answer with its status."""
+            kind, tx = str(item.get("kind")), item.get("transaction_id")
+            if kind not in KINDS:
+                return {"http_status": 400, "error": "malformed_request", "transaction_id": tx}
+            how = wallet.chaos.pick()
+            if how == "5xx":
+                return {"http_status": 503, "error": "unavailable", "transaction_id": tx}
+            status, answer = self._refused(kind, item) or wallet.state.handle(kind, item)
+            if how == "5xx_after":
+                return {"http_status": 500, "error": "internal", "transaction_id": tx}
+            return {"http_status": status, **answer}
+
+        def _misbehave(self, how: str | None, handle: Callable[[], tuple[int, dict[str, Any]]]) -> None:
             if how in ("lost", "5xx"):
                 if how == "5xx":
                     self._reply(503, {"error": "unavailable"})
@@ -266,7 +327,7 @@ def _handler(wallet: FakeWallet) -> type[BaseHTTPRequestHandler]:
                 return
             if how == "late":
                 time.sleep(wallet.chaos.delay_s)
-            status, answer = wallet.state.handle(kind, body)
+            status, answer = handle()
             if how == "drop":
                 self.close_connection = True
                 return

@@ -13,6 +13,12 @@ feed's ingest, and the deliverer (`ledger wallet deliver`, as operators run it).
     python -m ops.bench.wallet_bench                                  # temp SQLite files
     python -m ops.bench.wallet_bench --runs 0 --bets-per-s 1000 --seconds 10 --json
     python -m ops.bench.wallet_bench --db postgresql://postgres@127.0.0.1:5432/postgres --runs 3
+    python -m ops.bench.wallet_bench --batch-max 50 --runs 3 --bets-per-s 1000   # batched calls
+
+With `--batch-max N` (N > 1) the deliverer posts batches (docs/wallet.md, "Batches") and the
+bare client posts the same transactions in batches of the same sizes the deliverer made, signed
+alike: the rate compares transactions a second. The wallet answers a batch in `--wallet-ms`
+(one round trip), applying its items in order.
 
 Goals (issue 31): the deliverer >= 50% of the bare client's rate; lag p99 <= 1 s at 1,000
 settled bets/s. The machine's load average is printed with the figures: on a loaded machine
@@ -39,14 +45,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from domain.errors import require
 from domain.operators import DEFAULT_OPERATOR_ID
 from ledger.eventlog import EventLog
 from ledger.store import open_app
 from ops.bench.fault_trials import admin, schema_url
 from ops.bench.wallet_trials import forks, ledger_process
 from ops.sim.simulator import simulate
-from ops.wallet.client import sign
-from ops.wallet.config import OperatorWallet
+from ops.wallet.client import batch_body, sign
+from ops.wallet.config import BATCH_MAX_LIMIT, OperatorWallet
 from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
 from projections.wallet_outbox import Outbox
@@ -59,11 +66,18 @@ CATCH_UP_MAX_S = 300.0  # after the feed: delivery done within this, else the la
 
 
 def wallet_server(answer_ms: float) -> ThreadingHTTPServer:
-    seen: dict[str, bytes] = {}
+    seen: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
+
+    def applied(tx: str) -> dict[str, Any]:
+        with lock:
+            return seen.setdefault(tx, {"status": "ok", "transaction_id": tx})
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The headers and the body go out as two writes: with Nagle's algorithm on, the body
+        # waits for the client's delayed ACK of the headers (40 ms on Linux), not `answer_ms`.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -72,10 +86,14 @@ def wallet_server(answer_ms: float) -> ThreadingHTTPServer:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             good = hmac.compare_digest(self.headers.get("X-Ledger-Signature") or "",
                                        "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest())
-            tx = json.loads(raw)["transaction_id"]
+            body = json.loads(raw)
             time.sleep(answer_ms / 1000)
-            with lock:
-                data = seen.setdefault(tx, json.dumps({"status": "ok", "transaction_id": tx}).encode())
+            if self.path.endswith("/batch"):
+                answer: Any = {"results": [{"http_status": 200, **applied(i["transaction_id"])}
+                                           for i in body["transactions"]]}
+            else:
+                answer = applied(body["transaction_id"])
+            data = json.dumps(answer).encode()
             self.send_response(200 if good else 401)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -112,9 +130,9 @@ def wallet_process(answer_ms: float) -> Iterator[int]:
         proc.join(10)
 
 
-def wallet_for(port: int, concurrency: int) -> OperatorWallet:
+def wallet_for(port: int, concurrency: int, batch_max: int = 1) -> OperatorWallet:
     return OperatorWallet(DEFAULT_OPERATOR_ID, SECRET_ENV, f"http://127.0.0.1:{port}/wallet",
-                          concurrency=concurrency, timeout_s=10.0, secret=SECRET)
+                          concurrency=concurrency, batch_max=batch_max, timeout_s=10.0, secret=SECRET)
 
 
 def filled_store(url: str, tables: int, rounds: int, seed: int) -> str:
@@ -126,8 +144,9 @@ def filled_store(url: str, tables: int, rounds: int, seed: int) -> str:
     return url
 
 
-def deliverer_rate(url: str, wallet: OperatorWallet) -> tuple[int, float, list[tuple[str, str, str]]]:
-    """Calls per second of one deliverer delivering the whole store; the requests it made."""
+def deliverer_rate(url: str, wallet: OperatorWallet) -> tuple[int, float, list[tuple[str, str, str]], list[int]]:
+    """Transactions sent by one deliverer delivering the whole store, in how long; the requests
+    it made; the sizes of its batches (empty: not batched)."""
     deliverer = Deliverer(url, {DEFAULT_OPERATOR_ID: wallet})
     started = time.perf_counter()
     try:
@@ -141,17 +160,20 @@ def deliverer_rate(url: str, wallet: OperatorWallet) -> tuple[int, float, list[t
                                                                     "WHERE status <> 'notice_off' ORDER BY seq")]
     finally:
         db.close()
-    return result.calls, elapsed, requests
+    sizes = [size for size, n in sorted(result.batch_sizes.items()) for _ in range(n)]
+    return result.transactions, elapsed, requests, sizes
 
 
-def bare_rate(wallet: OperatorWallet, requests: list[tuple[str, str, str]]) -> tuple[int, float]:
+def bare_rate(wallet: OperatorWallet, requests: list[tuple[str, str, str]], sizes: list[int] | None = None
+              ) -> tuple[int, float]:
     """The same signed requests by a bare client: `concurrency` threads, a kept-alive
-    connection each, no store."""
+    connection each, no store (`sizes`: batched, in batches of these sizes, as the deliverer's).
+    Returns the transactions posted, and in how long."""
     local = threading.local()
     host, port = "127.0.0.1", int(wallet.url.split(":")[2].split("/")[0])
 
-    def post(request: tuple[str, str, str]) -> None:
-        kind, _tx, body = request
+    def post(request: tuple[str, str]) -> None:
+        kind, body = request
         data = body.encode()
         headers = {"Content-Type": "application/json", "X-Ledger-Signature": sign(data, wallet.secret)}
         for _attempt in range(5):  # a reset connection is posted again, as the deliverer would
@@ -166,9 +188,16 @@ def bare_rate(wallet: OperatorWallet, requests: list[tuple[str, str, str]]) -> t
                 local.conn = None
         raise RuntimeError("the bare client's wallet did not answer 5 times in a row")
 
+    calls = [(kind, body) for kind, _tx, body in requests]
+    if sizes:
+        calls, at = [], 0
+        for size in sizes:
+            calls.append(("batch", batch_body(requests[at:at + size])))
+            at += size
+        require(at == len(requests), f"the batches hold {at} transactions, not {len(requests)}")
     started = time.perf_counter()
     with ThreadPoolExecutor(wallet.concurrency) as pool:
-        list(pool.map(post, requests))
+        list(pool.map(post, calls))
     return len(requests), time.perf_counter() - started
 
 
@@ -199,7 +228,7 @@ def _paced_ingest(url: str, lines: list[bytes], bets_per_s: int, seconds: float,
 
 
 def lag_run(url: str, folder: Path, port: int, concurrency: int, bets_per_s: int, seconds: float,
-            seed: int) -> dict[str, Any]:
+            seed: int, batch_max: int = 1) -> dict[str, Any]:
     """The feed stored at `bets_per_s` by its own process while `ledger wallet deliver` runs in
     another; then each payout's lag."""
     tables = max(10, bets_per_s // 50)
@@ -207,7 +236,8 @@ def lag_run(url: str, folder: Path, port: int, concurrency: int, bets_per_s: int
     open_app(url).close()  # the tables made before the two processes meet
     config = folder / "wallet.toml"
     config.write_text(f'[operators.{DEFAULT_OPERATOR_ID}]\nurl = "http://127.0.0.1:{port}/wallet"\n'
-                      f'secret_env = "{SECRET_ENV}"\nconcurrency = {concurrency}\ntimeout_s = 10.0\n')
+                      f'secret_env = "{SECRET_ENV}"\nconcurrency = {concurrency}\ntimeout_s = 10.0\n'
+                      f"batch_max = {batch_max}\n")
     deliverer = ledger_process(["wallet", "deliver", "--db", url, "--config", str(config)],
                                {SECRET_ENV: SECRET.decode()}, folder / "deliverer.err")
     _deliverer_ready(url, deliverer, time.monotonic() + 120)
@@ -303,21 +333,22 @@ def stores(db: str | None, folder: Path) -> Iterator[Any]:
 
 
 def rates(fresh: Any, args: argparse.Namespace, port: int) -> dict[str, Any]:
-    ratios, ours, bare = [], [], []
-    wallet = wallet_for(port, args.concurrency)
+    ratios, ours, bare, per_call = [], [], [], []
+    wallet = wallet_for(port, args.concurrency, args.batch_max)
     for run in range(args.runs):
         url = filled_store(fresh(f"rate-{run}"), args.tables, args.rounds, args.seed + run)
-        calls, elapsed, requests = deliverer_rate(url, wallet)
+        sent, elapsed, requests, sizes = deliverer_rate(url, wallet)
         with wallet_process(args.wallet_ms) as bare_port:
-            n, bare_s = bare_rate(wallet_for(bare_port, args.concurrency), requests)
-        ours.append(calls / elapsed)
+            n, bare_s = bare_rate(wallet_for(bare_port, args.concurrency), requests, sizes)
+        ours.append(sent / elapsed)
+        per_call.append(sent / max(1, len(sizes)) if sizes else 1.0)
         bare.append(n / bare_s)
         ratios.append(ours[-1] / bare[-1])
     if not ratios:
         return {}
-    return {"runs": args.runs, "deliverer_calls_per_s": round(statistics.median(ours)),
-            "bare_calls_per_s": round(statistics.median(bare)), "ratio_median": round(statistics.median(ratios), 3),
-            "ratio_goal": RATE_GOAL}
+    return {"runs": args.runs, "deliverer_tx_per_s": round(statistics.median(ours)),
+            "bare_tx_per_s": round(statistics.median(bare)), "ratio_median": round(statistics.median(ratios), 3),
+            "ratio_goal": RATE_GOAL, "tx_per_call_median": round(statistics.median(per_call), 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,19 +362,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3, help="rate runs (0: the lag only)")
     p.add_argument("--wallet-ms", type=float, default=5.0)
     p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--batch-max", type=int, default=1, help="> 1: batched calls of up to this many transactions")
     p.add_argument("--bets-per-s", type=int, default=1000)
     p.add_argument("--seconds", "--lag-seconds", type=float, default=10.0, help="how long the feed is stored")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    if args.runs < 0 or args.bets_per_s < 1 or args.seconds <= 0 or not 1 <= args.concurrency <= 64:
-        print("wallet_bench: --runs >= 0, --bets-per-s >= 1, --seconds > 0, --concurrency 1..64", file=sys.stderr)
+    if args.runs < 0 or args.bets_per_s < 1 or args.seconds <= 0 or not 1 <= args.concurrency <= 64 \
+            or not 1 <= args.batch_max <= BATCH_MAX_LIMIT:
+        print(f"wallet_bench: --runs >= 0, --bets-per-s >= 1, --seconds > 0, --concurrency 1..64, "
+              f"--batch-max 1..{BATCH_MAX_LIMIT}", file=sys.stderr)
         return 2
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="wallet-bench-") as tmp, stores(args.db, Path(tmp)) as fresh, \
             wallet_process(args.wallet_ms) as port:
         out: dict[str, Any] = {"store": "postgresql" if args.db else "sqlite", "wallet_ms": args.wallet_ms,
-                               "concurrency": args.concurrency, **rates(fresh, args, port)}
-        out |= lag_run(fresh("lag"), Path(tmp), port, args.concurrency, args.bets_per_s, args.seconds, args.seed)
+                               "concurrency": args.concurrency, "batch_max": args.batch_max,
+                               **rates(fresh, args, port)}
+        out |= lag_run(fresh("lag"), Path(tmp), port, args.concurrency, args.bets_per_s, args.seconds, args.seed,
+                       args.batch_max)
     out |= {"lag_p99_goal_s": LAG_P99_GOAL_S, "cpus": os.cpu_count(),
             "load_average_before": [round(x, 1) for x in load_before],
             "load_average_after": [round(x, 1) for x in os.getloadavg()]}
@@ -354,12 +390,14 @@ def main(argv: list[str] | None = None) -> int:
 def human(out: dict[str, Any]) -> str:
     lines = []
     if "ratio_median" in out:
-        lines.append(f"rate: deliverer {out['deliverer_calls_per_s']} calls/s, bare client {out['bare_calls_per_s']} "
-                     f"calls/s: ratio {out['ratio_median']} (goal >= {RATE_GOAL}; median of {out['runs']})")
+        lines.append(f"rate: deliverer {out['deliverer_tx_per_s']} transactions/s, bare client {out['bare_tx_per_s']} "
+                     f"transactions/s: ratio {out['ratio_median']} (goal >= {RATE_GOAL}; median of {out['runs']}; "
+                     f"{out['tx_per_call_median']} transactions per call)")
     lines.append(f"lag: {out['settled_bets_per_s']} settled bets/s reached of {out['bets_per_s_asked']} asked; "
                  f"{out['payouts']} payouts, lag p50 {out['lag_p50_s']} s, p99 {out['lag_p99_s']} s "
                  f"(goal <= {LAG_P99_GOAL_S} s){'' if out['caught_up'] else '; delivery had NOT caught up'}")
-    lines.append(f"{out['store']}, wallet answering in {out['wallet_ms']} ms, concurrency {out['concurrency']}; "
+    lines.append(f"{out['store']}, wallet answering in {out['wallet_ms']} ms, concurrency {out['concurrency']}, "
+                 f"batch_max {out['batch_max']}; "
                  f"{out['cpus']} cpus, load average {out['load_average_before']} before, "
                  f"{out['load_average_after']} after")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ trial must end, and end right. The suite runs two per store (tests/e2e/wallet/te
     python -m ops.bench.wallet_trials --store postgres --trials 20
     python -m ops.bench.wallet_trials --store postgres --db postgresql://postgres@127.0.0.1:5432/postgres --json
     python -m ops.bench.wallet_trials --store sqlite --trials 5 --seed 100 --nats-url nats://127.0.0.1:4222
+    python -m ops.bench.wallet_trials --store sqlite --trials 5 --batch-max 8     # OP1's calls batched
 
 Each trial: a simulated day (2 tables of 5 rounds, voids, reversals and resettlements among
 them) dealt to two operators: OP1 called over HTTP (the fake wallet, ops/bench/fake_wallet.py,
@@ -14,7 +15,9 @@ own on the nats-server, made by the deliverer). Half the day stored; the deliver
 of its own, killed -9 after a random number of calls (HTTP requests and JetStream publishes
 counted together) and a random pause; the rest of the day stored while it is down; killed
 again the same way; then run to the end (`run(until_idle=True)`, the code of `ledger wallet
-deliver --until-idle`). A trial passes when:
+deliver --until-idle`). With `--batch-max N` (N > 1) OP1 is called with batches of up to N
+transactions (docs/wallet.md, "Batches"), the fake wallet misbehaving on each batch request as
+on a single one. A trial passes when:
 
 - OP1's wallet, and OP2's consumer (the stream's messages applied in order), each hold that
   operator's players' ledger balances to the cent, nothing applied twice, nothing applied
@@ -58,7 +61,7 @@ from ops.bench.wallet_check import problems
 from ops.bench.wallet_js import PublishWatch, consumed, delete_stream, stream_messages
 from ops.jetstream.intake import NATS_URL_DEFAULT
 from ops.sim.simulator import Studio
-from ops.wallet.config import load
+from ops.wallet.config import BATCH_MAX_LIMIT, load
 from ops.wallet.deliverer import Deliverer
 
 PG_URL_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -85,6 +88,7 @@ class Trial:
     seed: int
     kills_after_calls: list[int]
     http_requests: int
+    http_batched_transactions: int  # the items of OP1's batch requests (0: not batched)
     js_published: int  # publishes on OP2's subjects, resends included
     js_messages: int  # what the stream holds
     js_resends_dropped: int
@@ -175,12 +179,12 @@ def secrets_env() -> dict[str, str]:
     return {SECRET_ENV[op]: SECRETS[op] for op in SECRETS}
 
 
-def write_config(folder: Path, wallet_url: str, nats_url: str, stream: str, subject: str) -> Path:
+def write_config(folder: Path, wallet_url: str, nats_url: str, stream: str, subject: str, batch_max: int = 1) -> Path:
     """OP1 over HTTP with short timeouts and backoffs (the trial's wallet answers at once or
-    misbehaves on purpose); OP2 over JetStream."""
+    misbehaves on purpose), batched when `batch_max` > 1; OP2 over JetStream."""
     path = folder / "wallet.toml"
     path.write_text(f'[operators.{HTTP_OP}]\nurl = "{wallet_url}"\nsecret_env = "{SECRET_ENV[HTTP_OP]}"\n'
-                    f"concurrency = 4\ntimeout_s = {HTTP_TIMEOUT_S}\nbackoff_s = 0.02\nbackoff_max_s = 0.2\n\n"
+                    f"batch_max = {batch_max}\nconcurrency = 4\ntimeout_s = {HTTP_TIMEOUT_S}\nbackoff_s = 0.02\nbackoff_max_s = 0.2\n\n"
                     f'[operators.{JS_OP}]\ntransport = "jetstream"\nnats_url = "{nats_url}"\nstream = "{stream}"\n'
                     f'subject = "{subject}"\nsecret_env = "{SECRET_ENV[JS_OP]}"\nconcurrency = 4\ntimeout_s = 2.0\n'
                     "backoff_s = 0.02\nbackoff_max_s = 0.2\n")
@@ -195,8 +199,9 @@ def ingest(url: str, lines: list[bytes]) -> None:
         app.close()
 
 
-def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -> Trial:
-    """One trial on the empty store at `url` (module docstring); `folder` for its files."""
+def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT, batch_max: int = 1) -> Trial:
+    """One trial on the empty store at `url` (module docstring); `folder` for its files; OP1's
+    calls batched when `batch_max` > 1."""
     rng, started = random.Random(seed), time.monotonic()
     lines = list(Studio(TABLES, ROUNDS, seed, FAULTS_PER_MILLE, operators=2).lines())
     ingest(url, lines[:len(lines) // 2])
@@ -208,13 +213,15 @@ def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -
             wallet = stack.enter_context(FakeWallet(SECRETS[HTTP_OP], chaos=Chaos(MIXED, CHAOS_DELAY_S, seed),
                                                     latency_s=0.002, operator_id=HTTP_OP, on_request=calls.add))
             watch = stack.enter_context(PublishWatch(nats_url, subject, calls.add))
-            config = write_config(folder, wallet.url, nats_url, stream, subject)
+            config = write_config(folder, wallet.url, nats_url, stream, subject, batch_max)
             kills = [killed_at_random(url, config, calls, rng)]
             ingest(url, lines[len(lines) // 2:])
             kills.append(killed_at_random(url, config, calls, rng))
             found = [] if run_to_the_end(url, config) else [f"the last run did not end within {RUN_MAX_S:.0f} s"]
         found += [f"{HTTP_OP}: {p}" for p in problems(url, wallet.state, operator=HTTP_OP)]
         found += [f"the deliverer made no call before kill {n}" for n, k in enumerate(kills, 1) if k == 0]
+        if batch_max > 1 and not any(len(batch) > 1 for batch in wallet.batches):
+            found.append(f"{HTTP_OP}: batch_max {batch_max}, but no call carried more than one transaction")
         js = _stream_findings(url, nats_url, stream, subject, watch)
     finally:
         try:
@@ -222,7 +229,7 @@ def trial(url: str, folder: Path, seed: int, nats_url: str = NATS_URL_DEFAULT) -
         except Exception:  # never made (the trial failed before any publish): nothing to delete
             pass
     messages, window, js_found = js
-    return Trial(seed, kills, wallet.state.requests, watch.published, messages, watch.published - messages,
+    return Trial(seed, kills, wallet.state.requests, sum(map(len, wallet.batches)), watch.published, messages, watch.published - messages,
                  round(watch.resend_gap_max_s(), 3), window, round(time.monotonic() - started, 1), found + js_found)
 
 
@@ -286,15 +293,16 @@ def reachable(kind: str, pg_url: str, nats_url: str) -> str | None:
     return None
 
 
-def run_trials(kind: str, trials: int, first_seed: int, pg_url: str, nats_url: str, out: Any) -> list[Trial]:
+def run_trials(kind: str, trials: int, first_seed: int, pg_url: str, nats_url: str, out: Any,
+               batch_max: int = 1) -> list[Trial]:
     done = []
     for seed in range(first_seed, first_seed + trials):
         folder = Path(tempfile.mkdtemp(prefix="wallet-trial-"))
         try:
             with store(kind, pg_url, folder) as url:
-                result = trial(url, folder, seed, nats_url)
+                result = trial(url, folder, seed, nats_url, batch_max)
         except TrialError as exc:
-            result = Trial(seed, [], 0, 0, 0, 0, 0.0, 0.0, 0.0, [str(exc)])
+            result = Trial(seed, [], 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, [str(exc)])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         done.append(result)
@@ -305,14 +313,18 @@ def run_trials(kind: str, trials: int, first_seed: int, pg_url: str, nats_url: s
 
 def describe(t: Trial) -> str:
     head = (f"trial seed {t.seed}: {'ok' if t.ok else 'FAILED'}, killed after {' and '.join(map(str, t.kills_after_calls))}"
-            f" calls; {t.http_requests} HTTP requests, {t.js_published} publishes ({t.js_resends_dropped} resends "
+            f" calls; {t.http_requests} HTTP requests{_batched(t)}, {t.js_published} publishes ({t.js_resends_dropped} resends "
             f"dropped by the stream, the longest {t.resend_gap_max_s:.2f} s after the first of a "
             f"{t.duplicate_window_s:.0f} s window); {t.seconds:.1f} s")
     return head + "".join(f"\n  {p}" for p in t.problems[:20])
 
 
-def summary(kind: str, done: list[Trial], seconds: float) -> dict[str, Any]:
-    return {"store": kind, "trials": len(done), "passed": sum(t.ok for t in done),
+def _batched(t: Trial) -> str:
+    return f" ({t.http_batched_transactions} transactions in batches)" if t.http_batched_transactions else ""
+
+
+def summary(kind: str, done: list[Trial], seconds: float, batch_max: int = 1) -> dict[str, Any]:
+    return {"store": kind, "batch_max": batch_max, "trials": len(done), "passed": sum(t.ok for t in done),
             "failed": [t.seed for t in done if not t.ok], "seconds": round(seconds, 1),
             "kills": sum(len(t.kills_after_calls) for t in done),
             "js_resends_dropped": sum(t.js_resends_dropped for t in done),
@@ -330,22 +342,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--seed", type=int, default=0, help="the first trial's seed (trial i: seed + i)")
     p.add_argument("--nats-url", default=NATS_URL_DEFAULT)
+    p.add_argument("--batch-max", type=int, default=1, help="OP1's batch_max (> 1: its calls batched)")
     p.add_argument("--json", action="store_true", help="one JSON object at the end instead of lines")
     args = p.parse_args(argv)
-    if not 1 <= args.trials <= 1000:
-        print("wallet_trials: --trials must be 1..1000", file=sys.stderr)
+    if not 1 <= args.trials <= 1000 or not 1 <= args.batch_max <= BATCH_MAX_LIMIT:
+        print(f"wallet_trials: --trials must be 1..1000, --batch-max 1..{BATCH_MAX_LIMIT}", file=sys.stderr)
         return 2
     why = reachable(args.store, args.db, args.nats_url)
     if why:
         print(f"wallet_trials: {why}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    done = run_trials(args.store, args.trials, args.seed, args.db, args.nats_url, None if args.json else sys.stdout)
-    report = summary(args.store, done, time.monotonic() - started)
+    done = run_trials(args.store, args.trials, args.seed, args.db, args.nats_url, None if args.json else sys.stdout,
+                      args.batch_max)
+    report = summary(args.store, done, time.monotonic() - started, args.batch_max)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{report['passed']}/{report['trials']} trials passed on {args.store} in {report['seconds']} s; "
+        batched = f" (OP1 batched, batch_max {args.batch_max})" if args.batch_max > 1 else ""
+        print(f"{report['passed']}/{report['trials']} trials passed on {args.store}{batched} in {report['seconds']} s; "
               f"{report['js_resends_dropped']} JetStream resends dropped by their id, the longest "
               f"{report['resend_gap_max_s']} s after the first (window {report['duplicate_window_s']:.0f} s); "
               f"load average {report['load_average']}")

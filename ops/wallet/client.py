@@ -1,5 +1,5 @@
 """One signed call to an operator's wallet and what its answer means (docs/wallet.md,
-"Answers"). Standard library only (`http.client`): a kept-alive connection per worker thread
+"Answers"; a batch of transactions in one call: "Batches"). Standard library only (`http.client`): a kept-alive connection per worker thread
 and operator, closed after anything but a clean answer."""
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import hmac
 import http.client
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from ops.wallet.config import OperatorWallet
@@ -37,6 +39,11 @@ def classify(kind: str, tx_id: str, status: int, text: str) -> Answer:
         body = json.loads(text)
     except ValueError:
         body = None
+    return classify_body(kind, tx_id, status, body, text)
+
+
+def classify_body(kind: str, tx_id: str, status: int, body: Any, text: str) -> Answer:
+    """`classify` of an answer already read as JSON (`body`; `text`: as kept)."""
     if not isinstance(body, dict):
         return Answer(NO_ANSWER, status, text)
     named = body.get("transaction_id")
@@ -48,6 +55,43 @@ def classify(kind: str, tx_id: str, status: int, text: str) -> Answer:
     if 400 <= status < 500 and status not in (401, 408, 429) and body.get("error") in PERMANENT:
         return Answer(REFUSED if named in (None, tx_id) else NO_ANSWER, status, text)
     return Answer(NO_ANSWER, status, text)
+
+
+Item = tuple[str, str, str]  # a transaction as sent: (kind, transaction id, its body's JSON)
+
+
+def batch_body(items: Sequence[Item]) -> str:
+    """The body of `POST <url>/batch`: `{"transactions": [{"kind": K, <the body's fields>}, ...]}`,
+    each item the exact JSON of its single call (an object with fields) with its kind put first
+    (no parse, no re-dump)."""
+    return '{"transactions":[' + ",".join(f'{{"kind":"{kind}",{body[1:]}' for kind, _tx, body in items) + "]}"
+
+
+def classify_batch(items: Sequence[Item], status: int, text: str) -> list[Answer]:
+    """What the answer to a batch means for each of its items (docs/wallet.md, "Batches"): a
+    200 `{"results": [...]}` with one result per item, in order, each naming its item's
+    transaction id and carrying its `http_status`, classified as that item's own answer; anything
+    else (another status, unreadable, a result list whose length or ids differ from those sent)
+    is no answer for every item."""
+    whole = [Answer(NO_ANSWER, status, text)] * len(items)
+    if status != 200:
+        return whole
+    try:
+        results = json.loads(text).get("results")
+    except (ValueError, AttributeError):
+        return whole
+    if not isinstance(results, list) or len(results) != len(items):
+        return whole
+    answers = []
+    for (kind, tx_id, _body), result in zip(items, results):
+        if not isinstance(result, dict) or result.get("transaction_id") != tx_id:
+            return whole  # not the answer to what was sent (a stale reply, another batch's)
+        item_status = result.pop("http_status", None)
+        if type(item_status) is not int:
+            answers.append(Answer(NO_ANSWER, status, json.dumps(result)))
+            continue
+        answers.append(classify_body(kind, tx_id, item_status, result, json.dumps(result)))
+    return answers
 
 
 class WalletClient:
@@ -77,21 +121,39 @@ class WalletClient:
             self._local.conn = None
 
     def post(self, kind: str, tx_id: str, body: str) -> Answer:
+        sent = self._request(kind, body)
+        if isinstance(sent, Answer):
+            return sent
+        status, text, will_close = sent
+        answer = classify(kind, tx_id, status, text)
+        if answer.outcome == NO_ANSWER or will_close:
+            self._drop()  # a stale reply may follow on this connection
+        return answer
+
+    def post_batch(self, items: Sequence[Item]) -> list[Answer]:
+        """The items in one signed `POST <url>/batch`; each item's answer, in order."""
+        sent = self._request("batch", batch_body(items))
+        if isinstance(sent, Answer):
+            return [sent] * len(items)
+        status, text, will_close = sent
+        answers = classify_batch(items, status, text)
+        if will_close or any(a.outcome == NO_ANSWER for a in answers):
+            self._drop()  # a stale reply may follow on this connection
+        return answers
+
+    def _request(self, path: str, body: str) -> tuple[int, str, bool] | Answer:
+        """(status, text, whether the connection closes after), or no answer."""
         data = body.encode()
         headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(data, self.wallet.secret)}
         try:
             conn = self._connection()
-            conn.request("POST", f"{self._path}/{kind}", data, headers)
+            conn.request("POST", f"{self._path}/{path}", data, headers)
             resp = conn.getresponse()
             text = resp.read().decode("utf-8", "replace")
-            status = resp.status
         except (OSError, http.client.HTTPException) as exc:
             self._drop()
             return Answer(NO_ANSWER, 0, f"{type(exc).__name__}: {exc}"[:300])
-        answer = classify(kind, tx_id, status, text)
-        if answer.outcome == NO_ANSWER or resp.will_close:
-            self._drop()  # a stale reply may follow on this connection
-        return answer
+        return resp.status, text, bool(resp.will_close)
 
     def close(self) -> None:
         self._drop()

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONCURRENCY_MAX = 64
+# Batched calls (docs/wallet.md, "Batches"): up to this many transactions in one request; 1 (the
+# default) is the one-call-per-transaction protocol.
+BATCH_MAX_LIMIT = 500
 # JetStream: a resend of a transaction within this of its first publish is dropped by the
 # stream; it must outlast the longest the deliverer (or the nats-server) may be away between
 # a publish stored but not acknowledged and its resend (docs/wallet.md, "JetStream").
@@ -35,14 +38,16 @@ class OperatorWallet:
     subject: str = ""  # jetstream: messages on <subject>.<kind>; default ledger.wallet.<operator>
     duplicate_window_s: float = DUPLICATE_WINDOW_S_DEFAULT  # jetstream: the stream's, when the deliverer makes it
     debit_notices: bool = True
-    concurrency: int = 8
+    concurrency: int = 8  # requests in flight at once (batched: batches in flight)
+    batch_max: int = 1  # http: > 1 posts up to this many transactions (of different players) in one <url>/batch
     timeout_s: float = 5.0
     backoff_s: float = 0.2  # the first retry's wait, doubled each time up to backoff_max_s
     backoff_max_s: float = 30.0
     secret: bytes = field(default=b"", repr=False, compare=False)
 
 
-_FIELDS = {"url": str, "transport": str, "nats_url": str, "stream": str, "subject": str, "secret_env": str, "debit_notices": bool, "concurrency": int, "timeout_s": float,
+_FIELDS = {"url": str, "transport": str, "nats_url": str, "stream": str, "subject": str, "secret_env": str, "debit_notices": bool, "concurrency": int, "batch_max": int,
+           "timeout_s": float,
            "backoff_s": float, "backoff_max_s": float, "duplicate_window_s": float}
 
 
@@ -105,6 +110,11 @@ def _operator(path: str, op: str, table: Any, env: Any, secrets: bool = True) ->
     _transport(path, op, values)
     if not 1 <= values.get("concurrency", 8) <= CONCURRENCY_MAX:
         raise ConfigError(f"{path}: operators.{op}.concurrency must be 1..{CONCURRENCY_MAX}")
+    if not 1 <= values.get("batch_max", 1) <= BATCH_MAX_LIMIT:
+        raise ConfigError(f"{path}: operators.{op}.batch_max must be 1..{BATCH_MAX_LIMIT}")
+    if values.get("batch_max", 1) > 1 and values["transport"] != "http":
+        raise ConfigError(f"{path}: operators.{op}.batch_max is for transport http (a JetStream message is one "
+                          "transaction)")
     if not 0 < values.get("timeout_s", 5.0) <= 300:
         raise ConfigError(f"{path}: operators.{op}.timeout_s must be in (0, 300]")
     if not 1 <= values.get("duplicate_window_s", DUPLICATE_WINDOW_S_DEFAULT) <= DUPLICATE_WINDOW_S_MAX:

@@ -4,9 +4,11 @@ operator's wallet until every transaction has a final answer.
 
 One thread owns the store (reads events, writes transactions and outcomes); each operator
 has a pool of `concurrency` threads for its HTTP calls. A player's transactions go one at a
-time in ledger order; different players in parallel. Nothing is kept only in memory that the
-store does not also hold: killed at any moment, a restarted deliverer resends what has no
-final answer, with the same ids.
+time in ledger order; different players in parallel (with `batch_max` > 1, several players'
+transactions in one call, each player's a run in ledger order that the wallet applies in order
+and stops at the first it did not apply: each item is the same transaction under the same
+rules). Nothing is kept only in memory that the store does not also hold: killed at any
+moment, a restarted deliverer resends what has no final answer, with the same ids.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import psycopg
 
 from ledger.eventlog import EventLog
 from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
-from ops.wallet.config import OperatorWallet
+from ops.wallet.config import BATCH_MAX_LIMIT, OperatorWallet
 from ops.wallet.jetstream import JetStreamClient
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
@@ -37,11 +40,32 @@ WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits 
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
 UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
+_FINAL_BY_OUTCOME = {OK: "delivered", ROLLED_BACK: "rolled_back", REFUSED: "dead"}  # the status a final answer gives
 
 
 def client_for(wallet: OperatorWallet) -> WalletClient | JetStreamClient:
     """How the operator hears of its transactions: called over HTTP, or published to JetStream."""
     return JetStreamClient(wallet) if wallet.transport == "jetstream" else WalletClient(wallet)
+
+
+def _run(queue: deque[WalletTx], now: int, room: int) -> list[WalletTx]:
+    """The player's transactions for one batch (docs/wallet.md, "Batches"): its head, then those
+    after it in ledger order while they are due and not debits, up to `room`. A debit is only
+    ever the head and alone: one with no answer has its rollback and next generation sent before
+    anything after it, and a void's rollback names the debit generation that stands, known only
+    once every debit before it is final."""
+    run = [queue[0]]
+    if queue[0].kind == "debit":
+        return run
+    for tx in islice(queue, 1, room):
+        if tx.kind == "debit" or tx.next_at_ms > now:
+            break
+        run.append(tx)
+    return run
+
+
+def _alone(client: WalletClient | JetStreamClient, kind: str, tx_id: str, body: str) -> list[Answer]:
+    return [client.post(kind, tx_id, body)]
 
 
 def now_ms() -> int:
@@ -54,7 +78,9 @@ class Delivered:
 
     events: int = 0
     derived: int = 0
-    calls: int = 0
+    calls: int = 0  # requests (HTTP calls, JetStream publishes)
+    transactions: int = 0  # transactions sent (= calls, unless batched)
+    batch_sizes: dict[int, int] = field(default_factory=dict)  # batched: items in a call -> how many calls
     outcomes: dict[str, int] = field(default_factory=dict)
     reconnects: int = 0
     position: int = 0
@@ -66,11 +92,14 @@ class Deliverer:
         self.wallets = wallets
         self.page_size = page_size
         self.clients = {op: client_for(w) for op, w in wallets.items()}
+        # transactions a call carries: batches over HTTP only (a JetStream message is one transaction)
+        self.batch_max = {op: w.batch_max if isinstance(self.clients[op], WalletClient) else 1
+                          for op, w in wallets.items()}
         self.pools = {op: ThreadPoolExecutor(w.concurrency, thread_name_prefix=f"wallet-{op}")
                       for op, w in wallets.items()}
-        self.in_flight: dict[Future[Answer], WalletTx] = {}
+        self.in_flight: dict[Future[list[Answer]], list[WalletTx]] = {}  # a call's transactions (a batch's, in order)
         self.busy: set[PlayerKey] = set()
-        self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)
+        self.per_operator: dict[str, int] = dict.fromkeys(wallets, 0)  # calls in flight
         self.unrecorded: list[Attempt] = []  # answers not yet in the store (kept across a reconnect)
         # The open transactions per player in ledger order: a mirror of the store's, changed only
         # after the store was, and read again from it every RELOAD_S and after a reconnect.
@@ -169,8 +198,7 @@ class Deliverer:
         page = self.log.page(start, self.page_size, WALLET_KINDS)
         if not page.read:
             return 0
-        stamp = now_ms()
-        txs = [replace(tx, derived_ms=stamp) for tx in self.deriver.derive(page.records)]
+        txs = self.deriver.derive(page.records, now_ms())
         try:
             self.outbox.store_page(txs, start, page.last)
         except Concurrent:
@@ -186,7 +214,8 @@ class Deliverer:
 
     def dispatch(self) -> tuple[int, int]:
         """Send the next transaction of every player that has none in flight and is due, within
-        each operator's concurrency. Returns how many were sent, and how many open ones wait."""
+        each operator's concurrency (batched: up to `batch_max` transactions in one call, each
+        player's a run from its head, `_run`). Returns how many were sent, and how many open ones wait."""
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
             self.unrecorded = []
@@ -196,6 +225,7 @@ class Deliverer:
             self._load()
         assert self.queues is not None
         now, waiting, sent = now_ms(), 0, 0
+        batches: dict[str, list[WalletTx]] = {}  # per operator, the players' runs gathered for its next call
         for key, queue in list(self.queues.items()):
             if not queue:
                 del self.queues[key]
@@ -209,9 +239,17 @@ class Deliverer:
             if tx.next_at_ms > now or self.per_operator[tx.operator_id] >= wallet.concurrency:
                 waiting += len(queue)
                 continue
-            self._send(tx)
-            sent += 1
-            waiting += len(queue) - 1
+            batch = batches.setdefault(tx.operator_id, [])
+            batch_max = self.batch_max[tx.operator_id]
+            run = _run(queue, now, batch_max - len(batch)) if batch_max > 1 else [tx]
+            batch.extend(run)
+            self.busy.add(key)  # one call of a player's in flight
+            if len(batch) >= batch_max:
+                self._send(batches.pop(tx.operator_id))
+            sent += len(run)
+            waiting += len(queue) - len(run)
+        for batch in batches.values():
+            self._send(batch)
         return sent, waiting
 
     def _load(self) -> None:
@@ -220,13 +258,20 @@ class Deliverer:
             queues.setdefault((tx.operator_id, tx.player_id), deque()).append(tx)
         self.queues, self._loaded_at = queues, time.monotonic()
 
-    def _send(self, tx: WalletTx) -> None:
-        body = self._resolved_body(tx)
-        future = self.pools[tx.operator_id].submit(self.clients[tx.operator_id].post, tx.kind, tx.tx_id, body)
-        self.in_flight[future] = tx
-        self.busy.add((tx.operator_id, tx.player_id))
-        self.per_operator[tx.operator_id] += 1
+    def _send(self, txs: list[WalletTx]) -> None:
+        """One call: a transaction alone (`batch_max` 1), or a batch of them to `<url>/batch`."""
+        operator = txs[0].operator_id
+        client = self.clients[operator]
+        items = [(tx.kind, tx.tx_id, self._resolved_body(tx)) for tx in txs]
+        if self.batch_max[operator] > 1 and isinstance(client, WalletClient):
+            future = self.pools[operator].submit(client.post_batch, items)
+            self.result.batch_sizes[len(txs)] = self.result.batch_sizes.get(len(txs), 0) + 1
+        else:
+            future = self.pools[operator].submit(_alone, client, *items[0])
+        self.in_flight[future] = txs
+        self.per_operator[operator] += 1
         self.result.calls += 1
+        self.result.transactions += len(txs)
 
     def _resolved_body(self, tx: WalletTx) -> str:
         """A void's rollback names the debit generation that stands (a debit sent again after
@@ -250,10 +295,11 @@ class Deliverer:
         done, _ = wait(list(self.in_flight), timeout=timeout or None, return_when=FIRST_COMPLETED)
         attempts = []
         for future in done:
-            tx = self.in_flight.pop(future)
-            self.busy.discard((tx.operator_id, tx.player_id))
-            self.per_operator[tx.operator_id] -= 1
-            attempts.append(self.outcome(tx, future.result()))
+            txs = self.in_flight.pop(future)
+            self.per_operator[txs[0].operator_id] -= 1
+            for tx, answer in zip(txs, future.result(), strict=True):
+                self.busy.discard((tx.operator_id, tx.player_id))
+                attempts.append(self.outcome(tx, answer))
         self.unrecorded.extend(attempts)
         self.outbox.record(self.unrecorded)
         self.unrecorded = []
@@ -266,34 +312,34 @@ class Deliverer:
         open, leaves when final; a debit's rollback and next generation go first."""
         tx = attempt.tx
         queue = self.queues.get((tx.operator_id, tx.player_id)) if self.queues is not None else None
-        if queue is None or not queue or queue[0].tx_id != tx.tx_id:
+        # batched, the transaction may follow others of its player's run still open before it
+        at = next((i for i, queued in enumerate(islice(queue or (), BATCH_MAX_LIMIT)) if queued.tx_id == tx.tx_id),
+                  None)
+        if queue is None or at is None or (attempt.more and at != 0):
             self.queues = None  # not what was sent: read again from the store
             return
         if tx.status in OPEN:
-            queue[0] = tx
+            queue[at] = tx
         else:
-            queue.popleft()
+            del queue[at]
         for more in reversed(attempt.more):
             queue.appendleft(more)
 
     def outcome(self, tx: WalletTx, answer: Answer) -> Attempt:
         """The transaction after one call's answer (docs/wallet.md, "Rules per kind of call")."""
         self.result.outcomes[answer.outcome] = self.result.outcomes.get(answer.outcome, 0) + 1
-        tried = replace(tx, attempts=tx.attempts + 1, last_answer=answer.text[:2000])
+        attempts, kept = tx.attempts + 1, answer.text[:2000]  # one `replace` per answer: it is per transaction
         now = now_ms()
-        if answer.outcome == OK:
-            return Attempt(replace(tried, status="delivered", done_ms=now), OK, answer.http_status, answer.text)
-        if answer.outcome == ROLLED_BACK:
-            return Attempt(replace(tried, status="rolled_back", done_ms=now), ROLLED_BACK, answer.http_status,
-                           answer.text)
-        if answer.outcome == REFUSED:
-            return Attempt(replace(tried, status="dead", done_ms=now), REFUSED, answer.http_status, answer.text)
+        final = _FINAL_BY_OUTCOME.get(answer.outcome)
+        if final is not None:
+            done = replace(tx, status=final, done_ms=now, attempts=attempts, last_answer=kept)
+            return Attempt(done, answer.outcome, answer.http_status, answer.text)
         assert answer.outcome == NO_ANSWER
         if tx.kind == "debit":  # never left in doubt: rolled back, then the stake sent again under a new id
             more = tuple(replace(m, derived_ms=now) for m in next_generation(tx, tx.seq + 1))
-            return Attempt(replace(tried, status="unanswered", done_ms=now), NO_ANSWER, answer.http_status,
-                           answer.text, more)
+            done = replace(tx, status="unanswered", done_ms=now, attempts=attempts, last_answer=kept)
+            return Attempt(done, NO_ANSWER, answer.http_status, answer.text, more)
         wallet = self.wallets[tx.operator_id]
         wait_s = min(wallet.backoff_max_s, wallet.backoff_s * 2 ** min(tx.attempts, 20))
-        return Attempt(replace(tried, status="retrying", next_at_ms=now + int(wait_s * 1000)), NO_ANSWER,
-                       answer.http_status, answer.text)
+        again = replace(tx, status="retrying", next_at_ms=now + int(wait_s * 1000), attempts=attempts, last_answer=kept)
+        return Attempt(again, NO_ANSWER, answer.http_status, answer.text)

@@ -22,11 +22,11 @@ def filled(url: str, tables: int = 2, rounds: int = 10, seed: int = 7, faults: i
 
 
 def config_file(tmp: Path, url: str, *, notices: bool = True, concurrency: int = 4, timeout_s: float = 0.3,
-                backoff_s: float = 0.02) -> Path:
+                backoff_s: float = 0.02, batch_max: int = 1) -> Path:
     path = tmp / "wallet.toml"
     path.write_text(f'[operators.default]\nurl = "{url}"\nsecret_env = "{SECRET_ENV}"\n'
                     f"debit_notices = {'true' if notices else 'false'}\nconcurrency = {concurrency}\n"
-                    f"timeout_s = {timeout_s}\nbackoff_s = {backoff_s}\nbackoff_max_s = 0.2\n")
+                    f"timeout_s = {timeout_s}\nbackoff_s = {backoff_s}\nbackoff_max_s = 0.2\nbatch_max = {batch_max}\n")
     return path
 
 

@@ -66,6 +66,15 @@ def test_killed_at_random_moments_postgres(seed: int, tmp_path: Path, pg_schema_
     assert result.problems == [] and all(result.kills_after_calls), result
 
 
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_killed_at_random_moments_batched(store: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """OP1 called with batches (batch_max 8, docs/wallet.md "Batches"), killed -9 as above."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}" if store == "sqlite" else request.getfixturevalue("pg_schema_url")
+    result = wallet_trials.trial(url, tmp_path, 7, batch_max=8)
+    assert result.problems == [] and all(result.kills_after_calls), result
+    assert result.http_batched_transactions > result.http_requests, result  # more transactions than calls
+
+
 @pytest.mark.postgres
 def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> None:
     """Every connection of the deliverer (found by its application name, so no other test's)
