@@ -80,7 +80,7 @@ class LedgerMapper(Mapper[UUID]):
         state = vars(domain_event).copy()
         originator_id = state.pop("originator_id")
         originator_version = state.pop("originator_version")
-        if defaults is not None and all(state[k] == v for k, v in defaults.items()):
+        if defaults is not None and defaults.items() <= state.items():  # each default's field == its value, in C
             # every field the last version added holds its default: stored as the version before
             # it (the same bytes as before the field existed), which that upcast reads back
             for name in defaults:
