@@ -148,7 +148,7 @@ class BlackjackRound:
                 source=source)
         if s.phase == "betting":
             raise refuse(RefusalCode.BETTING_OPEN, "decision", hand=hand, action=action)
-        if not any(h.name == hand for h in s.hands):
+        if hand not in [h.name for h in s.hands]:  # a list, not any() of a generator (every decision)
             names = ", ".join(h.name for h in s.hands) or "none"
             raise refuse(RefusalCode.UNKNOWN_HAND, action=action, hand=hand, hands=names)
         legal = _legal(self.rules, s)
