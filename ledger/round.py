@@ -39,9 +39,7 @@ from ledger.roundstate import (
 )
 
 HUMAN_ERROR = "human_error"
-# The plays and bets an event's `apply` makes, by tuple.__new__: a NamedTuple's own __new__ is a
-# Python function (~0.1 µs each; every bet and card, recorded or replayed).
-_new = tuple.__new__
+_new = tuple.__new__  # for the tuples `apply` makes: a NamedTuple's own __new__ is a Python function (~0.1 µs)
 LEDGER_ACTOR = "ledger"
 
 
