@@ -92,12 +92,16 @@ class BaccaratRules(RuleSet):
         require(self.bets_per_round_max >= 1, "bets_per_round_max must be positive")
 
     def odds(self, line: str) -> Odds:
-        table = dict(self.paytable)
-        require(line in table, f"no paytable line {line!r} in {self.id} v{self.version}")
-        return table[line]
+        for name, odds in self.paytable:  # every winning bet asks: no dict made, the message only when broken
+            if name == line:
+                return odds
+        raise InvariantBroken(f"no paytable line {line!r} in {self.id} v{self.version}")
 
     def max_round(self, bet_type: str) -> int | None:
-        return dict(self.max_round_by_bet).get(bet_type)
+        for name, last in self.max_round_by_bet:  # every bet asks: no dict made
+            if name == bet_type:
+                return last
+        return None
 
 
 def _odds(**lines: str) -> tuple[tuple[str, Odds], ...]:

@@ -34,8 +34,9 @@ def parse_spot(rules: BlackjackRules, bet: Bet) -> tuple[str, int]:
 
 def check_bet(rules: BlackjackRules, s: State, bet: Bet) -> None:
     """Refuse `bet` unless the rules and limits allow it on top of the bets already placed."""
-    if any(b.bet_id == bet.bet_id for b in s.bets):
-        raise refuse(RefusalCode.DUPLICATE_BET_ID, "blackjack", bet_id=bet.bet_id)
+    for b in s.bets:  # a loop, not any() of a generator: a frame made per bet placed
+        if b.bet_id == bet.bet_id:
+            raise refuse(RefusalCode.DUPLICATE_BET_ID, "blackjack", bet_id=bet.bet_id)
     if len(s.bets) >= BETS_PER_ROUND_MAX:
         raise refuse(RefusalCode.TOO_MANY_BETS, bet_id=bet.bet_id, bets_max=BETS_PER_ROUND_MAX)
     check_stake_minor(bet.stake_minor, bet.bet_id)

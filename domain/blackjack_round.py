@@ -25,7 +25,7 @@ from domain.blackjack_rules import (
     hand_total,
 )
 from domain.blackjack_settle import settle
-from domain.blackjack_state import Hand, Stake, State, holder_bet, spot_number
+from domain.blackjack_state import FINISHED, Hand, Stake, State, holder_bet, spot_number
 from domain.cards import Card, CardCounter
 from domain.errors import InvariantBroken, Refusal, refuse, require
 from domain.model import DECISION_SOURCES, Bet, BetResult, FollowOffer, StakeMove
@@ -148,7 +148,7 @@ class BlackjackRound:
                 source=source)
         if s.phase == "betting":
             raise refuse(RefusalCode.BETTING_OPEN, "decision", hand=hand, action=action)
-        if not any(h.name == hand for h in s.hands):
+        if hand not in [h.name for h in s.hands]:  # a list, not any() of a generator (every decision)
             names = ", ".join(h.name for h in s.hands) or "none"
             raise refuse(RefusalCode.UNKNOWN_HAND, action=action, hand=hand, hands=names)
         legal = _legal(self.rules, s)
@@ -263,7 +263,10 @@ def _hand(s: State, name: str) -> Hand:
 def current_hand(s: State) -> Hand | None:
     if s.phase != "play":
         return None
-    return next((h for h in s.hands if not h.finished), None)
+    for h in s.hands:  # a loop reading `status`: no generator frame nor property call per hand (asked per card)
+        if h.status not in FINISHED:
+            return h
+    return None
 
 
 def can_split(rules: BlackjackRules, s: State, h: Hand) -> bool:
@@ -448,7 +451,7 @@ def _advance(rules: BlackjackRules, s: State) -> None:
 
 
 def _settle_hand_state(rules: BlackjackRules, s: State, h: Hand) -> None:
-    if h.finished or len(h.cards) < 2 or h.want_card:
+    if h.status in FINISHED or len(h.cards) < 2 or h.want_card:  # `h.finished`, without the property call
         return
     total = h.total
     if total > BLACKJACK_TOTAL:

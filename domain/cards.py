@@ -86,19 +86,20 @@ class CardCounter:
         self.decks = decks
         self.seen: Counter[Card] = Counter(seen or {})
 
+    # `seen.get(card, 0)`, not `seen[card]`: a card not seen yet would call Counter.__missing__ (every card)
     def check(self, card: Card) -> None:
-        if self.seen[card] >= self.decks:
+        if self.seen.get(card, 0) >= self.decks:
             raise refuse(
                 RefusalCode.IMPOSSIBLE_CARD, card=card, card_name=card.name, decks=self.decks, seen=self.seen[card])
 
     def take(self, card: Card) -> None:
         self.check(card)
-        self.seen[card] += 1
+        self.seen[card] = self.seen.get(card, 0) + 1
 
     def add(self, card: Card) -> None:
         """Count a card `check` has just passed: a card dealt is checked once, not twice
         (a check is a Counter read and a comparison, for every card of every round)."""
-        self.seen[card] += 1
+        self.seen[card] = self.seen.get(card, 0) + 1
 
     @property
     def remaining(self) -> int:

@@ -20,8 +20,9 @@ def check_table_bet(
         raise refuse(RefusalCode.BETTING_CLOSED, bet_id=bet.bet_id)
     if len(placed) >= bets_per_round_max:
         raise refuse(RefusalCode.TOO_MANY_BETS, bet_id=bet.bet_id, bets_max=bets_per_round_max)
-    if any(b.bet_id == bet.bet_id for b in placed):
-        raise refuse(RefusalCode.DUPLICATE_BET_ID, "table-game", bet_id=bet.bet_id)
+    for b in placed:  # a loop, not any() of a generator: a frame made per bet placed
+        if b.bet_id == bet.bet_id:
+            raise refuse(RefusalCode.DUPLICATE_BET_ID, "table-game", bet_id=bet.bet_id)
     if bet.spot != spot:
         raise refuse(RefusalCode.BAD_SPOT, bet_id=bet.bet_id, game=game_name, table_spot=spot, spot=bet.spot)
     if bet.bet_type not in bet_types:

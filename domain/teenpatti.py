@@ -79,9 +79,10 @@ class TeenPattiRules(RuleSet):
         require(self.bets_per_round_max >= 1, "bets_per_round_max must be positive")
 
     def odds(self, line: str) -> Odds:
-        table = dict(self.paytable)
-        require(line in table, f"no paytable line {line!r} in {self.id} v{self.version}")
-        return table[line]
+        for name, odds in self.paytable:  # every winning bet asks: no dict made, the message only when broken
+            if name == line:
+                return odds
+        raise InvariantBroken(f"no paytable line {line!r} in {self.id} v{self.version}")
 
 
 def _odds(**lines: str) -> tuple[tuple[str, Odds], ...]:
@@ -145,13 +146,12 @@ def rank_hand(cards: list[Card] | tuple[Card, ...]) -> tuple[int, tuple[int, ...
         raise InvariantBroken(f"a Teen Patti hand has 3 cards, got {len(cards)}")
     values = _values(cards)
     flush = len({c.suit for c in cards}) == 1
-    counts = Counter(values)
-    if len(counts) == 1:
+    distinct = len(set(values))  # no Counter: three sorted values hold a pair in the middle
+    if distinct == 1:
         return CATEGORIES.index("trail"), (values[0],)
-    if len(counts) == 2:
-        pair = max(counts, key=lambda v: counts[v])
-        kicker = min(counts, key=lambda v: counts[v])
-        return CATEGORIES.index("pair"), (pair, kicker)
+    if distinct == 2:
+        pair = values[1]
+        return CATEGORIES.index("pair"), (pair, values[2] if values[0] == pair else values[0])
     seq = sequence_strength(values)
     if seq is not None:
         return CATEGORIES.index("pure_sequence" if flush else "sequence"), (seq,)

@@ -43,6 +43,7 @@ from ledger.round import Round
 from ledger.unit import UnitOfWork
 
 Handler = Callable[[Any, UnitOfWork, Stamp], Refusal | None]
+_new = tuple.__new__
 
 
 def open_round(cmd: OpenRound, unit: UnitOfWork, stamp: Stamp) -> None:
@@ -91,7 +92,8 @@ def place_bet(cmd: PlaceBet, unit: UnitOfWork, stamp: Stamp) -> None:
         r.refuse_unless_running()  # a closed round says so before the operator does
         unit.operator_or_new(operator_id).check_bet(cmd.bet_id, r.currency)
         player = player_key(operator_id, player)
-    bet = Bet(cmd.bet_id, player, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no)
+    # tuple.__new__: a NamedTuple's own __new__ is a Python function (~0.1 µs a bet)
+    bet = _new(Bet, (cmd.bet_id, player, cmd.spot, cmd.bet_type, cmd.stake_minor, cmd.mode, cmd.seat_no))
     check_seats(unit, r, bet)
     r.place_bet(bet, stamp, operator_id)
     if r.phase != before:  # most commands leave the phase as it was: no call

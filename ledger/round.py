@@ -39,6 +39,7 @@ from ledger.roundstate import (
 )
 
 HUMAN_ERROR = "human_error"
+_new = tuple.__new__  # for the tuples `apply` makes: a NamedTuple's own __new__ is a Python function (~0.1 µs)
 LEDGER_ACTOR = "ledger"
 
 
@@ -103,9 +104,10 @@ class Round(RoundState):
             state["operator_id"] = DEFAULT_OPERATOR_ID
 
         def apply(self, r: Round) -> None:
-            bet = Bet(self.bet_id, self.player_id, self.spot, self.bet_type, self.stake_minor, self.mode, self.seat_no)
+            bet = _new(Bet, (self.bet_id, self.player_id, self.spot, self.bet_type, self.stake_minor, self.mode,
+                             self.seat_no))
             r.bets[self.bet_id] = bet
-            r.plays.append(BetPlay(bet))
+            r.plays.append(_new(BetPlay, (bet,)))
             r._put_in(self.bet_id, self.player_id, self.stake_minor)
             r._post(self.postings)
 
@@ -122,7 +124,7 @@ class Round(RoundState):
         def apply(self, r: Round) -> None:
             r.cards.append((self.seq_no, self.card, self.target))
             r.card_texts.append(self.card)
-            r.plays.append(CardPlay(self.card, self.target))
+            r.plays.append(_new(CardPlay, (self.card, self.target)))
 
     class DecisionTaken(Event):
         hand: str

@@ -28,6 +28,7 @@ from ledger.ids import ID_MEMO_MAX
 from ledger.library.aggregate import LedgerAggregate
 
 Posting = dict[str, Any]  # {"account": str, "amount_minor": int}, as stored
+_CLOSED = frozenset({"voided", "settled", "reversed"})  # the phases `_refuse_closed` refuses
 
 
 @cache
@@ -207,6 +208,9 @@ class RoundState(LedgerAggregate):
 
     def _game(self) -> RoundModel:
         """The model, for a command on an opened round."""
+        model = self._model
+        if self._model_at == self.version and model is not None:  # `model`'s kept case, without its call
+            return model
         model = self.model
         if model is None:
             raise InvariantBroken(f"round {self._label()} has no game model")
@@ -258,7 +262,8 @@ class RoundState(LedgerAggregate):
             raise refuse(RefusalCode.ROUND_SETTLED, round=self._label())
 
     def refuse_unless_running(self, allow_flagged: bool = False) -> None:
-        self._refuse_closed()
+        if self.phase in _CLOSED:  # asked twice a command: the call only when refusing
+            self._refuse_closed()
         if self.version <= 0:
             raise refuse(RefusalCode.ROUND_NOT_OPEN, "aggregate", round=self._label())
         if self.paused is not None:
@@ -276,7 +281,7 @@ class RoundState(LedgerAggregate):
     def _check_card_count(self, card: Card, text: str, shoe_seen: Counter[str]) -> None:
         # Only this card's count matters: shoe so far + this round's copies of it.
         decks = self._rules().decks
-        in_shoe = shoe_seen[text]
+        in_shoe = shoe_seen.get(text, 0)  # not `[text]`: a card not seen yet would call Counter.__missing__
         if in_shoe + len(self.cards) < decks:  # even if every card of the round were this one: no count to take
             return
         seen = in_shoe + self.card_texts.count(text)

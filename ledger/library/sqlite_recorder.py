@@ -38,6 +38,14 @@ sqlite3.register_adapter(bytes, bytes.__bytes__)
 sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
 
 
+HEX = "%032x"  # `HEX % uuid.int` is `uuid.hex` without the property's Python call (an event, a read)
+
+
+def _text_id(originator_id: UUID | str) -> str:
+    """An id as stored: a UUID (of a subclass) as its hex, a text id as it is."""
+    return originator_id.hex if isinstance(originator_id, UUID) else originator_id
+
+
 class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
         return super().construct_create_table_statements() + [
@@ -65,7 +73,7 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         returning: list[int] = []
         if stored_events:
             c.executemany(self.insert_events_statement, [
-                (e.originator_id.hex if isinstance(e.originator_id, UUID) else e.originator_id,
+                (HEX % e.originator_id.int if type(e.originator_id) is UUID else _text_id(e.originator_id),
                  e.originator_version, e.topic, e.state)
                 for e in stored_events
             ])
@@ -90,7 +98,7 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         """After the batch's writes, so under SQLite's one write lock: nobody can move an
         aggregate on between this read and the commit. Each aggregate must stand where the
         batch left it (`after`: its read version plus its own new events)."""
-        ids = [r.originator_id.hex for r in reads]
+        ids = [HEX % r.originator_id.int for r in reads]
         stored: dict[str, int] = {}  # by the id as stored (hex): no UUID made per row, a batch reads ~175
         for chunk in _chunks(ids):
             c.execute(

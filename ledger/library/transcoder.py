@@ -17,12 +17,14 @@ Overrides `eventsourcing.persistence.JSONTranscoder` (`encode`, `decode`, and ad
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 import orjson
 from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, TranscodingNotRegisteredError
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+_DICT = frozenset({dict})
 _PLAIN_TOP = _PLAIN | {datetime}  # at the top of an event's state: its timestamp, when datetime is registered
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _TYPE_KEY = b'"_type_"'
@@ -173,6 +175,8 @@ def _plain(value: Any) -> bool:
         return kind in _PLAIN
     if _PLAIN.issuperset(map(type, items)):
         return True
+    if _DICT.issuperset(map(type, items)) and _PLAIN.issuperset(map(type, chain.from_iterable(map(dict.values, items)))):
+        return True  # flat dicts (an event's postings, results), every value checked in C
     for item in items:
         item_kind = type(item)
         if item_kind in _PLAIN or (item_kind is dict and _PLAIN.issuperset(map(type, item.values()))):
