@@ -6,8 +6,7 @@
 - `Application.save(*aggregates, ledger_rows=...)` hands its keyword arguments to the
   recorder's insert, in the transaction of the events: a failed event insert writes no row.
 - The repository cache: `get`, `get(evict=True)`, `put`, and `.cache` membership.
-- A StoredEvent's fields in their order, kept in its `__dict__` by an `__init__` that does nothing more
-  (the mapper sets them there).
+- A StoredEvent's fields in their order (the mapper makes one by position).
 - No private method of the library is called from ledger/.
 """
 from __future__ import annotations
@@ -16,7 +15,6 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from uuid import uuid4
 
 import pytest
 from eventsourcing.application import Application
@@ -24,7 +22,6 @@ from eventsourcing.domain import CanMutateProtocol, CollectEventsProtocol, Domai
 from eventsourcing.persistence import RecordConflictError, StoredEvent
 
 from ledger.library.aggregate import Stamp
-from ledger.library.eventstore import stored_event
 from ledger.library.recorders import CommandRow, LedgerRows
 from ledger.round import Round
 from tests.support.feed import Feed, lines
@@ -113,13 +110,3 @@ def test_a_stored_event_takes_its_fields_in_this_order() -> None:
     """`LedgerMapper.to_stored_event` makes each StoredEvent by position (ledger/library/eventstore.py)."""
     assert [f.name for f in dataclasses.fields(StoredEvent)] == ["originator_id", "originator_version", "topic", "state"]
 
-
-def test_a_stored_event_made_past_its_init_is_the_one_its_init_makes() -> None:
-    """`stored_event` sets the fields in the instance's `__dict__` (ledger/library/eventstore.py):
-    the dataclass keeps its fields there, and its `__init__` does nothing more."""
-    originator_id = uuid4()
-    made = stored_event(originator_id, 3, "ledger.round:Round.CardDealt", b'{"card":"TD"}')
-    by_init = StoredEvent(originator_id, 3, "ledger.round:Round.CardDealt", b'{"card":"TD"}')
-    assert type(made) is StoredEvent and vars(made) == vars(by_init) and made == by_init
-    assert list(vars(made)) == list(vars(by_init))
-    assert not hasattr(StoredEvent, "__slots__") and not hasattr(StoredEvent, "__post_init__")
