@@ -41,7 +41,13 @@ from ledger.keys import ROLE_WRITE, ApiKey, key_store
 from ledger.store import db_url_from, open_app
 from ops.service import metrics, problems, routes
 from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, bearer_credentials, checked_key
-from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
+from ops.service.committer import (
+    GATHER_MS_DEFAULT,
+    MAX_BATCH_DEFAULT,
+    MAX_WAIT_MS_DEFAULT,
+    GroupCommitter,
+    TableLocks,
+)
 from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
 from ops.service.intake import (
     BODY_BYTES_MAX_DEFAULT,
@@ -81,6 +87,7 @@ class Settings:
     switch_interval_ms: float = SWITCH_INTERVAL_MS_DEFAULT
     store_timeout_s: float = STORE_TIMEOUT_S_DEFAULT
     max_body_bytes: int = BODY_BYTES_MAX_DEFAULT
+    gather_ms: float = GATHER_MS_DEFAULT  # the writer's adaptive window when max_wait_ms is 0 (committer.py)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -94,6 +101,7 @@ class Settings:
             switch_interval_ms=float(env.get("LEDGER_SERVE_SWITCH_INTERVAL_MS", SWITCH_INTERVAL_MS_DEFAULT)),
             store_timeout_s=float(env.get("LEDGER_SERVE_STORE_TIMEOUT_S", STORE_TIMEOUT_S_DEFAULT)),
             max_body_bytes=int(env.get("LEDGER_SERVE_MAX_BODY_BYTES", BODY_BYTES_MAX_DEFAULT)),
+            gather_ms=float(env.get("LEDGER_SERVE_GATHER_MS", GATHER_MS_DEFAULT)),
         )
 
 
@@ -112,7 +120,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api.state.health.start()
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
-                                             max_batch=settings.max_batch, locks=locks, on_commit=_observe)
+                                             max_batch=settings.max_batch, locks=locks, on_commit=_observe,
+                                             gather_ms=settings.gather_ms)
         api.state.reads = ReadService(api.state.reader, gc_off_per_run=False)  # the collector is the process's
         api.state.trace = trace_from_env()
         if api.state.trace is not None:
