@@ -6,7 +6,9 @@ writes everything taken in ONE `LedgerApp.run_batch` call (one transaction):
 what arrives while a batch commits makes the next batch, so batches grow with
 the load by themselves and an idle writer adds no delay. `max_wait_ms` > 0 also
 waits that long after the first waiting command to gather more (fewer, larger
-transactions for more latency; `ledger ingest -` does that on a pipe). Each future is resolved only
+transactions for more latency; `ledger ingest -` does that on a pipe). With it at 0,
+`gather_ms` > 0 (`ledger serve`: GATHER_MS_DEFAULT) is an adaptive window: that wait, but only
+while commands arrive faster than one a window and until GATHER_TARGET wait. Each future is resolved only
 after that commit, so an answer always means "durably recorded". The queue is
 FIFO and there is one writer per process, so the commands of a table keep their
 arrival order. Across processes (`ledger serve --workers N`), `TableLocks` makes
@@ -36,8 +38,9 @@ MAX_WAIT_MS_DEFAULT = 0.0  # a 2 ms window cost 2 ms on every answer and made no
 # `ledger serve`'s adaptive window (`gather_ms`): wait up to this long after a batch's first command
 # for more, but only while commands arrive faster than one per window (never when traffic is
 # sparse: there a wait adds latency and no command), and only until GATHER_TARGET are queued. A
-# transaction costs the writer ~200 us fixed plus ~50 a command, so at 1,000 commands/s batches of
-# ~3 instead of ~1.2 halve its CPU a command (docs/benchmarks.md, "Where a command's CPU goes").
+# transaction costs the writer ~200 us fixed plus ~50 a command (more in the service: each batch
+# starts on cold caches), so at 1,000 commands/s batches of ~3 instead of ~1.2 cut the server's
+# CPU a command by about a quarter (docs/benchmarks.md, "Where a command's CPU goes").
 GATHER_MS_DEFAULT = 2.0
 GATHER_TARGET = 8
 _GAP_WEIGHT = 0.125  # of the newest gap between two commands' arrivals, in their moving average

@@ -157,3 +157,15 @@ def test_the_adaptive_window_gathers_a_steady_stream_and_never_delays_sparse_com
         f.result(timeout=10)
     assert time.monotonic() - sent < 0.25
     committer.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="Linux /proc")
+def test_the_writer_thread_is_named_for_the_system_too():
+    from ops.bench.live_bench import WRITER_THREAD
+
+    committer = GroupCommitter(FakeLedger())  # type: ignore[arg-type]
+    committer.submit([cmd("a")]).result(timeout=10)  # the writer has run (named itself first)
+    native_id = committer._thread.native_id
+    with open(f"/proc/self/task/{native_id}/comm") as f:
+        assert f.read().strip() == WRITER_THREAD  # how live_bench tells the writer's CPU from the others'
+    committer.close()
