@@ -200,6 +200,10 @@ class LedgerAPI(FastAPI):
 
     commands_route: APIRoute | None = None
     fast_commands = True  # the tests turn it off to compare with the route
+    # When each connection (its client address) was last answered: a request arriving within
+    # WAITING_CALLER_S of it comes from a caller that was waiting on that answer (a table behind
+    # its schedule), and ends the writer's adaptive window at once (committer.py, `urgent`).
+    _answered: dict[Any, float] | None = None
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
@@ -237,6 +241,11 @@ class LedgerAPI(FastAPI):
     async def _commands(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
         request_id = bind_request_id(scope)
+        last_answers = self._answered
+        if last_answers is None:
+            last_answers = self._answered = {}
+        client = scope.get("client")
+        urgent = started - last_answers.get(client, float("-inf")) < WAITING_CALLER_S
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
         timing: dict[str, Any] | None = None
         if self.state.trace is not None:  # ops/service/trace.py
@@ -251,7 +260,7 @@ class LedgerAPI(FastAPI):
                 content_type = _header(scope, b"content-type") or ""
                 media_type(content_type)  # 415 before the body is read
                 body = await read_body(receive, _header(scope, b"content-length"), self.state.settings.max_body_bytes)
-                body = await commands_answer(self.state, key, body, content_type, timing)
+                body = await commands_answer(self.state, key, body, content_type, timing, urgent)
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
                 handler = self.exception_handlers.get(StarletteHTTPException, problems.http_error)
@@ -269,10 +278,15 @@ class LedgerAPI(FastAPI):
                 raise
             status = 200
             await _send(send, 200, body, b"application/json", request_id)
+            if len(last_answers) >= _ANSWERED_MAX:  # connections come and go: forget them now and then
+                last_answers.clear()
+            last_answers[client] = time.perf_counter()
         finally:
             log_request(scope, status, started, request_id, timing)
 
 
+WAITING_CALLER_S = 0.001
+_ANSWERED_MAX = 10_000
 CLIENT_CLOSED = 499  # the request log's status for a client that went away before its answer (nginx's)
 
 
@@ -333,7 +347,7 @@ async def commands_response(request: Request) -> Response:
 
 
 async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: str,
-                          timing: dict[str, Any] | None) -> bytes:
+                          timing: dict[str, Any] | None, urgent: bool = False) -> bytes:
     """One result per command, after their commit, as the JSON body of the answer (the
     caller checked the key first: an unknown caller's body is never read)."""
     if len(body) <= INLINE_SPLIT_BYTES_MAX:
@@ -350,7 +364,7 @@ async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: st
             # asyncio.timeout, not wait_for: no task per request on the hot path. On expiry the
             # wait is cancelled, and the writer skips the answer of a caller that went away.
             async with asyncio.timeout(state.settings.store_timeout_s):
-                results = await state.committer.results([raws[i] for i in allowed], timing)
+                results = await state.committer.results([raws[i] for i in allowed], timing, urgent)
         except TimeoutError:
             raise store_unavailable(f"the store did not answer within {state.settings.store_timeout_s:g} s; "
                                     "resend the same commands (what was recorded answers duplicate)") from None

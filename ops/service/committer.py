@@ -115,6 +115,7 @@ class GroupCommitter:
         # So a caller wakes the writer at most once a batch, not once a command.
         self._waiting = ""
         self._enough = max_batch  # commands that end the writer's wait for a window
+        self._urgent = False  # an urgent command waits: no window
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
@@ -127,25 +128,28 @@ class GroupCommitter:
         self._enqueue(request)
         return future
 
-    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> list[Result]:
+    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None,
+                      urgent: bool = False) -> list[Result]:
         """`submit` for a caller on an event loop: the writer answers all of one batch's
         callers on a loop with ONE call into it (not one wake-up per caller), and a caller
-        that went away (cancelled) is skipped, never an error in the writer."""
+        that went away (cancelled) is skipped, never an error in the writer. `urgent`: a
+        caller known to be waiting on its previous answer ends the adaptive window now."""
         if not raws:
             return []
         loop = asyncio.get_running_loop()
         request = _Request(list(raws), timing=timing, waiter=loop.create_future())
-        self._enqueue(request)
+        self._enqueue(request, urgent)
         assert request.waiter is not None
         return await request.waiter
 
-    def _enqueue(self, request: _Request) -> None:
+    def _enqueue(self, request: _Request, urgent: bool = False) -> None:
         with self._cv:
             if self._closing:
                 raise RuntimeError("the ledger writer is shutting down")
             self._queue.append(request)
             self._queued += len(request.raws)
-            if self._waiting == "idle" or (self._waiting == "full" and self._queued >= self._enough):
+            self._urgent = self._urgent or urgent
+            if self._waiting == "idle" or (self._waiting == "full" and (self._queued >= self._enough or urgent)):
                 self._waiting = ""
                 self._cv.notify()
 
@@ -175,12 +179,12 @@ class GroupCommitter:
             self._waiting = ""
             if not self._queue:
                 return []
-            window, enough = self.max_wait_s, self.max_batch
+            window, enough, adaptive = self.max_wait_s, self.max_batch, False
             if window <= 0 < self.gather_s and self._gap < self.gather_s:
-                window, enough = self.gather_s, min(GATHER_TARGET, self.max_batch)
+                window, enough, adaptive = self.gather_s, min(GATHER_TARGET, self.max_batch), True
             self._enough = enough
             deadline = self._queue[0].arrived + window
-            while self._queued < enough and not self._closing:
+            while self._queued < enough and not self._closing and not (adaptive and self._urgent):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -194,6 +198,7 @@ class GroupCommitter:
                 taken.append(request)
                 count += len(request.raws)
             self._queued -= count
+            self._urgent = False
         if self.gather_s > 0:
             self._arrivals(taken)
         return taken

@@ -169,3 +169,26 @@ def test_the_writer_thread_is_named_for_the_system_too():
     with open(f"/proc/self/task/{native_id}/comm") as f:
         assert f.read().strip() == WRITER_THREAD  # how live_bench tells the writer's CPU from the others'
     committer.close()
+
+
+def test_an_urgent_caller_ends_the_adaptive_window():
+    import asyncio
+    import time
+
+    ledger = FakeLedger()
+    committer = GroupCommitter(ledger, gather_ms=500)  # type: ignore[arg-type]
+    for f in [committer.submit([cmd(f"w{n}")]) for n in range(40)]:  # a steady stream: the window is on
+        f.result(timeout=10)
+    ledger.calls.clear()
+
+    async def main() -> float:
+        first = asyncio.ensure_future(committer.results([cmd("u0")]))
+        await asyncio.sleep(0.05)  # the writer waits in the window for more
+        sent = time.monotonic()
+        await committer.results([cmd("u1")], urgent=True)  # a caller that waited on its previous answer
+        await first
+        return time.monotonic() - sent
+
+    assert asyncio.run(main()) < 0.25  # not the window's 500 ms
+    assert ledger.calls == [["u0", "u1"]]  # still one transaction: what had gathered goes with it
+    committer.close()
