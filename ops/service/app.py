@@ -245,6 +245,8 @@ class LedgerAPI(FastAPI):
         if last_answers is None:
             last_answers = self._answered = {}
         client = scope.get("client")
+        if isinstance(client, list):  # an ASGI server may give [host, port]: a key needs a tuple
+            client = tuple(client)
         urgent = started - last_answers.get(client, float("-inf")) < WAITING_CALLER_S
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
         timing: dict[str, Any] | None = None
