@@ -10,10 +10,11 @@ do not depend on the machine's load the way latencies do.
     python -m ops.bench.live_batch --k 5 --commands 4000 --repeats 3
     python -m ops.bench.live_batch --k 1,3 --busy 1   # beside a process that keeps one core busy
 
-`--busy N` runs N processes that spin in pure Python meanwhile: the writer's CPU a batch then
-grows by ~75% (its thread sleeps at each round trip and comes back to caches the other work
-refilled), which is most of what the same batch costs in `ledger serve`, where the event
-loop, the load generator and PostgreSQL run between the writer's turns (docs/benchmarks.md).
+`--busy N` runs N processes that spin in pure Python meanwhile: when that leaves more runnable
+work than cores the writer's CPU a batch grows by ~75% (it sleeps at each round trip and is
+preempted, then comes back to cold caches), as it does in `ledger serve` on a busy machine,
+where the event loop, the load generator and PostgreSQL run between the writer's turns; with
+a core to spare, by ~6% (docs/benchmarks.md, "Where a command's CPU goes").
 """
 from __future__ import annotations
 
