@@ -8,6 +8,13 @@ do not depend on the machine's load the way latencies do.
 
     python -m ops.bench.live_batch                 # k = 1, 5, 20
     python -m ops.bench.live_batch --k 5 --commands 4000 --repeats 3
+    python -m ops.bench.live_batch --k 1,3 --busy 1   # beside a process that keeps one core busy
+
+`--busy N` runs N processes that spin in pure Python meanwhile: when that leaves more runnable
+work than cores the writer's CPU a batch grows by ~75% (it sleeps at each round trip and is
+preempted, then comes back to cold caches), as it does in `ledger serve` on a busy machine,
+where the event loop, the load generator and PostgreSQL run between the writer's turns; with
+a core to spare, by ~6% (docs/benchmarks.md, "Where a command's CPU goes").
 """
 from __future__ import annotations
 
@@ -122,12 +129,31 @@ def run(k: int, commands: int) -> dict[str, Any]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+def _spin() -> None:
+    while True:
+        [i * i for i in range(1000)]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--k", default="1,5,20", help="commands per batch, comma-separated")
     p.add_argument("--commands", type=int, default=3000, help="commands per run (a fifth warms up)")
     p.add_argument("--repeats", type=int, default=1, help="runs per k; > 1 also prints the medians")
+    p.add_argument("--busy", type=int, default=0, metavar="N", help="N processes spinning on the CPU meanwhile")
     args = p.parse_args()
+    import multiprocessing
+
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        return _measure(args)
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+
+
+def _measure(args: argparse.Namespace) -> int:
     for k in (int(x) for x in args.k.split(",")):
         rows = [run(k, args.commands) for _ in range(args.repeats)]
         for row in rows:

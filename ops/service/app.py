@@ -41,7 +41,13 @@ from ledger.keys import ROLE_WRITE, ApiKey, key_store
 from ledger.store import db_url_from, open_app
 from ops.service import metrics, problems, routes
 from ops.service.auth import KEY_CACHE_S_DEFAULT, Keys, bearer_credentials, checked_key
-from ops.service.committer import MAX_BATCH_DEFAULT, MAX_WAIT_MS_DEFAULT, GroupCommitter, TableLocks
+from ops.service.committer import (
+    GATHER_MS_DEFAULT,
+    MAX_BATCH_DEFAULT,
+    MAX_WAIT_MS_DEFAULT,
+    GroupCommitter,
+    TableLocks,
+)
 from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
 from ops.service.intake import (
     BODY_BYTES_MAX_DEFAULT,
@@ -81,6 +87,7 @@ class Settings:
     switch_interval_ms: float = SWITCH_INTERVAL_MS_DEFAULT
     store_timeout_s: float = STORE_TIMEOUT_S_DEFAULT
     max_body_bytes: int = BODY_BYTES_MAX_DEFAULT
+    gather_ms: float = GATHER_MS_DEFAULT  # the writer's adaptive window when max_wait_ms is 0 (committer.py)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -94,6 +101,7 @@ class Settings:
             switch_interval_ms=float(env.get("LEDGER_SERVE_SWITCH_INTERVAL_MS", SWITCH_INTERVAL_MS_DEFAULT)),
             store_timeout_s=float(env.get("LEDGER_SERVE_STORE_TIMEOUT_S", STORE_TIMEOUT_S_DEFAULT)),
             max_body_bytes=int(env.get("LEDGER_SERVE_MAX_BODY_BYTES", BODY_BYTES_MAX_DEFAULT)),
+            gather_ms=float(env.get("LEDGER_SERVE_GATHER_MS", GATHER_MS_DEFAULT)),
         )
 
 
@@ -112,7 +120,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api.state.health.start()
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
-                                             max_batch=settings.max_batch, locks=locks, on_commit=_observe)
+                                             max_batch=settings.max_batch, locks=locks, on_commit=_observe,
+                                             gather_ms=settings.gather_ms)
         api.state.reads = ReadService(api.state.reader, gc_off_per_run=False)  # the collector is the process's
         api.state.trace = trace_from_env()
         if api.state.trace is not None:
@@ -191,6 +200,10 @@ class LedgerAPI(FastAPI):
 
     commands_route: APIRoute | None = None
     fast_commands = True  # the tests turn it off to compare with the route
+    # When each connection (its client address) was last answered: a request arriving within
+    # WAITING_CALLER_S of it comes from a caller that was waiting on that answer (a table behind
+    # its schedule), and ends the writer's adaptive window at once (committer.py, `urgent`).
+    _answered: dict[Any, float] | None = None
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
@@ -228,6 +241,13 @@ class LedgerAPI(FastAPI):
     async def _commands(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
         request_id = bind_request_id(scope)
+        last_answers = self._answered
+        if last_answers is None:
+            last_answers = self._answered = {}
+        client = scope.get("client")
+        if isinstance(client, list):  # an ASGI server may give [host, port]: a key needs a tuple
+            client = tuple(client)
+        urgent = started - last_answers.get(client, float("-inf")) < WAITING_CALLER_S
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
         timing: dict[str, Any] | None = None
         if self.state.trace is not None:  # ops/service/trace.py
@@ -242,7 +262,7 @@ class LedgerAPI(FastAPI):
                 content_type = _header(scope, b"content-type") or ""
                 media_type(content_type)  # 415 before the body is read
                 body = await read_body(receive, _header(scope, b"content-length"), self.state.settings.max_body_bytes)
-                body = await commands_answer(self.state, key, body, content_type, timing)
+                body = await commands_answer(self.state, key, body, content_type, timing, urgent)
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
                 handler = self.exception_handlers.get(StarletteHTTPException, problems.http_error)
@@ -260,10 +280,15 @@ class LedgerAPI(FastAPI):
                 raise
             status = 200
             await _send(send, 200, body, b"application/json", request_id)
+            if len(last_answers) >= _ANSWERED_MAX:  # connections come and go: forget them now and then
+                last_answers.clear()
+            last_answers[client] = time.perf_counter()
         finally:
             log_request(scope, status, started, request_id, timing)
 
 
+WAITING_CALLER_S = 0.001
+_ANSWERED_MAX = 10_000
 CLIENT_CLOSED = 499  # the request log's status for a client that went away before its answer (nginx's)
 
 
@@ -324,7 +349,7 @@ async def commands_response(request: Request) -> Response:
 
 
 async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: str,
-                          timing: dict[str, Any] | None) -> bytes:
+                          timing: dict[str, Any] | None, urgent: bool = False) -> bytes:
     """One result per command, after their commit, as the JSON body of the answer (the
     caller checked the key first: an unknown caller's body is never read)."""
     if len(body) <= INLINE_SPLIT_BYTES_MAX:
@@ -341,7 +366,7 @@ async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: st
             # asyncio.timeout, not wait_for: no task per request on the hot path. On expiry the
             # wait is cancelled, and the writer skips the answer of a caller that went away.
             async with asyncio.timeout(state.settings.store_timeout_s):
-                results = await state.committer.results([raws[i] for i in allowed], timing)
+                results = await state.committer.results([raws[i] for i in allowed], timing, urgent)
         except TimeoutError:
             raise store_unavailable(f"the store did not answer within {state.settings.store_timeout_s:g} s; "
                                     "resend the same commands (what was recorded answers duplicate)") from None

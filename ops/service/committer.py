@@ -6,7 +6,9 @@ writes everything taken in ONE `LedgerApp.run_batch` call (one transaction):
 what arrives while a batch commits makes the next batch, so batches grow with
 the load by themselves and an idle writer adds no delay. `max_wait_ms` > 0 also
 waits that long after the first waiting command to gather more (fewer, larger
-transactions for more latency; `ledger ingest -` does that on a pipe). Each future is resolved only
+transactions for more latency; `ledger ingest -` does that on a pipe). With it at 0,
+`gather_ms` > 0 (`ledger serve`: GATHER_MS_DEFAULT) is an adaptive window: that wait, but only
+while commands arrive faster than one a window and until GATHER_TARGET wait. Each future is resolved only
 after that commit, so an answer always means "durably recorded". The queue is
 FIFO and there is one writer per process, so the commands of a table keep their
 arrival order. Across processes (`ledger serve --workers N`), `TableLocks` makes
@@ -19,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -32,6 +35,15 @@ from ledger.batching import Result
 from ledger.library.recorders import Fence
 
 MAX_WAIT_MS_DEFAULT = 0.0  # a 2 ms window cost 2 ms on every answer and made no batch larger under load
+# `ledger serve`'s adaptive window (`gather_ms`): wait up to this long after a batch's first command
+# for more, but only while commands arrive faster than one per window (never when traffic is
+# sparse: there a wait adds latency and no command), and only until GATHER_TARGET are queued. A
+# transaction costs the writer ~200 us fixed plus ~50 a command (more in the service: each batch
+# starts on cold caches), so at 1,000 commands/s batches of ~3 instead of ~1.2 cut the server's
+# CPU a command by about a quarter (docs/benchmarks.md, "Where a command's CPU goes").
+GATHER_MS_DEFAULT = 2.0
+GATHER_TARGET = 8
+_GAP_WEIGHT = 0.125  # of the newest gap between two commands' arrivals, in their moving average
 MAX_BATCH_DEFAULT = 500
 CONFLICT_RETRIES = 5
 LOCK_PARTITIONS = 64
@@ -88,13 +100,22 @@ BatchHook = Callable[[int, float, list[Result]], None]  # (commands, seconds, re
 
 class GroupCommitter:
     def __init__(self, app: LedgerApp, *, max_wait_ms: float = MAX_WAIT_MS_DEFAULT, max_batch: int = MAX_BATCH_DEFAULT,
-                 locks: TableLocks | None = None, on_commit: BatchHook | None = None) -> None:
+                 locks: TableLocks | None = None, on_commit: BatchHook | None = None, gather_ms: float = 0.0) -> None:
         self.app, self.max_wait_s, self.max_batch = app, max_wait_ms / 1000.0, max_batch
+        self.gather_s = gather_ms / 1000.0  # used when max_wait_ms is 0 (module docstring)
+        self._gap = float("inf")  # moving average of the time between two commands' arrivals (writer thread's)
+        self._last_arrival: float | None = None
         self.locks, self.on_commit = locks, on_commit
         self._queue: deque[_Request] = deque()
         self._queued = 0  # commands waiting
         self._cv = threading.Condition()
         self._closing = False
+        # What the writer waits for: "idle" (any command: the first enqueued wakes it), "full" (the
+        # window's end or a full batch: only a batch reaching max_batch wakes it), "" (writing).
+        # So a caller wakes the writer at most once a batch, not once a command.
+        self._waiting = ""
+        self._enough = max_batch  # commands that end the writer's wait for a window
+        self._urgent = False  # an urgent command waits: no window
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
@@ -107,25 +128,30 @@ class GroupCommitter:
         self._enqueue(request)
         return future
 
-    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None) -> list[Result]:
+    async def results(self, raws: Sequence[bytes | str], timing: dict[str, float] | None = None,
+                      urgent: bool = False) -> list[Result]:
         """`submit` for a caller on an event loop: the writer answers all of one batch's
         callers on a loop with ONE call into it (not one wake-up per caller), and a caller
-        that went away (cancelled) is skipped, never an error in the writer."""
+        that went away (cancelled) is skipped, never an error in the writer. `urgent`: a
+        caller known to be waiting on its previous answer ends the adaptive window now."""
         if not raws:
             return []
         loop = asyncio.get_running_loop()
         request = _Request(list(raws), timing=timing, waiter=loop.create_future())
-        self._enqueue(request)
+        self._enqueue(request, urgent)
         assert request.waiter is not None
         return await request.waiter
 
-    def _enqueue(self, request: _Request) -> None:
+    def _enqueue(self, request: _Request, urgent: bool = False) -> None:
         with self._cv:
             if self._closing:
                 raise RuntimeError("the ledger writer is shutting down")
             self._queue.append(request)
             self._queued += len(request.raws)
-            self._cv.notify()
+            self._urgent = self._urgent or urgent
+            if self._waiting == "idle" or (self._waiting == "full" and (self._queued >= self._enough or urgent)):
+                self._waiting = ""
+                self._cv.notify()
 
     def close(self) -> None:
         """Write everything already submitted, then stop the writer thread."""
@@ -137,6 +163,7 @@ class GroupCommitter:
     # ----------------------------------------------------------- writer thread
 
     def _run(self) -> None:
+        _name_os_thread(self._thread.name)
         while True:
             taken = self._take()
             if not taken:
@@ -147,15 +174,23 @@ class GroupCommitter:
         """Wait for work, then for the window to close (or the batch to fill); take whole requests."""
         with self._cv:
             while not self._queue and not self._closing:
+                self._waiting = "idle"
                 self._cv.wait()
+            self._waiting = ""
             if not self._queue:
                 return []
-            deadline = self._queue[0].arrived + self.max_wait_s
-            while self._queued < self.max_batch and not self._closing:
+            window, enough, adaptive = self.max_wait_s, self.max_batch, False
+            if window <= 0 < self.gather_s and self._gap < self.gather_s:
+                window, enough, adaptive = self.gather_s, min(GATHER_TARGET, self.max_batch), True
+            self._enough = enough
+            deadline = self._queue[0].arrived + window
+            while self._queued < enough and not self._closing and not (adaptive and self._urgent):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
+                self._waiting = "full"
                 self._cv.wait(left)
+            self._waiting = ""
             taken: list[_Request] = []
             count = 0
             while self._queue and (not taken or count + len(self._queue[0].raws) <= self.max_batch):
@@ -163,7 +198,20 @@ class GroupCommitter:
                 taken.append(request)
                 count += len(request.raws)
             self._queued -= count
-            return taken
+            self._urgent = False
+        if self.gather_s > 0:
+            self._arrivals(taken)
+        return taken
+
+    def _arrivals(self, taken: list[_Request]) -> None:
+        """The moving average of the gap between commands' arrivals, from the requests just taken."""
+        last, gap = self._last_arrival, self._gap
+        for request in taken:
+            if last is not None:
+                each = max(0.0, request.arrived - last) / len(request.raws)
+                gap = each if gap == float("inf") else gap + (each - gap) * _GAP_WEIGHT
+            last = request.arrived
+        self._last_arrival, self._gap = last, gap
 
     def _commit(self, taken: list[_Request]) -> None:
         raws = [raw for request in taken for raw in request.raws]
@@ -240,3 +288,16 @@ def write_batch(app: LedgerApp, raws: Sequence[bytes | str], fence: Fence | None
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def _name_os_thread(name: str) -> None:
+    """The calling thread's name for the system too (/proc/PID/task/TID/comm, `top -H`): how
+    live_bench tells the writer's CPU from the other threads'. Linux only; best effort."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass

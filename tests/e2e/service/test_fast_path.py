@@ -80,3 +80,32 @@ def test_the_service_shortens_the_switch_interval_while_it_runs_and_restores_it(
         assert sys.getswitchinterval() == 0.0007
     assert sys.getswitchinterval() == before
     assert Settings(db_url="x").switch_interval_ms == 1.0
+
+
+def test_a_request_right_after_its_connection_s_answer_is_urgent(store_url, monkeypatch):
+    """The fast path tells the writer that a caller was waiting on its previous answer (a
+    table behind its schedule): such a request ends the adaptive window (committer.py)."""
+    import ops.service.app as service_app
+
+    keys = make_keys(store_url)
+    api = create_app(Settings(db_url=store_url, key_cache_s=0.0))
+    lines = feed(tables=1, rounds=1)[:3]
+    urgent: list[bool] = []
+    with TestClient(api) as client:
+        results = api.state.committer.results
+
+        async def recorded(raws: Any, timing: Any = None, is_urgent: bool = False) -> Any:
+            urgent.append(is_urgent)
+            return await results(raws, timing, is_urgent)
+
+        api.state.committer.results = recorded
+        monkeypatch.setattr(service_app, "WAITING_CALLER_S", 3600.0)  # "right after": any time, here
+        for line in lines:
+            r = client.post("/v1/commands", headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"},
+                            content=line)
+            assert r.status_code == 200
+        monkeypatch.setattr(service_app, "WAITING_CALLER_S", 0.0)  # never
+        r = client.post("/v1/commands", headers={**auth(keys["studio"]), "Content-Type": "application/x-ndjson"},
+                        content=feed(tables=1, rounds=2)[-1])
+        assert r.status_code == 200
+    assert urgent == [False, True, True, False]  # the connection's first request waited on no answer

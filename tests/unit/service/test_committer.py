@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from ledger.batching import Result
-from ops.service.committer import GroupCommitter, TableLocks, partition_of, write_batch
+from ops.service.committer import GATHER_TARGET, GroupCommitter, TableLocks, partition_of, write_batch
 
 
 class FakeLedger:
@@ -126,4 +126,69 @@ def test_a_thread_caller_that_cancelled_stops_nothing():
     assert [r.command_id for r in kept.result(timeout=10)] == ["kept"]
     after = committer.submit([cmd("a1"), cmd("a2")]).result(timeout=10)  # the writer lives on
     assert [r.command_id for r in after] == ["a1", "a2"]
+    committer.close()
+
+
+def test_the_adaptive_window_gathers_a_steady_stream_and_never_delays_sparse_commands():
+    import time
+
+    ledger = FakeLedger()
+    committer = GroupCommitter(ledger, gather_ms=300)  # type: ignore[arg-type]  # max_wait_ms 0: the adaptive window
+    for n in range(3):  # sparse (gaps longer than the window): each answered at once, alone
+        sent = time.monotonic()
+        committer.submit([cmd(f"s{n}")]).result(timeout=10)
+        assert time.monotonic() - sent < 0.2
+        time.sleep(0.35)
+    assert ledger.calls == [["s0"], ["s1"], ["s2"]]
+    for f in [committer.submit([cmd(f"w{n}")]) for n in range(40)]:  # a steady stream: gaps far below the window
+        f.result(timeout=10)
+    ledger.calls.clear()
+    futures = []
+    for n in range(3):  # three commands 20 ms apart: gathered into one transaction by the window
+        futures.append(committer.submit([cmd(f"g{n}")]))
+        time.sleep(0.02)
+    for f in futures:
+        f.result(timeout=10)
+    assert ledger.calls == [["g0", "g1", "g2"]]
+    sent = time.monotonic()  # the window ends as soon as enough commands (GATHER_TARGET) wait
+    first = committer.submit([cmd("t0")])
+    time.sleep(0.05)  # the writer took up the window
+    for f in [first] + [committer.submit([cmd(f"t{n}")]) for n in range(1, GATHER_TARGET)]:
+        f.result(timeout=10)
+    assert time.monotonic() - sent < 0.25
+    committer.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="Linux /proc")
+def test_the_writer_thread_is_named_for_the_system_too():
+    from ops.bench.live_bench import WRITER_THREAD
+
+    committer = GroupCommitter(FakeLedger())  # type: ignore[arg-type]
+    committer.submit([cmd("a")]).result(timeout=10)  # the writer has run (named itself first)
+    native_id = committer._thread.native_id
+    with open(f"/proc/self/task/{native_id}/comm") as f:
+        assert f.read().strip() == WRITER_THREAD  # how live_bench tells the writer's CPU from the others'
+    committer.close()
+
+
+def test_an_urgent_caller_ends_the_adaptive_window():
+    import asyncio
+    import time
+
+    ledger = FakeLedger()
+    committer = GroupCommitter(ledger, gather_ms=500)  # type: ignore[arg-type]
+    for f in [committer.submit([cmd(f"w{n}")]) for n in range(40)]:  # a steady stream: the window is on
+        f.result(timeout=10)
+    ledger.calls.clear()
+
+    async def main() -> float:
+        first = asyncio.ensure_future(committer.results([cmd("u0")]))
+        await asyncio.sleep(0.05)  # the writer waits in the window for more
+        sent = time.monotonic()
+        await committer.results([cmd("u1")], urgent=True)  # a caller that waited on its previous answer
+        await first
+        return time.monotonic() - sent
+
+    assert asyncio.run(main()) < 0.25  # not the window's 500 ms
+    assert ledger.calls == [["u0", "u1"]]  # still one transaction: what had gathered goes with it
     committer.close()
