@@ -82,6 +82,16 @@ _ATTEMPT_KINDS = tuple(_KINDS[kind] for _, kind in ATTEMPTS.columns)
 _PG_RECORD = f"WITH changed AS ({_PG_UPDATE}) {_pg_insert(ATTEMPTS)}"
 
 
+_TX_KINDS = tuple(_KINDS[kind] for _, kind in TXS.columns)
+# `store_page` on PostgreSQL as one statement: the guarded move of the position, and the page's
+# transactions inserted only when it moved (none, and a count of 0, when another deliverer did)
+_PG_STORE_PAGE = ("WITH moved AS (UPDATE wallet_tracking SET position=%s, updated_at=%s WHERE name=%s AND position=%s "
+                  "RETURNING 1), added AS (" + _pg_insert(TXS).replace(
+                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns) + ")",
+                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns)
+                      + ") WHERE EXISTS (SELECT 1 FROM moved)") + ") SELECT count(*) FROM moved")
+
+
 def _arrays(table: Table, rows: Sequence[Sequence[Any]]) -> list[EncodedArray]:
     return [encode_array(_KINDS[kind], column) for (_, kind), column in zip(table.columns, zip(*rows))]
 
@@ -118,11 +128,19 @@ class Outbox:
     def store_page(self, txs: Sequence[WalletTx], first: int, last: int) -> None:
         """The page's transactions and the new position, in one transaction; a repeat of a
         transaction already stored changes nothing (its status stays the one it has)."""
-        with self.db.pipeline() as sync, self.db.transaction():  # PostgreSQL: one round trip
+        if self._pg:
+            # ONE statement (its own transaction): the position moved from where this page
+            # started, and the transactions inserted only if it was
+            arrays = _arrays(TXS, [_values(tx) for tx in txs]) if txs else [encode_array(k, ()) for k in _TX_KINDS]
+            moved = self.db.conn.execute(_PG_STORE_PAGE, [last, now_text(), DELIVERER, first - 1, *arrays])
+            row = moved.fetchone()
+            if row is None or row[0] != 1:
+                raise Concurrent(f"the deliverer's position is no longer {first - 1}")
+            return
+        with self.db.transaction():
             self._insert_txs(txs)
             moved = self.db.execute_cursor("UPDATE wallet_tracking SET position=?, updated_at=? WHERE name=? "
                                            "AND position=?", (last, now_text(), DELIVERER, first - 1))
-            sync()  # the guard's row count
             if moved.rowcount != 1:
                 raise Concurrent(f"the deliverer's position is no longer {first - 1}")
 
