@@ -175,6 +175,11 @@ class Outbox:
                                               [*zip(_UPDATE_KINDS, zip(*changes)), *zip(_ATTEMPT_KINDS, zip(*outcomes))]])
             return
         with self.db.pipeline(), self.db.transaction():
+            if self._pg and any(a.more for a in attempts):
+                # a debit left without an answer: its rollback goes out once this commits, so the
+                # commit waits for the WAL flush (lost in a server crash, the debit would be sent
+                # again, answered "rolled back", and its next generation never made)
+                self.db.execute("SET LOCAL synchronous_commit = on")
             if self._pg and unique:
                 self.db.conn.execute(_PG_UPDATE, [encode_array(kind, column) for kind, column in
                                                   zip(_UPDATE_KINDS, zip(*changes))])
