@@ -76,6 +76,22 @@ def _pg_insert(table: Table) -> str:
             f"ON CONFLICT ({', '.join(table.key)}) DO NOTHING")
 
 
+_ATTEMPT_KINDS = tuple(_KINDS[kind] for _, kind in ATTEMPTS.columns)
+# `record` of a group of answers on PostgreSQL as one statement: the transactions' new statuses
+# (a data-modifying WITH) and the calls' outcomes, atomic as any single statement
+_PG_RECORD = f"WITH changed AS ({_PG_UPDATE}) {_pg_insert(ATTEMPTS)}"
+
+
+_TX_KINDS = tuple(_KINDS[kind] for _, kind in TXS.columns)
+# `store_page` on PostgreSQL as one statement: the guarded move of the position, and the page's
+# transactions inserted only when it moved (none, and a count of 0, when another deliverer did)
+_PG_STORE_PAGE = ("WITH moved AS (UPDATE wallet_tracking SET position=%s, updated_at=%s WHERE name=%s AND position=%s "
+                  "RETURNING 1), added AS (" + _pg_insert(TXS).replace(
+                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns) + ")",
+                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns)
+                      + ") WHERE EXISTS (SELECT 1 FROM moved)") + ") SELECT count(*) FROM moved")
+
+
 def _arrays(table: Table, rows: Sequence[Sequence[Any]]) -> list[EncodedArray]:
     return [encode_array(_KINDS[kind], column) for (_, kind), column in zip(table.columns, zip(*rows))]
 
@@ -89,6 +105,11 @@ class Outbox:
 
     def __init__(self, db: Db) -> None:
         self.db = db
+        if db.dialect == "postgres":
+            # The deliverer's commits do not wait for the WAL flush, as the views' (`Db.transaction`):
+            # set for the session, so an answer's record is one statement (`record`). A person's
+            # decision sets it back for its own transaction (`decide`).
+            db.execute("SET synchronous_commit = off")
         with db.exclusive("wallet-setup"):
             for table in TABLES:
                 db.create(table)
@@ -107,11 +128,20 @@ class Outbox:
     def store_page(self, txs: Sequence[WalletTx], first: int, last: int) -> None:
         """The page's transactions and the new position, in one transaction; a repeat of a
         transaction already stored changes nothing (its status stays the one it has)."""
+        if self._pg:
+            # ONE statement (its own transaction): the position moved from where this page
+            # started, and the transactions inserted only if it was
+            arrays = _arrays(TXS, [_values(tx) for tx in txs]) if txs else [encode_array(k, ()) for k in _TX_KINDS]
+            moved = self.db.conn.execute(_PG_STORE_PAGE, [last, now_text(), DELIVERER, first - 1, *arrays])
+            row = moved.fetchone()
+            if row is None or row[0] != 1:
+                raise Concurrent(f"the deliverer's position is no longer {first - 1}")
+            return
         with self.db.transaction():
             self._insert_txs(txs)
-            moved = self.db.execute("UPDATE wallet_tracking SET position=?, updated_at=? WHERE name=? AND position=?",
-                                    (last, now_text(), DELIVERER, first - 1))
-            if moved != 1:
+            moved = self.db.execute_cursor("UPDATE wallet_tracking SET position=?, updated_at=? WHERE name=? "
+                                           "AND position=?", (last, now_text(), DELIVERER, first - 1))
+            if moved.rowcount != 1:
                 raise Concurrent(f"the deliverer's position is no longer {first - 1}")
 
     def open_txs(self, limit: int | None = 10_000) -> list[WalletTx]:
@@ -137,8 +167,20 @@ class Outbox:
                     for a in attempts]
         # one statement per table for all of them (a batch's answers come together); PostgreSQL:
         # each column as one array (a row at a time was a round trip's work per row in the pipeline)
-        with self.db.transaction():
-            if self._pg and len({c[-1] for c in changes}) == len(changes):
+        unique = len({c[-1] for c in changes}) == len(changes)
+        if self._pg and unique and not any(a.more for a in attempts):
+            # the usual group: ONE statement, its own transaction (a player's next call waits for
+            # this commit; BEGIN, the writes and COMMIT each waited for a round trip of their own)
+            self.db.conn.execute(_PG_RECORD, [encode_array(kind, column) for kind, column in
+                                              [*zip(_UPDATE_KINDS, zip(*changes)), *zip(_ATTEMPT_KINDS, zip(*outcomes))]])
+            return
+        with self.db.pipeline(), self.db.transaction():
+            if self._pg and any(a.more for a in attempts):
+                # a debit left without an answer: its rollback goes out once this commits, so the
+                # commit waits for the WAL flush (lost in a server crash, the debit would be sent
+                # again, answered "rolled back", and its next generation never made)
+                self.db.execute("SET LOCAL synchronous_commit = on")
+            if self._pg and unique:
                 self.db.conn.execute(_PG_UPDATE, [encode_array(kind, column) for kind, column in
                                                   zip(_UPDATE_KINDS, zip(*changes))])
                 self.db.conn.execute(_pg_insert(ATTEMPTS), _arrays(ATTEMPTS, outcomes))
@@ -172,6 +214,8 @@ class Outbox:
             raise ValueError(f"transaction {tx_id} is {tx.status}, not a dead letter")
         new = replace(tx, status="pending", next_at_ms=0) if action == "retry" else replace(tx, status="resolved")
         with self.db.conn.transaction() if self.db.dialect == "postgres" else _sqlite_tx(self.db):
+            if self.db.dialect == "postgres":
+                self.db.execute("SET LOCAL synchronous_commit = on")
             number = self.db.query("SELECT COALESCE(MAX(decision_id), 0) + 1 FROM wallet_decisions")[0][0]
             self.db.execute("INSERT INTO wallet_decisions (decision_id, tx_id, action, decided_by, decided_at, why) "
                             "VALUES (?, ?, ?, ?, ?, ?)", (number, tx_id, action, by, now_text(), why))

@@ -34,6 +34,7 @@ from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_ge
 
 PAGE_SIZE_DEFAULT = 1000
 IDLE_WAIT_S = 0.05
+POLL_S = 0.01  # calls in flight and the log read to its head: read again after this (a round trip a turn saved)
 RELOAD_S = 2.0  # the open transactions read again from the store (a person's retry of a dead letter shows)
 LOCK_NAME = "wallet-deliverer"  # one deliverer per store (Db.exclusive: per database and schema)
 WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits for
@@ -62,6 +63,11 @@ def _run(queue: deque[WalletTx], now: int, room: int) -> list[WalletTx]:
             break
         run.append(tx)
     return run
+
+
+def _head_seq(item: tuple[PlayerKey, deque[WalletTx]]) -> int:
+    queue = item[1]
+    return queue[0].seq if queue else -1
 
 
 def _alone(client: WalletClient | JetStreamClient, kind: str, tx_id: str, body: str) -> list[Answer]:
@@ -105,11 +111,13 @@ class Deliverer:
         # after the store was, and read again from it every RELOAD_S and after a reconnect.
         self.queues: dict[PlayerKey, deque[WalletTx]] | None = None
         self._loaded_at = 0.0
+        self._polled_at = 0.0  # when a page read found nothing new
         self.result = Delivered()
         self._open()
 
     def _open(self) -> None:
         self.queues = None
+        self._position: int | None = None  # the store's position, as last read or written by this connection
         self.log = EventLog.open(self.url, ledger_required=False)
         self.outbox = Outbox(Db.for_store(self.log.backend))
         self.lock = self._one_deliverer(self.outbox.db)
@@ -157,9 +165,12 @@ class Deliverer:
         failed = 0
         while not stop.is_set():
             try:
-                derived = self.derive()
+                derived = self.derive(poll=not self.in_flight)
                 sent, waiting = self.dispatch()
                 recorded = self.collect(IDLE_WAIT_S if not derived else 0)
+                if recorded:  # the players whose answers were just recorded: their next call goes now
+                    more, waiting = self.dispatch()
+                    sent += more
             except UNREACHABLE as exc:
                 failed += 1
                 if failed > RECONNECTS_IN_A_ROW_MAX:
@@ -192,18 +203,26 @@ class Deliverer:
         except UNREACHABLE:
             pass  # tried again on the next turn
 
-    def derive(self) -> int:
-        """One page of events turned into transactions, stored with the new position."""
-        start = self.outbox.position() + 1
+    def derive(self, *, poll: bool = True) -> int:
+        """One page of events turned into transactions, stored with the new position. `poll`
+        False (calls in flight): the log, read to its head less than POLL_S ago, is not read
+        again yet."""
+        if not poll and time.monotonic() - self._polled_at < POLL_S:
+            return 0
+        if self._position is None:
+            self._position = self.outbox.position()
+        start = self._position + 1
         page = self.log.page(start, self.page_size, WALLET_KINDS)
         if not page.read:
+            self._polled_at = time.monotonic()
             return 0
         txs = self.deriver.derive(page.records, now_ms())
         try:
             self.outbox.store_page(txs, start, page.last)
         except Concurrent:
-            self.queues = None  # another deliverer: what is open is read again
+            self.queues = self._position = None  # another deliverer: what is open, and where, read again
             return 0
+        self._position = page.last
         if self.queues is not None:
             for tx in txs:
                 if tx.status in OPEN:
@@ -214,7 +233,7 @@ class Deliverer:
 
     def dispatch(self) -> tuple[int, int]:
         """Send the next transaction of every player that has none in flight and is due, within
-        each operator's concurrency (batched: up to `batch_max` transactions in one call, each
+        each operator's concurrency, the oldest heads first (batched: up to `batch_max` transactions in one call, each
         player's a run from its head, `_run`). Returns how many were sent, and how many open ones wait."""
         if self.unrecorded:
             self.outbox.record(self.unrecorded)
@@ -226,7 +245,9 @@ class Deliverer:
         assert self.queues is not None
         now, waiting, sent = now_ms(), 0, 0
         batches: dict[str, list[WalletTx]] = {}  # per operator, the players' runs gathered for its next call
-        for key, queue in list(self.queues.items()):
+        # the players whose head is oldest first: a player behind gets a free slot before one that
+        # is not (each player's own order is its queue's; only which player goes next is chosen)
+        for key, queue in sorted(self.queues.items(), key=_head_seq):
             if not queue:
                 del self.queues[key]
                 continue

@@ -53,3 +53,31 @@ def test_each_misbehaviour(how: str, tmp_path: Path) -> None:
 def test_every_misbehaviour_at_once(store_url: str, tmp_path: Path) -> None:
     odds = dict.fromkeys(MISBEHAVIOURS, 0.05)
     misbehaving(store_url, tmp_path, Chaos(odds, delay_s=0.2, seed=4))
+
+
+def test_a_free_slot_goes_to_the_player_whose_head_is_oldest(store_url: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one call allowed, the player sent first is the one whose next transaction is the
+    oldest in ledger order, whatever order the players were met in (the busiest players fell
+    behind and were left for a serial tail)."""
+    url = filled(store_url, rounds=3, seed=38)
+    deliverer = Deliverer(url, load(str(config_file(tmp_path, "http://127.0.0.1:9/wallet", concurrency=1))))
+    sent: list[list[object]] = []
+
+    def send(txs: list[object]) -> None:  # no call: the slot taken, as `_send` takes it
+        sent.append(txs)
+        deliverer.per_operator["default"] += 1
+
+    monkeypatch.setattr(deliverer, "_send", send)
+    try:
+        while deliverer.derive():
+            pass
+        deliverer._load()
+        assert deliverer.queues is not None and len(deliverer.queues) > 1
+        oldest = min(deliverer.queues.values(), key=lambda queue: queue[0].seq)[0]
+        deliverer.queues = dict(sorted(deliverer.queues.items(), key=lambda item: -item[1][0].seq))  # newest met first
+        deliverer._loaded_at = float("inf")  # not read again from the store
+        deliverer.dispatch()
+        assert sent == [[oldest]]
+    finally:
+        deliverer.close()
