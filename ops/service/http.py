@@ -109,14 +109,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._closing:
             return
         if not self._in_body:
-            if self._header_bytes == 0 and self._timer is None:  # the first byte of a request on a kept-alive connection
-                self._arm(self._limits.header_timeout_s, "header")
             self._header_bytes += len(data)
         super().data_received(data)
         if self._closing:
             return
-        if not self._in_body and self._header_bytes > self._limits.max_header_bytes:
-            self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+        # Timers only for what this data left incomplete (armed now, in the same callback, as the
+        # first byte or the last header arrived): a request that came whole needs none.
+        if self._in_body:
+            if self._timer is None:  # its headers ended here
+                self._arm(self._limits.body_timeout_s, "body")
+        elif self._header_bytes > 0:
+            if self._header_bytes > self._limits.max_header_bytes:
+                self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            elif self._timer is None:  # the first bytes of a request on a kept-alive connection
+                self._arm(self._limits.header_timeout_s, "header")
 
     def send_400_response(self, msg: str) -> None:
         # A callback of ours answered the request (the parser reports it as its own error): answer that instead.
@@ -153,7 +159,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._in_body = True
         self._header_bytes = 0
-        self._arm(self._limits.body_timeout_s, "body")
+        self._disarm()  # the body's clock: armed when this data is parsed, unless the body came with it (data_received)
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle.transport is self.transport:  # not an upgrade's (none: no new cycle)
