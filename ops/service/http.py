@@ -163,6 +163,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle.transport is self.transport:  # not an upgrade's (none: no new cycle)
+            self._one_write.flush()  # nothing held, and no hold left by an answer that failed before its head
             cycle.transport = self._one_write  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:

@@ -92,3 +92,13 @@ def test_any_other_send_is_left_alone():
     cycle = Cycle(transport)  # no OneWrite (another server, a test client)
     asyncio.run(_send(cycle.send, 200, b"[]", b"application/json", "id1"))
     assert transport.writes == [b"HTTP/1.1 200\r\n\r\n", b"[]"]
+
+
+def test_flush_ends_a_hold_that_no_write_used():
+    """The protocol flushes at each new request: an answer that failed before its head leaves no hold."""
+    transport = Transport()
+    one = OneWrite(transport)  # type: ignore[arg-type]
+    one.hold()
+    one.flush()
+    one.write(b"next head")
+    assert transport.writes == [b"next head"]
