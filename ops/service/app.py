@@ -49,6 +49,7 @@ from ops.service.committer import (
     TableLocks,
 )
 from ops.service.health import RETRY_AFTER_S, StoreHealth, probe_for
+from ops.service.http import OneWrite
 from ops.service.intake import (
     BODY_BYTES_MAX_DEFAULT,
     INLINE_SPLIT_BYTES_MAX,
@@ -121,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         locks = TableLocks(settings.lock_dir) if settings.lock_dir else None
         api.state.committer = GroupCommitter(writer_app, max_wait_ms=settings.max_wait_ms,
                                              max_batch=settings.max_batch, locks=locks, on_commit=_observe,
-                                             gather_ms=settings.gather_ms)
+                                             gather_ms=settings.gather_ms, answer_within_s=settings.store_timeout_s)
         api.state.reads = ReadService(api.state.reader, gc_off_per_run=False)  # the collector is the process's
         api.state.trace = trace_from_env()
         if api.state.trace is not None:
@@ -241,6 +242,7 @@ class LedgerAPI(FastAPI):
     async def _commands(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
         request_id = bind_request_id(scope)
+        state = self.state._state  # the app's State as a dict: each attribute read of State is a Python call
         last_answers = self._answered
         if last_answers is None:
             last_answers = self._answered = {}
@@ -250,18 +252,20 @@ class LedgerAPI(FastAPI):
         urgent = started - last_answers.get(client, float("-inf")) < WAITING_CALLER_S
         scope["app"], scope["route"] = self, self.commands_route  # as Starlette and the router set them
         timing: dict[str, Any] | None = None
-        if self.state.trace is not None:  # ops/service/trace.py
+        if state.get("trace") is not None:  # ops/service/trace.py
             timing = scope.setdefault("state", {})["trace"] = {"a": started}
         status = 500
         try:
             try:
-                if not self._store_ready():  # before the key: its read would wait for the store too
-                    raise store_unavailable(f"the store is unreachable: {self.state.health.status.error}")
-                key = await checked_key(self.state.keys, bearer_credentials(_header(scope, b"authorization")),
-                                        ROLE_WRITE)
-                content_type = _header(scope, b"content-type") or ""
+                health = state.get("health")
+                if health is not None and not health.ready:  # before the key: its read would wait for the store too
+                    raise store_unavailable(f"the store is unreachable: {health.status.error}")
+                authorization, content_type, content_length = _headers(scope["headers"])
+                keys = state["keys"] if "keys" in state else self.state.keys  # (no lifespan: raised as before)
+                key = await checked_key(keys, bearer_credentials(authorization), ROLE_WRITE)
+                content_type = content_type or ""
                 media_type(content_type)  # 415 before the body is read
-                body = await read_body(receive, _header(scope, b"content-length"), self.state.settings.max_body_bytes)
+                body = await read_body(receive, content_length, state["settings"].max_body_bytes)
                 body = await commands_answer(self.state, key, body, content_type, timing, urgent)
             except StarletteHTTPException as exc:
                 request = Request(scope, receive, send)
@@ -284,7 +288,7 @@ class LedgerAPI(FastAPI):
                 last_answers.clear()
             last_answers[client] = time.perf_counter()
         finally:
-            log_request(scope, status, started, request_id, timing)
+            log_request(scope, status, started, request_id, timing, COMMANDS_PATH)
 
 
 WAITING_CALLER_S = 0.001
@@ -319,15 +323,27 @@ def _too_large(limit: int) -> IntakeError:
                        headers={"Connection": "close"})
 
 
-def _header(scope: MutableMapping[str, Any], name: bytes) -> str | None:
-    """A request header's value (the first), as Starlette decodes it (latin-1); names are lower case in ASGI."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+def _headers(headers: list[tuple[bytes, bytes]]) -> tuple[str | None, str | None, str | None]:
+    """The Authorization, Content-Type and Content-Length values (each the first), as Starlette
+    decodes them (latin-1), in one pass over the request's headers (names are lower case in ASGI)."""
+    authorization = content_type = content_length = None
+    for name, value in headers:
+        if name == b"authorization":
+            if authorization is None:
+                authorization = value.decode("latin-1")
+        elif name == b"content-type":
+            if content_type is None:
+                content_type = value.decode("latin-1")
+        elif name == b"content-length" and content_length is None:
+            content_length = value.decode("latin-1")
+    return authorization, content_type, content_length
 
 
 async def _send(send: Any, status: int, body: bytes, content_type: bytes, request_id: str) -> None:
+    # On uvicorn with ops/service/http.py's protocol, the status line, headers and body go out in one write.
+    one_write = getattr(getattr(send, "__self__", None), "transport", None)
+    if type(one_write) is OneWrite:
+        one_write.hold()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-length", str(len(body)).encode()), (b"content-type", content_type),
         (b"x-request-id", request_id.encode())]})
@@ -363,10 +379,9 @@ async def commands_answer(state: Any, key: ApiKey, body: bytes, content_type: st
         if timing is not None:
             timing["q"] = time.perf_counter()
         try:
-            # asyncio.timeout, not wait_for: no task per request on the hot path. On expiry the
-            # wait is cancelled, and the writer skips the answer of a caller that went away.
-            async with asyncio.timeout(state.settings.store_timeout_s):
-                results = await state.committer.results([raws[i] for i in allowed], timing, urgent)
+            # The committer ends the wait after store_timeout_s (its `answer_within_s`): TimeoutError,
+            # and the writer skips the answer of a caller that went away.
+            results = await state.committer.results([raws[i] for i in allowed], timing, urgent)
         except TimeoutError:
             raise store_unavailable(f"the store did not answer within {state.settings.store_timeout_s:g} s; "
                                     "resend the same commands (what was recorded answers duplicate)") from None

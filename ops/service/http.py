@@ -65,6 +65,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._in_body = False  # between a request's last header and its body's end
         self._header_bytes = 0  # received for the request whose headers are not complete yet
         self._header_count = 0
+        self._header_size = 0  # the headers' bytes as sent ("name: value\r\n"), of the request being received
         self._timer: asyncio.TimerHandle | None = None
         self._closing = False
 
@@ -97,6 +98,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._one_write = OneWrite(transport)
         self._arm(self._limits.header_timeout_s, "header")
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -107,14 +109,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._closing:
             return
         if not self._in_body:
-            if self._header_bytes == 0 and self._timer is None:  # the first byte of a request on a kept-alive connection
-                self._arm(self._limits.header_timeout_s, "header")
             self._header_bytes += len(data)
         super().data_received(data)
         if self._closing:
             return
-        if not self._in_body and self._header_bytes > self._limits.max_header_bytes:
-            self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+        # Timers only for what this data left incomplete (armed now, in the same callback, as the
+        # first byte or the last header arrived): a request that came whole needs none.
+        if self._in_body:
+            if self._timer is None:  # its headers ended here
+                self._arm(self._limits.body_timeout_s, "body")
+        elif self._header_bytes > 0:
+            if self._header_bytes > self._limits.max_header_bytes:
+                self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
+            elif self._timer is None:  # the first bytes of a request on a kept-alive connection
+                self._arm(self._limits.header_timeout_s, "header")
 
     def send_400_response(self, msg: str) -> None:
         # A callback of ours answered the request (the parser reports it as its own error): answer that instead.
@@ -128,6 +136,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_count = 0
+        self._header_size = 0
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -139,19 +148,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._header_count > self._limits.max_headers:
             self._answer_and_close(431, ErrorCode.HEADERS_TOO_MANY, f"more than {self._limits.max_headers} headers")
             return
+        self._header_size += len(name) + len(value) + 4  # "name: value\r\n"
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         if self._closing:
             return
-        size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)  # "name: value\r\n"
-        if size > self._limits.max_header_bytes:
+        if len(self.url) + self._header_size > self._limits.max_header_bytes:
             self._answer_and_close(431, ErrorCode.HEADERS_TOO_LARGE, f"the request line and headers exceed {self._limits.max_header_bytes} bytes")
             return
         self._in_body = True
         self._header_bytes = 0
-        self._arm(self._limits.body_timeout_s, "body")
+        self._disarm()  # the body's clock: armed when this data is parsed, unless the body came with it (data_received)
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:  # not an upgrade's (none: no new cycle)
+            self._one_write.flush()  # nothing held, and no hold left by an answer that failed before its head
+            cycle.transport = self._one_write  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if self._closing:
@@ -168,7 +181,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     # ----------------------------------------------------------------- refusal
 
+    def shutdown(self) -> None:
+        self._flush_cycle()
+        super().shutdown()
+
+    def _flush_cycle(self) -> None:
+        """What a response cycle holds, written now (before anything else is)."""
+        one_write = getattr(self, "_one_write", None)
+        if one_write is not None:
+            one_write.flush()
+
     def _write_problem(self, status: int, code: ErrorCode, detail: str) -> None:
+        self._flush_cycle()
         body = problem_bytes(status, code, detail)
         self.transport.write(b"".join([
             STATUS_LINE[status], b"content-type: ", PROBLEM_JSON.encode(), b"\r\n",
@@ -194,3 +218,50 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.parser.pause()  # type: ignore[attr-defined]  # httptools has it; its stubs do not. The rest of what arrived is not parsed
         except (AttributeError, httptools.HttpParserError):  # pragma: no cover - older httptools
             pass
+
+
+class OneWrite:
+    """A connection's transport as its response cycles (uvicorn's RequestResponseCycle) see it,
+    so that an app that sends its whole answer at once has it written once: after `hold()`,
+    the next write (the status line and headers) is kept and sent with the write after it
+    (the body), one system call and one TCP segment instead of two, the same bytes. Only
+    the fast path of POST /v1/commands holds (ops/service/app.py `_send`), right before it
+    sends its start and body messages back to back; closing writes what is held first."""
+
+    __slots__ = ("_transport", "_held", "_hold")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: bytes | None = None
+        self._hold = False
+
+    def hold(self) -> None:
+        self._hold = True
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif self._hold:
+            self._hold = False
+            self._held = data
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        self._hold = False
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)

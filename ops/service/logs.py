@@ -99,15 +99,16 @@ def _request_metrics(route: str, status: int) -> tuple[Any, Any]:
 
 
 def log_request(scope: Mapping[str, Any], status: int, started: float, request_id: str,
-                timing: dict[str, Any] | None) -> None:
-    """A request's metrics, its trace row (when tracing) and its JSON log line."""
+                timing: dict[str, Any] | None, route: str | None = None) -> None:
+    """A request's metrics, its trace row (when tracing) and its JSON log line. `route`: the
+    route's template when the caller knows it (else found from the scope)."""
     seconds = time.perf_counter() - started
     if timing is not None:
         timing["s"] = started + seconds
         scope["app"].state.trace.add(timing)
     # the route's template without its convertors, `/v1/recall/{player}` (bounded label values); the
     # docs routes are plain paths
-    route = getattr(scope.get("route"), "path_format", None) or (
+    route = route or getattr(scope.get("route"), "path_format", None) or (
         scope["path"] if scope["path"] in DOC_PATHS else DOC_ASSETS if scope["path"].startswith(DOC_ASSETS) else "unmatched")
     requests, request_seconds = _request_metrics(route, status)
     requests.inc()

@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 
 import pytest
 
@@ -191,4 +192,37 @@ def test_an_urgent_caller_ends_the_adaptive_window():
 
     assert asyncio.run(main()) < 0.25  # not the window's 500 ms
     assert ledger.calls == [["u0", "u1"]]  # still one transaction: what had gathered goes with it
+    committer.close()
+
+
+def test_an_answer_later_than_answer_within_s_is_a_timeout_and_the_writer_skips_it():
+    import asyncio
+
+    gate = threading.Event()
+    ledger = FakeLedger(gate)
+    committer = GroupCommitter(ledger, answer_within_s=0.05)  # type: ignore[arg-type]
+
+    async def wait() -> None:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):  # the bound 2 s only keeps a broken committer from hanging the test
+            await asyncio.wait_for(committer.results([cmd("late")]), 2.0)
+        assert time.monotonic() - started < 1.0  # the committer's own timeout, not the bound's
+        assert await committer.results([]) == []
+
+    asyncio.run(wait())
+    gate.set()  # the writer answers a caller that gave up: skipped, no error, the writer lives on
+    assert [r.command_id for r in committer.submit([cmd("next")]).result(timeout=5)] == ["next"]
+    committer.close()
+    assert ledger.calls == [["late"], ["next"]]
+
+
+def test_an_answer_within_answer_within_s_is_the_results():
+    import asyncio
+
+    committer = GroupCommitter(FakeLedger(), answer_within_s=5.0)  # type: ignore[arg-type]
+
+    async def wait() -> list[Result]:
+        return await committer.results([cmd("a"), cmd("b")])
+
+    assert [r.command_id for r in asyncio.run(wait())] == ["a", "b"]
     committer.close()
