@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from itertools import combinations
 
 from hypothesis import given, settings
@@ -89,8 +90,23 @@ def test_comparison_is_antisymmetric_and_tie_means_same_ranks(deck):
 
 
 def test_category_counts_over_all_22100_hands_are_the_textbook_counts():
-    from collections import Counter
-
     counts = Counter(tp.category_of(h) for h in combinations(ALL_CARDS, 3))
     assert counts == {"trail": 52, "pure_sequence": 48, "sequence": 720, "colour": 1096,
                       "pair": 3744, "high_card": 16440}
+
+
+def test_every_pair_ranks_by_its_pair_then_its_kicker_in_any_order_of_its_cards() -> None:
+    """`rank_hand` reads a pair from three sorted values without counting them: checked against
+    a count over all 3,744 pairs, each in all six orders of its cards."""
+    from itertools import permutations
+
+    pairs = 0
+    for hand in combinations(ALL_CARDS, 3):
+        counts = Counter(tp.RANK_VALUE[c.rank] for c in hand)
+        if len(counts) != 2:
+            continue
+        pairs += 1
+        pair, kicker = (max(counts, key=counts.__getitem__), min(counts, key=counts.__getitem__))
+        for order in permutations(hand):
+            assert tp.rank_hand(order) == (tp.CATEGORIES.index("pair"), (pair, kicker)), order
+    assert pairs == 3744
