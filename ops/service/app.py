@@ -204,7 +204,9 @@ class LedgerAPI(FastAPI):
     # When each connection (its client address) was last answered: a request arriving within
     # WAITING_CALLER_S of it comes from a caller that was waiting on that answer (a table behind
     # its schedule), and ends the writer's adaptive window at once (committer.py, `urgent`).
-    _answered: dict[Any, float] | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._answered: dict[Any, float] = {}
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
@@ -227,7 +229,7 @@ class LedgerAPI(FastAPI):
         return await commands_response(request)
 
     def _store_ready(self) -> bool:
-        health = getattr(self.state, "health", None)
+        health = self.state._state.get("health")  # State as a dict: each attribute read of State is a Python call
         return health is None or health.ready
 
     async def _unavailable(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
@@ -244,8 +246,6 @@ class LedgerAPI(FastAPI):
         request_id = bind_request_id(scope)
         state = self.state._state  # the app's State as a dict: each attribute read of State is a Python call
         last_answers = self._answered
-        if last_answers is None:
-            last_answers = self._answered = {}
         client = scope.get("client")
         if isinstance(client, list):  # an ASGI server may give [host, port]: a key needs a tuple
             client = tuple(client)
@@ -257,9 +257,8 @@ class LedgerAPI(FastAPI):
         status = 500
         try:
             try:
-                health = state.get("health")
-                if health is not None and not health.ready:  # before the key: its read would wait for the store too
-                    raise store_unavailable(f"the store is unreachable: {health.status.error}")
+                if not self._store_ready():  # before the key: its read would wait for the store too
+                    raise store_unavailable(f"the store is unreachable: {state['health'].status.error}")
                 authorization, content_type, content_length = _headers(scope["headers"])
                 keys = state["keys"] if "keys" in state else self.state.keys  # (no lifespan: raised as before)
                 key = await checked_key(keys, bearer_credentials(authorization), ROLE_WRITE)

@@ -141,6 +141,22 @@ def raw_exchange(port: int, data: bytes, read_s: float = 10.0) -> bytes:
         return got
 
 
+def trickled(s: socket.socket, data: bytes) -> bytes:
+    """`data` sent one byte at a time, a second apart, until the server answers (or hangs up):
+    its answer, or b"" if none came."""
+    for byte in data:
+        try:
+            s.sendall(bytes([byte]))
+        except OSError:
+            return b""
+        s.settimeout(1.0)
+        try:
+            return s.recv(4096)
+        except TimeoutError:
+            continue
+    return b""
+
+
 def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else 0
 
@@ -239,18 +255,7 @@ def test_hostile_connections_get_431_408_and_a_hang_up_is_no_500(served):
         # One byte a second: answered 408 once the header timeout (2 s here) has passed.
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
             started = time.monotonic()
-            answer = b""
-            for byte in head[:8]:
-                try:
-                    s.sendall(bytes([byte]))
-                except OSError:
-                    break
-                s.settimeout(1.0)
-                try:
-                    answer = s.recv(4096)
-                except TimeoutError:
-                    continue
-                break
+            answer = trickled(s, head[:8])
             assert status_of(answer) == 408 and b"request_timeout" in answer, answer
             assert time.monotonic() - started < 5
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import time
 
-from tests.e2e.service.test_hostile_http import served, status_of  # noqa: F401  # the fixture: timeouts of 2 s
+from tests.e2e.service.test_hostile_http import served, status_of, trickled  # noqa: F401  # the fixture: timeouts of 2 s
 
 
 def whole_answer(s: socket.socket) -> bytes:
@@ -28,18 +28,8 @@ def test_a_kept_alive_connection_s_next_request_trickling_in_is_answered_408(ser
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status_of(whole_answer(s)) == 200
-        started, answer = time.monotonic(), b""
-        for byte in b"POST /v1/commands HTTP/1.1\r\n":
-            try:
-                s.sendall(bytes([byte]))
-            except OSError:
-                break
-            s.settimeout(1.0)
-            try:
-                answer = s.recv(4096)
-            except TimeoutError:
-                continue
-            break
+        started = time.monotonic()
+        answer = trickled(s, b"POST /v1/commands HTTP/1.1\r\n")
         assert status_of(answer) == 408 and b"request_timeout" in answer, answer
         assert time.monotonic() - started < 5
 

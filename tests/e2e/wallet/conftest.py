@@ -6,6 +6,8 @@ import pytest
 
 from ledger.store import open_app
 from ops.sim.simulator import simulate
+from ops.wallet.config import load
+from ops.wallet.deliverer import Deliverer
 
 SECRET_ENV = "LEDGER_WALLET_SECRET_TEST"
 SECRET = "test-secret-not-for-production"
@@ -28,6 +30,16 @@ def config_file(tmp: Path, url: str, *, notices: bool = True, concurrency: int =
                     f"debit_notices = {'true' if notices else 'false'}\nconcurrency = {concurrency}\n"
                     f"timeout_s = {timeout_s}\nbackoff_s = {backoff_s}\nbackoff_max_s = 0.2\nbatch_max = {batch_max}\n")
     return path
+
+
+def deliver(url: str, config: Path) -> Deliverer:
+    """`ledger wallet deliver --until-idle`, in process (the same code as the command)."""
+    deliverer = Deliverer(url, load(str(config)))
+    try:
+        deliverer.run(until_idle=True)
+    finally:
+        deliverer.close()
+    return deliverer
 
 
 @pytest.fixture(autouse=True)

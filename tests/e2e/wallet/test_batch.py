@@ -17,21 +17,10 @@ from ops.bench.fake_wallet import MISBEHAVIOURS, Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
 from ops.cli import main as cli
 from ops.wallet.client import NO_ANSWER, OK, ROLLED_BACK, classify_batch, sign
-from ops.wallet.config import load
-from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
-from tests.e2e.wallet.conftest import SECRET, config_file, filled
+from tests.e2e.wallet.conftest import SECRET, config_file, deliver, filled
 
 BATCH_MAX = 8
-
-
-def deliver(url: str, config: Path) -> Deliverer:
-    deliverer = Deliverer(url, load(str(config)))
-    try:
-        deliverer.run(until_idle=True)
-    finally:
-        deliverer.close()
-    return deliverer
 
 
 def seq_of(url: str) -> dict[str, int]:

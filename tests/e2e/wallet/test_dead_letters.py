@@ -16,15 +16,7 @@ from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
 from projections.sql import Db
 from projections.wallet_outbox import Outbox
-from tests.e2e.wallet.conftest import SECRET, config_file, filled
-
-
-def run(url: str, config: Path) -> None:
-    deliverer = Deliverer(url, load(str(config)))
-    try:
-        deliverer.run(until_idle=True)
-    finally:
-        deliverer.close()
+from tests.e2e.wallet.conftest import SECRET, config_file, deliver, filled
 
 
 def player_of(url: str) -> str:
@@ -40,7 +32,7 @@ def test_refused_then_retried_and_resolved(store_url: str, tmp_path: Path, capsy
     blocked = player_of(url)
     with FakeWallet(SECRET, refuse_players={blocked: "player_blocked"}) as wallet:
         config = config_file(tmp_path, wallet.url)
-        run(url, config)
+        deliver(url, config)
         assert cli(["wallet", "status", "--db", url, "--json"]) == 0
         status = json.loads(capsys.readouterr().out)
         dead = status["dead"]
@@ -54,7 +46,7 @@ def test_refused_then_retried_and_resolved(store_url: str, tmp_path: Path, capsy
             assert cli(["wallet", "retry", d["tx_id"], "--by", "alice", "--why", "unblocked", "--db", url]) == 0
         assert cli(["wallet", "resolve", first["tx_id"], "--by", "bob", "--why", "again", "--db", url]) == 2
         capsys.readouterr()
-        run(url, config)
+        deliver(url, config)
         assert problems(url, wallet.state) == []
     db = Db.for_store(EventLog.open(url).backend)
     try:
@@ -70,7 +62,7 @@ def test_resolve_records_the_decision(tmp_path: Path, capsys: pytest.CaptureFixt
     url = filled(f"sqlite:///{tmp_path / 'l.db'}", rounds=3)
     blocked = player_of(url)
     with FakeWallet(SECRET, refuse_players={blocked: "player_blocked"}) as wallet:
-        run(url, config_file(tmp_path, wallet.url))
+        deliver(url, config_file(tmp_path, wallet.url))
     assert cli(["wallet", "status", "--db", url, "--json"]) == 0
     dead = json.loads(capsys.readouterr().out)["dead"][0]
     assert cli(["wallet", "resolve", dead["tx_id"], "--by", "carol", "--why", "paid by hand", "--db", url,

@@ -10,16 +10,7 @@ from ops.bench.fake_wallet import MISBEHAVIOURS, Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
-from tests.e2e.wallet.conftest import SECRET, config_file, filled
-
-
-def deliver(url: str, config: Path) -> Deliverer:
-    deliverer = Deliverer(url, load(str(config)))
-    try:
-        deliverer.run(until_idle=True)
-    finally:
-        deliverer.close()
-    return deliverer
+from tests.e2e.wallet.conftest import SECRET, config_file, deliver, filled
 
 
 def test_a_calm_wallet_gets_every_payout_once(store_url: str, tmp_path: Path) -> None:

@@ -18,10 +18,8 @@ from ops.bench import wallet_trials
 from ops.bench.fake_wallet import Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
 from ops.bench.wallet_trials import MIXED, ledger_process
-from ops.wallet.config import load
-from ops.wallet.deliverer import Deliverer
 from tests.conftest import _pg_connect, pg_base_url
-from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, filled
+from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, deliver, filled
 
 RUN_MAX_S = 120
 TERMINATED = 2  # the deliverer's PostgreSQL sessions terminated under it
@@ -33,15 +31,6 @@ def deliver_process(url: str, config: Path, *, env: dict[str, str] | None = None
     server that imported the CLI once: a fresh interpreter takes seconds to start when busy)."""
     return ledger_process(["wallet", "deliver", "--db", url, "--config", str(config)],
                           {SECRET_ENV: SECRET, **(env or {})}, stderr)
-
-
-def finish(url: str, config: Path) -> None:
-    """`ledger wallet deliver --until-idle`, in process (the same code as the command)."""
-    deliverer = Deliverer(url, load(str(config)))
-    try:
-        deliverer.run(until_idle=True)
-    finally:
-        deliverer.close()
 
 
 def test_trials_script_sqlite(capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,5 +99,5 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
         assert proc.exitcode == 0, err
         assert killed[0] >= TERMINATED, "no connection was terminated"
         assert "reconnecting" in err, err
-        finish(pg_schema_url, config)
+        deliver(pg_schema_url, config)
         assert problems(pg_schema_url, wallet.state) == [], describe(pg_schema_url, wallet.state)

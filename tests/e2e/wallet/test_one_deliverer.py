@@ -13,8 +13,8 @@ import pytest
 
 from ops.bench.fake_wallet import Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
-from tests.e2e.wallet.conftest import SECRET, config_file, filled
-from tests.e2e.wallet.test_kill import RUN_MAX_S, deliver_process, finish
+from tests.e2e.wallet.conftest import SECRET, config_file, deliver, filled
+from tests.e2e.wallet.test_kill import RUN_MAX_S, deliver_process
 
 WAITING = b"another deliverer is running on this store"
 
@@ -54,7 +54,7 @@ def second_waits(url: str, tmp: Path) -> None:
                 if proc is not None and proc.is_alive():
                     proc.terminate()
                     proc.join(RUN_MAX_S)
-        finish(url, config_file(tmp / "b", second_wallet.url, timeout_s=0.25))
+        deliver(url, config_file(tmp / "b", second_wallet.url, timeout_s=0.25))
         assert problems(url, second_wallet.state) == [], describe(url, second_wallet.state)
 
 
