@@ -69,31 +69,32 @@ _PG_UPDATE = ("UPDATE wallet_tx AS t SET " + ", ".join(f"{c}=v.{c}" for c, _ in 
               + ", ".join(c for c, _ in _UPDATE) + ") WHERE t.tx_id = v.tx_id")
 
 
-def _pg_insert(table: Table) -> str:
-    """PostgreSQL: rows passed as one array per column, a row whose key is stored left as it is."""
+def _pg_insert(table: Table, where: str = "") -> str:
+    """PostgreSQL: rows passed as one array per column (`where`: a condition on inserting them), a
+    row whose key is stored left as it is."""
     arrays = ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in table.columns)
-    return (f"INSERT INTO {table.name} ({', '.join(table.column_names)}) SELECT * FROM unnest({arrays}) "
+    return (f"INSERT INTO {table.name} ({', '.join(table.column_names)}) SELECT * FROM unnest({arrays}){where} "
             f"ON CONFLICT ({', '.join(table.key)}) DO NOTHING")
 
 
 _ATTEMPT_KINDS = tuple(_KINDS[kind] for _, kind in ATTEMPTS.columns)
+_TX_KINDS = tuple(_KINDS[kind] for _, kind in TXS.columns)
+_PG_INSERT_ATTEMPTS = _pg_insert(ATTEMPTS)
+_PG_INSERT_TXS = _pg_insert(TXS)
 # `record` of a group of answers on PostgreSQL as one statement: the transactions' new statuses
 # (a data-modifying WITH) and the calls' outcomes, atomic as any single statement
-_PG_RECORD = f"WITH changed AS ({_PG_UPDATE}) {_pg_insert(ATTEMPTS)}"
-
-
-_TX_KINDS = tuple(_KINDS[kind] for _, kind in TXS.columns)
+_PG_RECORD = f"WITH changed AS ({_PG_UPDATE}) {_PG_INSERT_ATTEMPTS}"
 # `store_page` on PostgreSQL as one statement: the guarded move of the position, and the page's
 # transactions inserted only when it moved (none, and a count of 0, when another deliverer did)
 _PG_STORE_PAGE = ("WITH moved AS (UPDATE wallet_tracking SET position=%s, updated_at=%s WHERE name=%s AND position=%s "
-                  "RETURNING 1), added AS (" + _pg_insert(TXS).replace(
-                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns) + ")",
-                      "SELECT * FROM unnest(" + ", ".join(f"%b::{_PG_TYPES[kind]}" for _, kind in TXS.columns)
-                      + ") WHERE EXISTS (SELECT 1 FROM moved)") + ") SELECT count(*) FROM moved")
+                  "RETURNING 1), added AS (" + _pg_insert(TXS, " WHERE EXISTS (SELECT 1 FROM moved)")
+                  + ") SELECT count(*) FROM moved")
 
 
-def _arrays(table: Table, rows: Sequence[Sequence[Any]]) -> list[EncodedArray]:
-    return [encode_array(_KINDS[kind], column) for (_, kind), column in zip(table.columns, zip(*rows))]
+def _arrays(kinds: Sequence[type[EncodedArray]], rows: Sequence[Sequence[Any]]) -> list[EncodedArray]:
+    """One array per column of `rows` (empty ones for no rows), of the columns' `kinds`."""
+    columns = list(zip(*rows)) or [()] * len(kinds)
+    return [encode_array(kind, column) for kind, column in zip(kinds, columns)]
 
 
 def now_text() -> str:
@@ -131,7 +132,7 @@ class Outbox:
         if self._pg:
             # ONE statement (its own transaction): the position moved from where this page
             # started, and the transactions inserted only if it was
-            arrays = _arrays(TXS, [_values(tx) for tx in txs]) if txs else [encode_array(k, ()) for k in _TX_KINDS]
+            arrays = _arrays(_TX_KINDS, [_values(tx) for tx in txs])
             moved = self.db.conn.execute(_PG_STORE_PAGE, [last, now_text(), DELIVERER, first - 1, *arrays])
             row = moved.fetchone()
             if row is None or row[0] != 1:
@@ -171,8 +172,7 @@ class Outbox:
         if self._pg and unique and not any(a.more for a in attempts):
             # the usual group: ONE statement, its own transaction (a player's next call waits for
             # this commit; BEGIN, the writes and COMMIT each waited for a round trip of their own)
-            self.db.conn.execute(_PG_RECORD, [encode_array(kind, column) for kind, column in
-                                              [*zip(_UPDATE_KINDS, zip(*changes)), *zip(_ATTEMPT_KINDS, zip(*outcomes))]])
+            self.db.conn.execute(_PG_RECORD, [*_arrays(_UPDATE_KINDS, changes), *_arrays(_ATTEMPT_KINDS, outcomes)])
             return
         with self.db.pipeline(), self.db.transaction():
             if self._pg and any(a.more for a in attempts):
@@ -181,9 +181,8 @@ class Outbox:
                 # again, answered "rolled back", and its next generation never made)
                 self.db.execute("SET LOCAL synchronous_commit = on")
             if self._pg and unique:
-                self.db.conn.execute(_PG_UPDATE, [encode_array(kind, column) for kind, column in
-                                                  zip(_UPDATE_KINDS, zip(*changes))])
-                self.db.conn.execute(_pg_insert(ATTEMPTS), _arrays(ATTEMPTS, outcomes))
+                self.db.conn.execute(_PG_UPDATE, _arrays(_UPDATE_KINDS, changes))
+                self.db.conn.execute(_PG_INSERT_ATTEMPTS, _arrays(_ATTEMPT_KINDS, outcomes))
             else:
                 self.db.executemany("UPDATE wallet_tx SET status=?, attempts=?, next_at_ms=?, last_answer=?, "
                                     "done_ms=? WHERE tx_id=?", changes)
@@ -197,7 +196,7 @@ class Outbox:
         if not txs:
             return
         if self._pg:
-            self.db.conn.execute(_pg_insert(TXS), _arrays(TXS, [_values(tx) for tx in txs]))
+            self.db.conn.execute(_PG_INSERT_TXS, _arrays(_TX_KINDS, [_values(tx) for tx in txs]))
         else:
             self.db.executemany(self._insert, [_values(tx) for tx in txs])
 
