@@ -166,19 +166,23 @@ class LedgerApp(Application[UUID]):
 
     def run_batch(self, raws: Sequence[Raw], *, assume_new: bool = False, fence: Fence | None = None) -> list[Result]:
         """Check and record a batch of commands in one transaction; one result per command.
-        `assume_new` (the live writer): when every round and shoe the batch touches is cached,
-        first try the batch as if no command id had been seen before, without the lookup
-        (a statement and a round trip: a quarter of a one-command batch's CPU). Every command
-        with an id writes its index row, so a command id the store already holds (a retry)
-        fails that write whole; the batch is then run again the usual way. Same results."""
+        `assume_new` (the live writer): first try the batch as if no command id had been seen
+        before and no round, shoe or table it names that is not cached were stored (a new
+        round, its new shoe, a table never configured), without the lookup (a statement and
+        a round trip: a quarter of a one-command batch's CPU). Every command with an id
+        writes its index row, so a command id the store already holds (a retry) fails that
+        write whole; and every aggregate the batch decided on is checked in the write at the
+        version it was read (0 for one taken as new), so one stored after all (after a
+        restart, an eviction, another writer) fails it too. The batch then runs again the
+        usual way: the same results, for one failed write."""
         parsed = self._parse(raws)
         unit = UnitOfWork(self, self.shoes_in_use)
         wanted = unit.wanted(parsed)
-        fast = assume_new and not wanted  # no lookup; a failed write runs the batch again the usual way
+        fast = assume_new  # no lookup; a failed write runs the batch again the usual way
         again = partial(self.run_batch, fence=fence)
         ids = [] if fast else [p.command_id for p in parsed if type(p) in COMMAND_TYPES or not isinstance(p, Refusal)]  # type: ignore[union-attr]
         # The batch's two reads (command ids seen before; which new aggregates exist) in one round trip.
-        known, existing = self.ledger_recorder().lookup(ids, wanted) if ids or wanted else ({}, set())
+        known, existing = self.ledger_recorder().lookup(ids, wanted) if not fast and (ids or wanted) else ({}, set())
         intake = Intake(unit, known, ledger_logging.debug_enabled())
         intake.rows.fence = fence  # a lease holder's batch (`LeaseLost`: nothing of it commits)
         try:

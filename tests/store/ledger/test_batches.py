@@ -164,3 +164,37 @@ def test_assume_new_skips_the_lookup_and_a_retry_still_gets_its_first_answer(led
     round_ = ledger.find_round("N", 1)
     assert round_.bets["b1"].stake_minor == 100 and round_.bets["b2"].stake_minor == 100
     assert {r["command_id"] for r in ledger.rejections()} == {changed["command_id"]}  # logged once
+
+
+
+def test_assume_new_takes_what_is_not_cached_as_new_and_what_was_stored_after_all_gets_the_usual_answer(
+        ledger, monkeypatch):
+    """The live writer's `assume_new` and the aggregates a batch names that are not cached: a
+    round being opened, its shoe, a table never configured are taken as new without a lookup;
+    one stored after all (uncached as after a restart or an eviction) fails the write whole on
+    its version read at 0, and the batch runs again the usual way: the answers a lookup would
+    have given, nothing written twice."""
+    from ledger.ids import round_id_for
+
+    f = Feed("O")
+    seen = _statements(ledger, monkeypatch)
+    assert [r.status for r in ledger.run_batch(lines(f.open("teen-patti/20-20")), assume_new=True)] == ["accepted"]
+    assert [r.status for r in ledger.run_batch(lines(f.at(2).open("teen-patti/20-20")), assume_new=True)] == [
+        "accepted"]
+    assert seen == ["insert_events", "insert_events"]  # new rounds, a new shoe, an unconfigured table: no lookup
+    again = dict(f.at(2).open("teen-patti/20-20"), command_id="O/2/again")  # opening a stored round
+    ledger.repository.cache.get(round_id_for("O", 2), evict=True)
+    expected = ledger.run_batch(lines(again))  # the usual way (a refusal, kept in the log)
+    assert (expected[0].status, expected[0].code) == ("refused", "round_exists")
+    ledger.repository.cache.get(round_id_for("O", 2), evict=True)
+    seen.clear()
+    results = ledger.run_batch(lines(dict(again, command_id="O/2/again2")), assume_new=True)
+    assert [(r.status, r.code) for r in results] == [("refused", "round_exists")]  # the usual answer
+    assert seen == ["insert_events", "lookup", "insert_events"]  # the first write failed whole (round 2 read at 0)
+    ledger.forget_cached()  # a restart: round 2 is open in the store, nothing is cached
+    seen.clear()
+    bet = f.at(2).bet("b1", "p1", "table", "player_a", 100)
+    assert [r.status for r in ledger.run_batch(lines(bet), assume_new=True)] == ["accepted"]
+    assert seen == ["insert_events", "lookup", "insert_events"]
+    assert ledger.find_round("O", 2).bets["b1"].stake_minor == 100
+    assert [r["command_id"] for r in ledger.rejections()] == ["O/2/again", "O/2/again2"]  # each logged once
