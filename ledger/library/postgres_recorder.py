@@ -18,7 +18,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg import Cursor
 from psycopg.pq import TransactionStatus
-from psycopg.rows import DictRow
+from psycopg.rows import DictRow, TupleRow, tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
 from ledger import leases
@@ -223,7 +223,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
 
     one_statement_rows_max = ONE_STATEMENT_ROWS_MAX
 
-    def _fence(self, curs: Cursor[DictRow], fence: Fence | None) -> None:
+    def _fence(self, curs: Cursor[Any], fence: Fence | None) -> None:
         """A lease-holding writer's batch: first in its transaction, the lease's row locked
         (FOR KEY SHARE, to the commit) and its token checked; `LeaseLost` rolls everything back."""
         if fence is not None:
@@ -249,7 +249,8 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                   self._before_events(),
                   encode_array(self.originator_ids, [r.originator_id for r in reads]),
                   encode_array(Int8Array, [r.read for r in reads])]
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+        # rows as tuples: the one column read back needs no dict made a row, nor the names a statement
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
             try:
                 if fence is None:
                     self._run_write(curs, params)
@@ -263,7 +264,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 raise
             if not stored_events:
                 return None
-            return sorted(row["notification_id"] for row in curs.fetchall())
+            return sorted(row[0] for row in curs.fetchall())
 
     def _before_events(self) -> EncodedArray:
         """The library's lock statements and NOTIFY as the write function's text array: the same
@@ -276,7 +277,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
 
     _before_events_array: EncodedArray | None = None
 
-    def _run_write(self, curs: Cursor[DictRow], params: list[EncodedArray]) -> None:
+    def _run_write(self, curs: Cursor[TupleRow], params: list[EncodedArray]) -> None:
         """Call the write function (the tests wrap this in a transaction to hold it open)."""
         curs.execute(_bytes(self.call_write_statement), params, prepare=True)
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import StoredEvent
 from psycopg import Cursor
-from psycopg.rows import DictRow
+from psycopg.rows import DictRow, TupleRow
 
 from ledger.library.arrays import EncodedArray
 from ledger.library.postgres_recorder import ONE_STATEMENT_ROWS_MAX, LedgerPostgresRecorder
@@ -101,7 +101,7 @@ class PausingRecorder(LedgerPostgresRecorder):
         self._pause()
         return ids
 
-    def _run_write(self, curs: Cursor[DictRow], params: list[EncodedArray]) -> None:
+    def _run_write(self, curs: Cursor[TupleRow], params: list[EncodedArray]) -> None:
         with curs.connection.transaction():  # the call's own transaction, held open
             super()._run_write(curs, params)
             self._pause()
