@@ -119,6 +119,10 @@ class GroupCommitter:
         self._waiting = ""
         self._enough = max_batch  # commands that end the writer's wait for a window
         self._urgent = False  # an urgent command waits: no window
+        # An event loop's callers open an adaptive window on the loop's own clock (`_enqueue`): the
+        # idle writer is woken once a batch, at the window's end, not at its first command too.
+        self._window: asyncio.TimerHandle | None = None
+        self._window_over = False  # set by that timer: the writer writes what waits, with no wait of its own
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
@@ -143,7 +147,7 @@ class GroupCommitter:
             return []
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[list[Result]] = loop.create_future()
-        self._enqueue(_Request(list(raws), timing=timing, waiter=waiter), urgent)
+        self._enqueue(_Request(list(raws), timing=timing, waiter=waiter), urgent, loop)
         if self.answer_within_s is None:
             return await waiter
         timer = loop.call_later(self.answer_within_s, _expire, waiter)
@@ -152,15 +156,38 @@ class GroupCommitter:
         finally:
             timer.cancel()
 
-    def _enqueue(self, request: _Request, urgent: bool = False) -> None:
+    def _enqueue(self, request: _Request, urgent: bool = False, loop: asyncio.AbstractEventLoop | None = None) -> None:
         with self._cv:
             if self._closing:
                 raise RuntimeError("the ledger writer is shutting down")
             self._queue.append(request)
             self._queued += len(request.raws)
             self._urgent = self._urgent or urgent
-            if self._waiting == "idle" or (self._waiting == "full" and (self._queued >= self._enough or urgent)):
+            waiting = self._waiting
+            if waiting == "idle" and loop is not None and self._gathering():
+                # The window on the loop: a timer at its end wakes the writer, which then finds it over
+                # and writes at once; enough commands or an urgent one wake it now (`_take`).
+                if self._window is None:
+                    self._enough = min(GATHER_TARGET, self.max_batch)
+                    self._window = loop.call_later(self.gather_s, self._window_ends)
+                if self._queued < self._enough and not urgent:
+                    return
+                self._window.cancel()
+                self._window = None
+            if waiting == "idle" or (waiting == "full" and (self._queued >= self._enough or urgent)):
                 self._waiting = ""
+                self._cv.notify()
+
+    def _gathering(self) -> bool:
+        """The adaptive window is on: no fixed one, and commands arrive faster than one a window."""
+        return self.max_wait_s <= 0 < self.gather_s and self._gap < self.gather_s
+
+    def _window_ends(self) -> None:
+        """The loop's timer at the end of a window opened by `_enqueue`: the writer, still idle, takes the batch."""
+        with self._cv:
+            self._window = None
+            if self._waiting == "idle" and self._queue:
+                self._waiting, self._window_over = "", True  # (a loop timer may fire up to a millisecond early)
                 self._cv.notify()
 
     def close(self) -> None:
@@ -190,11 +217,12 @@ class GroupCommitter:
             if not self._queue:
                 return []
             window, enough, adaptive = self.max_wait_s, self.max_batch, False
-            if window <= 0 < self.gather_s and self._gap < self.gather_s:
+            if self._gathering():
                 window, enough, adaptive = self.gather_s, min(GATHER_TARGET, self.max_batch), True
             self._enough = enough
             deadline = self._queue[0].arrived + window
-            while self._queued < enough and not self._closing and not (adaptive and self._urgent):
+            while self._queued < enough and not self._closing and not (adaptive and self._urgent) \
+                    and not self._window_over:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -208,7 +236,7 @@ class GroupCommitter:
                 taken.append(request)
                 count += len(request.raws)
             self._queued -= count
-            self._urgent = False
+            self._urgent = self._window_over = False
         if self.gather_s > 0:
             self._arrivals(taken)
         return taken

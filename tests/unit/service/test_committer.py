@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -194,6 +195,66 @@ def test_an_urgent_caller_ends_the_adaptive_window():
     assert ledger.calls == [["u0", "u1"]]  # still one transaction: what had gathered goes with it
     committer.close()
 
+
+
+class CountingCondition(threading.Condition):
+    """The committer's condition, counting the writer's wake-ups and its timed waits."""
+
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
+        self.notified = self.timed_waits = 0
+
+    def notify(self, n: int = 1) -> None:
+        self.notified += 1
+        super().notify(n)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timed_waits += timeout is not None
+        return super().wait(timeout)
+
+
+def test_an_event_loop_s_window_wakes_the_writer_once_a_batch_at_its_end(monkeypatch):
+    """Callers on an event loop open the adaptive window on the loop's clock: the idle writer
+    is not woken by the window's first command, only at its end (a loop timer), and then
+    writes at once, with no timed wait of its own; enough commands still end it early."""
+    import asyncio
+
+    ledger = FakeLedger()
+    with monkeypatch.context() as patched:
+        patched.setattr(threading, "Condition", CountingCondition)  # the one the committer makes
+        committer = GroupCommitter(ledger, gather_ms=100)  # type: ignore[arg-type]
+    cv = committer._cv
+    assert isinstance(cv, CountingCondition)
+    for f in [committer.submit([cmd(f"w{n}")]) for n in range(40)]:  # a steady stream: the window is on
+        f.result(timeout=10)
+    ledger.calls.clear()
+
+    async def three_in_a_window() -> float:
+        sent = time.monotonic()
+        calls = []
+        for n in range(3):
+            calls.append(asyncio.ensure_future(committer.results([cmd(f"g{n}")])))
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*calls)
+        return time.monotonic() - sent
+
+    while committer._waiting != "idle":  # the writer waits for work
+        time.sleep(0.001)
+    cv.notified = cv.timed_waits = 0
+    took = asyncio.run(three_in_a_window())
+    assert ledger.calls == [["g0", "g1", "g2"]]  # gathered by the window
+    assert 0.09 < took < 0.5  # answered at the window's end (100 ms), not at once
+    assert cv.notified == 1 and cv.timed_waits == 0  # woken once, by the window's end, and wrote at once
+
+    async def enough() -> float:
+        sent = time.monotonic()
+        await asyncio.gather(*(committer.results([cmd(f"e{n}")]) for n in range(GATHER_TARGET)))
+        return time.monotonic() - sent
+
+    ledger.calls.clear()
+    assert asyncio.run(enough()) < 0.09  # a full window is written before its end
+    assert ledger.calls == [[f"e{n}" for n in range(GATHER_TARGET)]]
+    committer.close()
 
 def test_an_answer_later_than_answer_within_s_is_a_timeout_and_the_writer_skips_it():
     import asyncio
