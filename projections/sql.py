@@ -231,23 +231,31 @@ class Db:
             yield pipeline.sync
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, durable: bool = False) -> Iterator[None]:
         """All or nothing. SQLite takes the write lock up front (BEGIN
-        IMMEDIATE) so two runners never interleave a page."""
+        IMMEDIATE) so two runners never interleave a page. Views are derived data:
+        a commit lost in a power cut or a server crash is lost whole (rows and
+        position together) and simply folded again, so a commit need not wait for
+        the disk (SQLite's synchronous=NORMAL in WAL mode, PostgreSQL's
+        synchronous_commit off). `durable`: this one does wait (a record whose loss
+        would do something twice or never, such as the wallet deliverer's)."""
         if self.dialect == "sqlite":
-            self.conn.execute("BEGIN IMMEDIATE")
+            if durable:  # WAL mode, FULL: the log is synced at this commit (set outside a transaction)
+                self.conn.execute("PRAGMA synchronous=FULL")
             try:
-                yield
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
+            finally:
+                if durable:
+                    self.conn.execute("PRAGMA synchronous=NORMAL")
         else:
             with self.conn.transaction():
-                # Views are derived data: a commit lost in a server crash is
-                # rolled back whole (rows and position together) and simply
-                # folded again, so the page need not wait for the WAL flush.
-                self.conn.execute("SET LOCAL synchronous_commit = off")
+                self.conn.execute(f"SET LOCAL synchronous_commit = {'on' if durable else 'off'}")
                 yield
 
     # ------------------------------------------------------------------ DDL

@@ -174,12 +174,10 @@ class Outbox:
             # this commit; BEGIN, the writes and COMMIT each waited for a round trip of their own)
             self.db.conn.execute(_PG_RECORD, [*_arrays(_UPDATE_KINDS, changes), *_arrays(_ATTEMPT_KINDS, outcomes)])
             return
-        with self.db.pipeline(), self.db.transaction():
-            if self._pg and any(a.more for a in attempts):
-                # a debit left without an answer: its rollback goes out once this commits, so the
-                # commit waits for the WAL flush (lost in a server crash, the debit would be sent
-                # again, answered "rolled back", and its next generation never made)
-                self.db.execute("SET LOCAL synchronous_commit = on")
+        # a debit left without an answer: its rollback goes out once this commits, so the commit
+        # waits for the disk (lost in a power cut or a server crash, the debit would be sent
+        # again, answered "rolled back", and its next generation never made)
+        with self.db.pipeline(), self.db.transaction(durable=any(a.more for a in attempts)):
             if self._pg and unique:
                 self.db.conn.execute(_PG_UPDATE, _arrays(_UPDATE_KINDS, changes))
                 self.db.conn.execute(_PG_INSERT_ATTEMPTS, _arrays(_ATTEMPT_KINDS, outcomes))
@@ -212,9 +210,7 @@ class Outbox:
         if tx.status != "dead":
             raise ValueError(f"transaction {tx_id} is {tx.status}, not a dead letter")
         new = replace(tx, status="pending", next_at_ms=0) if action == "retry" else replace(tx, status="resolved")
-        with self.db.conn.transaction() if self.db.dialect == "postgres" else _sqlite_tx(self.db):
-            if self.db.dialect == "postgres":
-                self.db.execute("SET LOCAL synchronous_commit = on")
+        with self.db.transaction(durable=True):
             number = self.db.query("SELECT COALESCE(MAX(decision_id), 0) + 1 FROM wallet_decisions")[0][0]
             self.db.execute("INSERT INTO wallet_decisions (decision_id, tx_id, action, decided_by, decided_at, why) "
                             "VALUES (?, ?, ?, ?, ?, ?)", (number, tx_id, action, by, now_text(), why))
@@ -312,16 +308,3 @@ def read_status(log: EventLog, scope: OperatorScope = EVERY_OPERATOR) -> dict[st
         return delivery_status(Outbox(db), log.head(), scope)
     finally:
         db.close()
-
-
-class _sqlite_tx:
-    """SQLite's durable transaction for a decision (the views' `Db.transaction` is the same there)."""
-
-    def __init__(self, db: Db) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        self.db.conn.execute("ROLLBACK" if kind is not None else "COMMIT")

@@ -21,7 +21,11 @@ def tx(n: int) -> WalletTx:
 
 def outbox_of(url: str) -> Outbox:
     open_app(url).close()
-    return Outbox(Db.for_store(EventLog.open(url, ledger_required=False).backend))
+    log = EventLog.open(url, ledger_required=False)
+    try:  # the outbox has a connection of its own: the log's (and its pool's threads) are not kept
+        return Outbox(Db.for_store(log.backend))
+    finally:
+        log.close()
 
 
 def test_a_page_is_stored_only_from_the_position_it_started_at(store_url: str) -> None:
@@ -50,5 +54,59 @@ def test_a_group_of_answers_is_recorded_whole(store_url: str) -> None:
         assert outbox.get("tx-3") == done[1]
         assert outbox.db.query("SELECT tx_id, attempt, outcome FROM wallet_attempts ORDER BY tx_id") == [
             ("tx-1", 1, "ok"), ("tx-3", 1, "ok")]
+    finally:
+        outbox.db.close()
+
+
+def _commit_setting(db: Db) -> str:
+    """How this connection's commits wait for the disk now: SQLite's synchronous (1 NORMAL, 2 FULL),
+    PostgreSQL's synchronous_commit."""
+    if db.dialect == "sqlite":
+        return str(db.query("PRAGMA synchronous")[0][0])
+    return str(db.query("SHOW synchronous_commit")[0][0])
+
+
+def test_a_durable_transaction_waits_for_the_disk_and_the_others_do_not(store_url: str) -> None:
+    """`Db.transaction(durable=True)` commits through to the disk (SQLite: synchronous FULL in
+    WAL mode, only for that transaction; PostgreSQL: synchronous_commit on); the views' and
+    the deliverer's other commits do not wait for it."""
+    outbox = outbox_of(store_url)
+    db = outbox.db
+    full, lazy = ("2", "1") if db.dialect == "sqlite" else ("on", "off")
+    try:
+        with db.transaction(durable=True):
+            assert _commit_setting(db) == full
+        assert _commit_setting(db) == lazy
+        with db.transaction():
+            assert _commit_setting(db) == lazy
+        with pytest.raises(RuntimeError), db.transaction(durable=True):
+            raise RuntimeError("rolled back")
+        assert _commit_setting(db) == lazy  # set back however the transaction ends
+    finally:
+        db.close()
+
+
+def test_a_debit_s_rollback_and_a_person_s_decision_are_recorded_durably(store_url: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What must not be lost in a power cut or a server crash: the record of a debit left
+    without an answer (its rollback goes out once it commits) and a person's decision; an
+    answer's record may be lost (sent again under the same id)."""
+    outbox = outbox_of(store_url)
+    asked: list[bool] = []
+    plain = outbox.db.transaction
+
+    def spied(durable: bool = False):  # type: ignore[no-untyped-def]
+        asked.append(durable)
+        return plain(durable)
+
+    monkeypatch.setattr(outbox.db, "transaction", spied)
+    try:
+        outbox.store_page([tx(1), tx(2)], 1, 2)
+        rollback = replace(tx(3), kind="rollback", status="pending")
+        outbox.record([Attempt(replace(tx(1), status="dead", attempts=1), "no_answer", 0, "", more=(rollback,)),
+                       Attempt(replace(tx(2), status="dead", attempts=1), "no_answer", 0, "")])
+        assert asked[-1] is True
+        outbox.decide("tx-2", "resolve", "ops@casino", "settled by phone")
+        assert asked[-1] is True
     finally:
         outbox.db.close()
