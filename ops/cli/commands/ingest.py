@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from ledger import logging as ledger_logging
@@ -170,15 +173,35 @@ def _apply(args: argparse.Namespace, app: LedgerApp, results_out: TextIO | None,
         else:
             batches = app.ingest_batches(_lines(args.feed, blank), args.batch_size, args.workers)
         for batch in batches:
-            tally.add(batch)
-            progress.advance(len(batch))
-            if write:
-                write(batch)
+            with _ctrl_c_deferred():  # a committed batch is counted and written whole, or neither
+                tally.add(batch)
+                progress.advance(len(batch))
+                if write:
+                    write(batch)
+
+
+@contextmanager
+def _ctrl_c_deferred() -> Iterator[None]:
+    """Ctrl-C (SIGINT) during the block is raised as it ends: what the interruption message
+    counts and what the results file holds are the same batches. The main thread only (where
+    Python runs signal handlers); elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
 
 
 def _interrupted(tally: Tally) -> str:
-    """What Ctrl-C left committed (the batch in hand was rolled back), and how to go on:
-    the same command again answers what was committed `duplicate` and applies the rest."""
+    """What Ctrl-C left committed (the batch in hand was rolled back; one whose commit ended in
+    the very instant of the Ctrl-C is in the store but neither counted nor written), and how to
+    go on: the same command again answers what was committed `duplicate` and applies the rest."""
     done = _summary(tally)
     return (f"ledger ingest: interrupted: {done['commands']} commands committed ({done['accepted']} accepted, "
             f"{done['duplicate']} duplicate, {done['refused']} refused, {done['conflict']} conflict; "
