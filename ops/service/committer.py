@@ -118,6 +118,7 @@ class GroupCommitter:
         # So a caller wakes the writer at most once a batch, not once a command.
         self._waiting = ""
         self._enough = max_batch  # commands that end the writer's wait for a window
+        self._gather_enough = min(GATHER_TARGET, max_batch)  # `_enough` in an adaptive window
         self._urgent = False  # an urgent command waits: no window
         # An event loop's callers open an adaptive window on the loop's own clock (`_enqueue`): the
         # idle writer is woken once a batch, at the window's end, not at its first command too.
@@ -168,15 +169,19 @@ class GroupCommitter:
                 # The window on the loop: a timer at its end wakes the writer, which then finds it over
                 # and writes at once; enough commands or an urgent one wake it now (`_take`).
                 if self._window is None:
-                    self._enough = min(GATHER_TARGET, self.max_batch)
+                    self._enough = self._gather_enough
                     self._window = loop.call_later(self.gather_s, self._window_ends)
                 if self._queued < self._enough and not urgent:
                     return
                 self._window.cancel()
                 self._window = None
             if waiting == "idle" or (waiting == "full" and (self._queued >= self._enough or urgent)):
-                self._waiting = ""
-                self._cv.notify()
+                self._wake()
+
+    def _wake(self) -> None:
+        """The writer, waiting, goes on (the caller holds `_cv`)."""
+        self._waiting = ""
+        self._cv.notify()
 
     def _gathering(self) -> bool:
         """The adaptive window is on: no fixed one, and commands arrive faster than one a window."""
@@ -187,8 +192,8 @@ class GroupCommitter:
         with self._cv:
             self._window = None
             if self._waiting == "idle" and self._queue:
-                self._waiting, self._window_over = "", True  # (a loop timer may fire up to a millisecond early)
-                self._cv.notify()
+                self._window_over = True  # (a loop timer may fire up to a millisecond early)
+                self._wake()
 
     def close(self) -> None:
         """Write everything already submitted, then stop the writer thread."""
@@ -218,7 +223,7 @@ class GroupCommitter:
                 return []
             window, enough, adaptive = self.max_wait_s, self.max_batch, False
             if self._gathering():
-                window, enough, adaptive = self.gather_s, min(GATHER_TARGET, self.max_batch), True
+                window, enough, adaptive = self.gather_s, self._gather_enough, True
             self._enough = enough
             deadline = self._queue[0].arrived + window
             while self._queued < enough and not self._closing and not (adaptive and self._urgent) \

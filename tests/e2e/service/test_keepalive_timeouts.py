@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from tests.e2e.service.test_hostile_http import served, status_of, trickled  # noqa: F401  # the fixture: timeouts of 2 s
 
@@ -23,11 +26,18 @@ def whole_answer(s: socket.socket) -> bytes:
     return head
 
 
-def test_a_kept_alive_connection_s_next_request_trickling_in_is_answered_408(served):  # noqa: F811
-    server, keys = served
+@contextmanager
+def kept_alive(server: Any) -> Iterator[socket.socket]:
+    """A connection to the server whose first request (GET /readyz) was answered whole."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status_of(whole_answer(s)) == 200
+        yield s
+
+
+def test_a_kept_alive_connection_s_next_request_trickling_in_is_answered_408(served):  # noqa: F811
+    server, keys = served
+    with kept_alive(server) as s:
         started = time.monotonic()
         answer = trickled(s, b"POST /v1/commands HTTP/1.1\r\n")
         assert status_of(answer) == 408 and b"request_timeout" in answer, answer
@@ -36,9 +46,7 @@ def test_a_kept_alive_connection_s_next_request_trickling_in_is_answered_408(ser
 
 def test_a_kept_alive_connection_s_next_body_stopping_is_answered_408(served):  # noqa: F811
     server, keys = served
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
-        s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert status_of(whole_answer(s)) == 200
+    with kept_alive(server) as s:
         started = time.monotonic()
         s.sendall(f"POST /v1/commands HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {keys['studio']}\r\n"
                   "Content-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"type\":".encode())
