@@ -5,6 +5,7 @@ Every error is a problem (application/problem+json) with a code of the catalogue
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -34,7 +35,9 @@ def ndjson(ctx: Any, value: Any) -> bytes:
 
 
 # The schema is read at collection (schemathesis' lazy fixture loader does not run on pytest 9);
-# the store behind the app is made, and the app started, by the module fixture below.
+# the store behind the app is made, and the app started, by the module fixture below (each time
+# it is set up: under xdist a worker can run this module's tests, others, then this module's again,
+# and pytest tears the module's fixture down and sets it up anew in between).
 DIRECTORY = tempfile.mkdtemp(prefix="ledger-fuzz-")
 API = create_app(Settings(db_url=f"sqlite:///{DIRECTORY}/fuzz.db", key_cache_s=60.0))
 # The coverage phase (each boundary of each field of each schema) runs on every route but the
@@ -48,6 +51,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", API, config=CONFIG)
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[Any, dict[str, str]]]:
+    os.makedirs(DIRECTORY, exist_ok=True)
     keys = make_keys(f"sqlite:///{DIRECTORY}/fuzz.db")
     try:
         with TestClient(API) as client:  # runs the lifespan: the store, the writer, the keys
