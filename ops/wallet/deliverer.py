@@ -181,8 +181,16 @@ class Deliverer:
             if until_idle and not (derived or sent or waiting or recorded or self.in_flight or self.unrecorded):
                 break
         self._drain()
-        self.result.position = self.outbox.position()
+        self.result.position = self._last_position()
         return self.result
+
+    def _last_position(self) -> int:
+        """The store's position when stopped; a stop that comes right after the store went away
+        (before a turn noticed it) gives the last one this connection knew: the stop is no error."""
+        try:
+            return self.outbox.position()
+        except UNREACHABLE:
+            return self._position if self._position is not None else self.result.position
 
     def _drain(self) -> None:
         """Stopped: the calls in flight answered (each within its timeout) and recorded, so a

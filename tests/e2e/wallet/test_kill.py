@@ -18,6 +18,8 @@ from ops.bench import wallet_trials
 from ops.bench.fake_wallet import Chaos, FakeWallet
 from ops.bench.wallet_check import describe, problems
 from ops.bench.wallet_trials import MIXED, ledger_process
+from ops.wallet.config import load
+from ops.wallet.deliverer import Deliverer
 from tests.conftest import _pg_connect, pg_base_url
 from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, deliver, filled
 
@@ -101,3 +103,33 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
         assert "reconnecting" in err, err
         deliver(pg_schema_url, config)
         assert problems(pg_schema_url, wallet.state) == [], describe(pg_schema_url, wallet.state)
+
+
+@pytest.mark.postgres
+def test_stopped_right_after_its_connections_were_terminated(tmp_path: Path, pg_schema_url: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stop (SIGTERM) comes before any turn noticed the store went away: the deliverer
+    stops as asked, with the last position it knew, not a store error (exit 2). A CI run of
+    the test above met exactly this: both sessions terminated at once, then the SIGTERM."""
+    url = filled(pg_schema_url, rounds=3, seed=38)
+    name = f"wallet-stop-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("PGAPPNAME", name)  # the deliverer's own sessions, told from any other test's
+    deliverer = Deliverer(url, load(str(config_file(tmp_path, "http://127.0.0.1:9/wallet"))))
+    monkeypatch.delenv("PGAPPNAME")
+    try:
+        while deliverer.derive():
+            pass
+        known = deliverer.outbox.position()
+        assert known > 0
+        conn = _pg_connect(pg_base_url())
+        try:
+            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                                (name,)).fetchall()
+        finally:
+            conn.close()
+        assert len(rows) >= 1
+        stop = threading.Event()
+        stop.set()
+        assert deliverer.run(stop=stop).position == known
+    finally:
+        deliverer.close()
