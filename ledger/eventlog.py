@@ -101,6 +101,13 @@ class EventLog(StoredEventDecoder):
     def close(self) -> None:
         self.app.close()
 
+    def reopened(self) -> EventLog:
+        """A log of the same store on connections of its own, for a forked process: the
+        parent's connections are the parent's (on PostgreSQL the same sockets, where two
+        processes garble each other's answers; SQLite's must not cross a fork either).
+        The tables exist already (the parent's app made them)."""
+        return EventLog(type(self.app)(env={**self.app.env, "CREATE_TABLE": "no"}))
+
     # ------------------------------------------------------------ reading
     def notifications(self, start: int, limit: int) -> list[Notification]:
         """Stored rows (undecoded) with position >= `start`, at most `limit`."""

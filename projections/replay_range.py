@@ -216,8 +216,10 @@ def _pages(log: EventLog, position: int, through: int, progress: Callable[[int],
         position = rows[-1][0] + 1
 
 
-def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
-    """Decode and recompute each round (bulk mode); counts and findings, in round order."""
+def replay_rounds(log: EventLog, rounds: Sequence[Rows],
+                  reads: Callable[[], EventLog] | None = None) -> RangeReplay:
+    """Decode and recompute each round (bulk mode); counts and findings, in round order.
+    `reads`: the log a table's configuration is read from (a forked worker's own)."""
     from projections import replay  # looked up per call: tests may stand in for recompute
 
     out = RangeReplay()
@@ -225,7 +227,7 @@ def replay_rounds(log: EventLog, rounds: Sequence[Rows]) -> RangeReplay:
 
     def history(table_id: str) -> list[TableConfigured]:
         if table_id not in tables:
-            tables[table_id] = log.table_history(table_id)
+            tables[table_id] = (reads() if reads else log).table_history(table_id)
         return tables[table_id]
 
     for rows in rounds:
@@ -270,13 +272,24 @@ def _worker_count(workers: int | None, events: int, rounds: int) -> int:
 
 
 _LOG: EventLog | None = None  # the log whose decoder the pool's workers inherit
+_OWN: EventLog | None = None  # a worker's own connections to the store, opened at its first read
 
 
 def _replay_chunk(rounds: Sequence[Rows]) -> RangeReplay:
-    """A task of a pool worker."""
+    """A task of a pool worker: decoded with the inherited log, the store read (a table's
+    configuration) on connections of the worker's own, never the parent's."""
     if _LOG is None:
         raise InvariantBroken("a replay worker started without its log")
-    return replay_rounds(_LOG, rounds)
+    return replay_rounds(_LOG, rounds, _own_log)
+
+
+def _own_log() -> EventLog:
+    global _OWN
+    if _OWN is None:
+        if _LOG is None:
+            raise InvariantBroken("a replay worker started without its log")
+        _OWN = _LOG.reopened()
+    return _OWN
 
 
 def _replay_in_pool(log: EventLog, plan: Plan, n: int,

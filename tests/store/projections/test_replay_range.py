@@ -303,3 +303,35 @@ def test_a_narrow_range_reads_its_rounds_stretch_not_the_store(day, monkeypatch)
         assert reads[0][0] == first  # nothing before the first planned round's first event
         assert reads[-1][0] <= last  # the last page read is the one that completed the last round
     assert last < head - 40  # (1, 5): the early rounds end long before the head, so the test can fail
+
+
+def configured(lines: list[bytes]) -> list[bytes]:
+    """`lines` after a configure_table of each of their tables (before its first round): each
+    round then reads its table's configuration in the replay."""
+    tables: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        command = json.loads(line)
+        if command["type"] == "open_round":
+            tables.setdefault(command["table_id"], command)
+    return [json.dumps({"type": "configure_table", "command_id": f"cfg-{t}", "table_id": t,
+                        "studio_time": "2026-11-21T11:00:00.000+00:00", "game": c["ruleset_id"].split("/")[0],
+                        "ruleset_id": c["ruleset_id"], "ruleset_version": c["ruleset_version"],
+                        "currency": c["currency"], "timezone": "UTC"}).encode()
+            for t, c in tables.items()] + lines
+
+
+def test_workers_read_tables_on_connections_of_their_own(store_url: str, monkeypatch) -> None:
+    """Rounds at configured tables: each worker reads a table's configuration from the store.
+    On the parent's connections (inherited by the fork: on PostgreSQL the same socket as the
+    parent's reads) the answers were garbled: `ProgrammingError: the last operation didn't
+    produce records` at the first replay with two workers. Small chunks keep the parent reading
+    while the workers read their tables."""
+    app = open_app(store_url)
+    results = list(app.ingest(configured(list(simulate(12, 4, SEED, 0)))))
+    assert {r.status for r in results} == {"accepted"}
+    log = EventLog.open(store_url)
+    one = replay_all(log, workers=1)
+    assert one["findings"] == [] and one["rounds"] == 12 * 4
+    monkeypatch.setattr(rr, "POOL_CHUNK_EVENTS", 40)
+    for workers in (2, 3, 2, 3):
+        assert outcome(replay_all(log, workers=workers)) == outcome(one)
