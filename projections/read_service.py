@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
+import psycopg
+
 from ledger.eventlog import EventLog
-from projections.runner import PAGE_SIZE_DEFAULT, TRACKING, CatchUp, ProgressFn, Projector
+from projections.runner import PAGE_SIZE_DEFAULT, TRACKING, UNREACHABLE, CatchUp, ProgressFn, Projector
 from projections.sql import Db
 
 IDLE_CONNECTIONS_MAX = 4  # a connection costs more than a page's queries: kept for the next reads
@@ -93,9 +95,9 @@ class ReadService:
     def views(self) -> Iterator[Db]:
         """A connection to the views, caught up with the store's head as of now."""
         head = self.log.head()
-        db = self._take()
+        db, behind = self._checked(head)
         try:
-            if self._behind(db, head):
+            if behind:
                 self.catch_up()
             yield db
         except BaseException:
@@ -125,6 +127,33 @@ class ReadService:
         return value
 
     # ---------------------------------------------------------------- the pool
+    def _checked(self, head: int) -> tuple[Db, bool]:
+        """A connection and whether the views are behind `head` (its first statement). An idle
+        connection whose session is gone (a restarted server, terminated sessions: found only by
+        using it) is closed with every other idle one, and one new connection tries again: a
+        read after the store came back is answered, not a 500."""
+        db = self._take()
+        try:
+            return db, self._behind(db, head)
+        except UNREACHABLE:
+            db.close()
+            self._drop_idle()
+        db = Db.for_store(self.log.backend)
+        try:
+            return db, self._behind(db, head)
+        except BaseException:
+            db.close()
+            raise
+
+    def _drop_idle(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for db in idle:
+            try:
+                db.close()
+            except UNREACHABLE:  # its session is gone already
+                pass
+
     def _take(self) -> Db:
         with self._lock:
             if self._idle:
@@ -139,10 +168,7 @@ class ReadService:
         db.close()
 
     def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for db in idle:
-            db.close()
+        self._drop_idle()
         if self._owns_log:
             self.log.close()
 
@@ -151,6 +177,8 @@ def lowest_position(db: Db) -> int:
     """The lowest position of the views (-1 before the first catch-up made them)."""
     try:
         found = db.query(f"SELECT MIN(position) FROM {TRACKING.name}")
+    except (psycopg.OperationalError, psycopg.InterfaceError):  # the session is gone: not "no views yet"
+        raise
     except Exception:  # no views yet: the catch-up makes them
         return -1
     return int(found[0][0]) if found and found[0][0] is not None else -1
