@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import os
 import queue as queue_errors
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.process import BaseProcess
@@ -41,7 +42,8 @@ from domain.errors import require
 from ledger.batching import Raw, Result, collector_spared
 
 WORKERS_MAX = 16
-POLL_S = 0.5  # how often the parent checks that every worker is still alive
+POLL_S = 0.5  # how often the parent checks that every worker is still alive (and a worker its parent)
+ORPHANED_EXIT = 3  # a worker's exit code when its parent died before it
 INBOX_BATCHES = 4  # batches waiting per worker: enough to keep it busy, few enough to bound memory
 JOIN_S = 30.0  # at the end, how long the workers together may take to exit before they are killed
 
@@ -165,7 +167,8 @@ def partitioned_batches(app: Ingester, raws: Iterable[Raw], batch_size: int,
     ctx = multiprocessing.get_context("fork")  # the workers inherit the code; each opens its own store
     channel: Queue[Message] = ctx.Queue()
     inboxes: list[Queue[Batch | None]] = [ctx.Queue(maxsize=INBOX_BATCHES) for _ in range(workers)]
-    procs = [ctx.Process(target=_work, args=(type(app), app.env, inbox, channel), daemon=True) for inbox in inboxes]
+    procs = [ctx.Process(target=_work, args=(type(app), app.env, inbox, channel, os.getpid()), daemon=True)
+             for inbox in inboxes]
     for p in procs:
         p.start()
     run = _Run(channel, procs)
@@ -299,25 +302,26 @@ class _Run:
             self.errors.append(f"{len(dead)} ingest worker(s) died (exit codes {[p.exitcode for p in dead]})")
 
 
-def _next(inbox: Queue[Batch | None]) -> Batch | None:
-    """The next batch; None at the end, or when the parent died (a kill -9 leaves no one to wait for)."""
-    parent = os.getppid()
-    while True:
-        try:
-            return inbox.get(timeout=POLL_S)
-        except queue_errors.Empty:
-            if os.getppid() != parent:
-                return None
+def _orphaned(parent: int) -> None:
+    """A worker's watch (a thread of its own): once the process that started it is gone (a kill
+    -9 leaves no one to read its results), the worker ends, within POLL_S, whatever it is doing:
+    a read of a batch the parent left half-written, a write of results nobody reads, a commit
+    (rolled back with its session, as in any crash; a rerun answers `duplicate` for what was
+    committed). Its sessions, and the parent's sockets it inherited, end with it."""
+    while os.getppid() == parent:
+        time.sleep(POLL_S)
+    os._exit(ORPHANED_EXIT)
 
 
 def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Batch | None],
-          channel: Queue[Message]) -> None:
+          channel: Queue[Message], parent: int) -> None:
+    threading.Thread(target=_orphaned, args=(parent,), name="parent-watch", daemon=True).start()
     try:
         # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
         app = make(env={**env, "CREATE_TABLE": "no"})
         try:
             with collector_spared() as spared:
-                while (batch := _next(inbox)) is not None:
+                while (batch := inbox.get()) is not None:  # None: the end
                     positions, raws = batch
                     channel.put(("batch", positions, spared(lambda: app.run_batch(raws))))  # noqa: B023
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import time
 from pathlib import Path
 
 from ledger.store import open_app
@@ -13,6 +14,7 @@ from ops.sim.simulator import simulate
 from tests.e2e.processes.test_crash_and_concurrency import _commands, _wait_until, ledger_process
 from tests.store.ledger.test_shards import _round_facts
 
+ORPHAN_END_S = 5.0  # a worker checks its parent every 0.5 s
 INTERRUPTED = re.compile(r"ledger ingest: interrupted: (\d+) commands committed \((\d+) accepted, (\d+) duplicate, "
                          r"(\d+) refused, (\d+) conflict; (\d+) events recorded\); run the same command again to "
                          r"resume \(what was committed answers duplicate\)")
@@ -79,3 +81,48 @@ def test_a_ctrl_c_between_counting_a_batch_and_writing_it_waits_for_the_write(tm
     said = INTERRUPTED.fullmatch(capsys.readouterr().err.strip().splitlines()[-1])
     assert said and int(said[1]) == 20
     assert len(results.read_text().splitlines()) == 20  # both batches counted were written
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+def test_workers_end_soon_after_their_parent_is_killed(tmp_path: Path) -> None:
+    """`ledger ingest --workers 2` killed (-9) mid-feed: its workers end within a few seconds
+    (a worker waiting for its next batch used to wait for good, holding its sessions and the
+    parent's inherited sockets), and a rerun ends as an uninterrupted run."""
+    feed = list(simulate(8, 80, seed=29))
+    path, results = tmp_path / "feed.jsonl", tmp_path / "results.jsonl"
+    path.write_bytes(b"".join(feed))
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    proc = ledger_process("ingest", str(path), "--db", db, "--workers", "2", "--batch-size", "50",
+                          "--results", str(results))
+    try:
+        _wait_until(lambda: results.exists() and results.stat().st_size > 0, proc)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, workers
+        proc.kill()
+        proc.wait(10)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + ORPHAN_END_S
+    while (alive := {w for w in workers if Path(f"/proc/{w}").exists() and _state(w) != "Z"}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive, f"workers still running {ORPHAN_END_S} s after their parent was killed: {alive}"
+    assert cli(["ingest", str(path), "--db", db, "--quiet"]) == 0
+    app = open_app(db)
+    try:
+        assert len(_commands(app, [json.loads(line)["command_id"] for line in feed])) == len(feed)
+    finally:
+        app.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return "Z"
