@@ -405,10 +405,14 @@ class LeasedHost:
                 leases.release(consumer.fence.name, consumer.fence.token)
             if self.host_token is not None:
                 leases.release(f"{HOST_LEASE}{self.host_id}", self.host_token)
-        try:
-            await self._db(release)
-        except Exception as exc:  # the store out of reach: the leases run out by themselves
-            self.log.warning("leases not released", error=_line(exc))
+        for attempt in range(2):  # once more on a new connection: its session may be gone (terminated, a restart)
+            try:
+                await self._db(release)
+                return
+            except Exception as exc:  # the store out of reach: the leases run out by themselves
+                self._drop_connection()
+                if attempt:
+                    self.log.warning("leases not released", error=_line(exc))
 
 
 async def _stopped(consumer: SlotConsumer, task: asyncio.Task[None]) -> None:
