@@ -61,6 +61,7 @@ from ops.service.logs import RequestLog, bind_request_id, log_request
 from ops.service.openapi import DESCRIPTION, complete
 from ops.service.paths import EscapedSlashes, clean_parameters
 from ops.service.routes.commands import COMMANDS_PATH
+from ops.service.startup import note_startup_failure
 from ops.service.trace import from_env as trace_from_env
 from projections import queries
 from projections.read_service import ReadService
@@ -111,10 +112,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-        writer_app = open_app(settings.db_url)
-        api.state.reader = EventLog(open_app(settings.db_url))
-        api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s,
-                              read_timeout_s=settings.store_timeout_s)
+        try:
+            writer_app = open_app(settings.db_url)
+            api.state.reader = EventLog(open_app(settings.db_url))
+            api.state.keys = Keys(key_store(api.state.reader.app), settings.key_cache_s,
+                                  read_timeout_s=settings.store_timeout_s)
+        except Exception as exc:  # the store out of reach as this worker starts: `ledger serve` says so
+            note_startup_failure(exc)
+            raise
         api.state.settings = settings
         api.state.health = StoreHealth(probe_for(settings.db_url, api.state.reader),
                                        views=partial(queries.stopped_views, api.state.reader))

@@ -18,6 +18,7 @@ from ops.cli.options import (
     int_range,
     number_range,
 )
+from ops.service.startup import STARTUP_FAILED_ENV
 
 EPILOG = """\
 Routes, roles and examples: README "Live service"; OpenAPI at /openapi.json, docs at /docs and
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     # Before prometheus-client is first imported (it picks its value store then), in every worker.
     env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(private, "metrics")
     os.makedirs(env["PROMETHEUS_MULTIPROC_DIR"])
+    env[STARTUP_FAILED_ENV] = os.path.join(private, "startup-failed")  # a worker that could not start says why
     if args.workers > 1:
         env["LEDGER_SERVE_LOCK_DIR"] = os.path.join(private, "locks")
     import uvicorn
@@ -119,18 +121,36 @@ def run(args: argparse.Namespace) -> int:
           f"console {base}/ui/, API docs {base}/docs; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
     deliverer = _start_deliverer(env["LEDGER_DB"], args.wallet_config)
     stop_by_sigterm = signal.signal(signal.SIGTERM, _stopped)
+    failed: str | None = None
     try:
         uvicorn.run("ops.service.app:app_from_env", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="warning", access_log=False, timeout_graceful_shutdown=30,
                     http=GuardedHttpToolsProtocol)  # header limits and read timeouts (ops/service/http.py)
     except _Stopped:
         pass
+    except SystemExit as exc:  # uvicorn's own exit (one worker whose startup failed: 3); why is read below
+        if exc.code not in (0, None):
+            failed = f"the service stopped (exit {exc.code})"
     finally:
         signal.signal(signal.SIGTERM, stop_by_sigterm)
         _stop_deliverer(deliverer)
+        failed = _startup_failure(env[STARTUP_FAILED_ENV]) or failed
         shutil.rmtree(private, ignore_errors=True)
+    if failed is not None:
+        # A worker started (or restarted by uvicorn after a crash) while the store was out of reach:
+        # uvicorn stops the whole service then; a supervisor must see a failure, not a clean stop.
+        raise CliError(ErrorCode.STORE_UNREACHABLE, f"a worker could not start, so the service stopped: {failed}")
     print(f"ledger serve: stopped ({base})", file=sys.stderr, flush=True)
     return 0
+
+
+def _startup_failure(path: str) -> str | None:
+    """Why a worker could not start (the first line it wrote), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip() or "see the log above"
+    except OSError:
+        return None
 
 
 def _start_deliverer(url: str, config: str | None) -> subprocess.Popen[bytes] | None:
