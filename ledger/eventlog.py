@@ -29,6 +29,7 @@ from domain.errors import require
 from ledger.app import LedgerApp
 from ledger.backend import SQLITE, Backend
 from ledger.eventdecode import Row, StoredEventDecoder
+from ledger.partitions import sibling_env
 from ledger.records import (
     ROUND_TOPIC_PREFIX,
     TABLE_CONFIGURED_TOPIC,
@@ -104,9 +105,8 @@ class EventLog(StoredEventDecoder):
     def reopened(self) -> EventLog:
         """A log of the same store on connections of its own, for a forked process: the
         parent's connections are the parent's (on PostgreSQL the same sockets, where two
-        processes garble each other's answers; SQLite's must not cross a fork either).
-        The tables exist already (the parent's app made them)."""
-        return EventLog(type(self.app)(env={**self.app.env, "CREATE_TABLE": "no"}))
+        processes garble each other's answers; SQLite's must not cross a fork either)."""
+        return EventLog(type(self.app)(env=sibling_env(self.app.env)))
 
     # ------------------------------------------------------------ reading
     def notifications(self, start: int, limit: int) -> list[Notification]:

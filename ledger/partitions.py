@@ -302,6 +302,12 @@ class _Run:
             self.errors.append(f"{len(dead)} ingest worker(s) died (exit codes {[p.exitcode for p in dead]})")
 
 
+def sibling_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of another app on the same store, in another process: the tables exist
+    (the first app made them), and apps creating them at once race in PostgreSQL's catalog."""
+    return {**env, "CREATE_TABLE": "no"}
+
+
 def _orphaned(parent: int) -> None:
     """A worker's watch (a thread of its own): once the process that started it is gone (a kill
     -9 leaves no one to read its results), the worker ends, within POLL_S, whatever it is doing:
@@ -317,8 +323,7 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Ba
           channel: Queue[Message], parent: int) -> None:
     threading.Thread(target=_orphaned, args=(parent,), name="parent-watch", daemon=True).start()
     try:
-        # The parent's app made the tables; workers creating them at once race in PostgreSQL's catalog.
-        app = make(env={**env, "CREATE_TABLE": "no"})
+        app = make(env=sibling_env(env))
         try:
             with collector_spared() as spared:
                 while (batch := inbox.get()) is not None:  # None: the end

@@ -134,13 +134,16 @@ class ReadService:
         read after the store came back is answered, not a 500."""
         db = self._take()
         try:
-            return db, self._behind(db, head)
+            return db, self._behind_or_closed(db, head)
         except UNREACHABLE:
-            db.close()
             self._drop_idle()
         db = Db.for_store(self.log.backend)
+        return db, self._behind_or_closed(db, head)
+
+    def _behind_or_closed(self, db: Db, head: int) -> bool:
+        """`_behind`; a connection it fails on is closed (it may be unusable)."""
         try:
-            return db, self._behind(db, head)
+            return self._behind(db, head)
         except BaseException:
             db.close()
             raise

@@ -40,6 +40,7 @@ import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.pool import AsyncResult
 from typing import Any
 
@@ -280,15 +281,14 @@ def _replay_chunk(rounds: Sequence[Rows]) -> RangeReplay:
     configuration) on connections of the worker's own, never the parent's."""
     if _LOG is None:
         raise InvariantBroken("a replay worker started without its log")
-    return replay_rounds(_LOG, rounds, _own_log)
+    return replay_rounds(_LOG, rounds, partial(_own_log, _LOG))
 
 
-def _own_log() -> EventLog:
+def _own_log(inherited: EventLog) -> EventLog:
+    """The worker's log of the same store on its own connections, opened at its first read."""
     global _OWN
     if _OWN is None:
-        if _LOG is None:
-            raise InvariantBroken("a replay worker started without its log")
-        _OWN = _LOG.reopened()
+        _OWN = inherited.reopened()
     return _OWN
 
 

@@ -33,6 +33,17 @@ def _pg_connect(url: str):  # type: ignore[no-untyped-def]
     )
 
 
+def terminate_sessions(application_name: str) -> int:
+    """End every PostgreSQL session of the clients named `application_name` (PGAPPNAME), as a
+    server restart or an operator would; how many were ended."""
+    conn = _pg_connect(pg_base_url())
+    try:
+        return len(conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                                (application_name,)).fetchall())
+    finally:
+        conn.close()
+
+
 @contextmanager
 def fresh_pg_schema() -> Iterator[str]:
     """The URL of a new PostgreSQL schema, dropped afterwards; an unreachable server fails the test."""

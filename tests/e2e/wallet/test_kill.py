@@ -20,7 +20,7 @@ from ops.bench.wallet_check import describe, problems
 from ops.bench.wallet_trials import MIXED, ledger_process
 from ops.wallet.config import load
 from ops.wallet.deliverer import Deliverer
-from tests.conftest import _pg_connect, pg_base_url
+from tests.conftest import terminate_sessions
 from tests.e2e.wallet.conftest import SECRET, SECRET_ENV, config_file, deliver, filled
 
 RUN_MAX_S = 120
@@ -76,14 +76,8 @@ def test_postgres_connections_terminated(tmp_path: Path, pg_schema_url: str) -> 
     called, stop, killed = threading.Event(), threading.Event(), [0]
 
     def terminate() -> None:
-        conn = _pg_connect(pg_base_url())
-        try:
-            while killed[0] < TERMINATED and not stop.wait(0.2):
-                rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                    "WHERE application_name = %s", (name,)).fetchall()
-                killed[0] += len(rows)
-        finally:
-            conn.close()
+        while killed[0] < TERMINATED and not stop.wait(0.2):
+            killed[0] += terminate_sessions(name)
 
     with FakeWallet(SECRET, chaos=Chaos(MIXED, delay_s=0.3, seed=5), latency_s=0.01, on_request=called.set) as wallet:
         config = config_file(tmp_path, wallet.url, timeout_s=0.2)
@@ -121,13 +115,7 @@ def test_stopped_right_after_its_connections_were_terminated(tmp_path: Path, pg_
             pass
         known = deliverer.outbox.position()
         assert known > 0
-        conn = _pg_connect(pg_base_url())
-        try:
-            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                                (name,)).fetchall()
-        finally:
-            conn.close()
-        assert len(rows) >= 1
+        assert terminate_sessions(name) >= 1
         stop = threading.Event()
         stop.set()
         assert deliverer.run(stop=stop).position == known

@@ -8,19 +8,10 @@ import uuid
 import pytest
 
 from projections.read_service import ReadService, lowest_position
-from tests.conftest import _pg_connect, pg_base_url
+from tests.conftest import terminate_sessions
 from tests.e2e.wallet.conftest import filled
 
 pytestmark = pytest.mark.postgres
-
-
-def terminate(application_name: str) -> int:
-    conn = _pg_connect(pg_base_url())
-    try:
-        return len(conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                                (application_name,)).fetchall())
-    finally:
-        conn.close()
 
 
 def test_reads_after_every_session_was_terminated(pg_schema_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,7 +24,7 @@ def test_reads_after_every_session_was_terminated(pg_schema_url: str, monkeypatc
             expected = lowest_position(first)
             assert lowest_position(second) == expected
         monkeypatch.delenv("PGAPPNAME")  # (not the terminating session's own name)
-        assert terminate(name) >= 2
+        assert terminate_sessions(name) >= 2
         for _ in range(3):
             with reads.views() as db:
                 assert lowest_position(db) == expected
