@@ -341,10 +341,7 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Ba
 
 def _connection_lost(exc: BaseException) -> bool:
     """The store stopped answering (what ops/cli/errors.py reports as store_unreachable)."""
-    import sqlite3
+    from ledger.store import lost_store_errors
 
-    import psycopg
-    from eventsourcing.persistence import InterfaceError, OperationalError
-
-    return isinstance(exc, sqlite3.OperationalError | psycopg.OperationalError | OperationalError | InterfaceError)
+    return isinstance(exc, lost_store_errors())
 

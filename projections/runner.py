@@ -15,7 +15,6 @@ on PostgreSQL the view tables sit in the ledger's own database and schema.
 from __future__ import annotations
 
 import gc
-import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
@@ -24,13 +23,12 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import psycopg
-
 from domain.errors import InvariantBroken, require
 from domain.text import storable
 from ledger.eventdecode import no_cyclic_gc
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ledger.records import Record, RecordType
+from ledger.store import lost_store_errors
 from projections import balances, ggr, monitor, operators, recall, refunds, rounds, tables
 from projections.folding import CachedRows, View
 from projections.sql import Db, Table
@@ -55,8 +53,7 @@ STOPS = Table(
              ("error", "text"), ("stopped_at", "text")),
 )
 # The store not answering is no fault of an event: it ends the catch-up, as it always did.
-UNREACHABLE: tuple[type[BaseException], ...] = (sqlite3.OperationalError, psycopg.OperationalError,
-                                                psycopg.InterfaceError, OSError)
+UNREACHABLE: tuple[type[BaseException], ...] = (*lost_store_errors(), OSError)
 
 
 class ConcurrentRunner(Exception):

@@ -8,10 +8,6 @@ A traceback is printed only with `--debug`.
 from __future__ import annotations
 
 import os
-import sqlite3
-
-from eventsourcing.persistence import InterfaceError as LibraryInterfaceError
-from eventsourcing.persistence import OperationalError as LibraryOperationalError
 
 from domain.errorcodes import ErrorCode  # the one catalogue of error codes (the CLI's and the service's)
 
@@ -57,7 +53,7 @@ def check_input_file(path: str) -> None:
 def classify(exc: BaseException) -> CliError:
     """Any exception that ends a command -> the one line it is reported as."""
     from ledger.partitions import StoreLost
-    from ledger.store import StoreUnavailable
+    from ledger.store import StoreUnavailable, lost_store_errors
 
     if isinstance(exc, CliError):
         return exc
@@ -69,8 +65,7 @@ def classify(exc: BaseException) -> CliError:
         return _os_error(exc)
     if isinstance(exc, UnicodeDecodeError):
         return CliError(ErrorCode.INPUT_NOT_UTF8, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
-    if isinstance(exc, sqlite3.OperationalError | LibraryInterfaceError | LibraryOperationalError | StoreLost) \
-            or _is_psycopg_operational(exc):
+    if isinstance(exc, (*lost_store_errors(), StoreLost)):
         return CliError(ErrorCode.STORE_UNREACHABLE, _first_line(exc))
     return CliError(ErrorCode.INTERNAL, f"{type(exc).__name__}: {_first_line(exc)} (rerun with --debug)")
 
@@ -84,14 +79,6 @@ def _os_error(exc: OSError) -> CliError:
     if isinstance(exc, PermissionError):
         return CliError(ErrorCode.INPUT_UNREADABLE, f"{name} cannot be read (permission denied)")
     return CliError(ErrorCode.INPUT_UNREADABLE, f"{name}: {exc.strerror or exc}")
-
-
-def _is_psycopg_operational(exc: BaseException) -> bool:
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - psycopg is a dependency
-        return False
-    return isinstance(exc, psycopg.OperationalError)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,7 +12,6 @@ moment, a restarted deliverer resends what has no final answer, with the same id
 """
 from __future__ import annotations
 
-import sqlite3
 import sys
 import threading
 import time
@@ -22,12 +21,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
-import psycopg
-
 from ledger.eventlog import EventLog
 from ops.wallet.client import NO_ANSWER, OK, REFUSED, ROLLED_BACK, Answer, WalletClient
 from ops.wallet.config import BATCH_MAX_LIMIT, OperatorWallet
 from ops.wallet.jetstream import JetStreamClient
+from projections.runner import UNREACHABLE
 from projections.sql import Db
 from projections.wallet_outbox import Attempt, Concurrent, Outbox
 from projections.wallet_tx import OPEN, WALLET_KINDS, Deriver, WalletTx, next_generation, tx_id_for
@@ -39,7 +37,6 @@ RELOAD_S = 2.0  # the open transactions read again from the store (a person's re
 LOCK_NAME = "wallet-deliverer"  # one deliverer per store (Db.exclusive: per database and schema)
 WAITING_NOTE_S = 1.0  # the lock not taken by then: one line says whom it waits for
 RECONNECTS_IN_A_ROW_MAX = 120  # about a minute of a store that does not answer: then the error ends the run
-UNREACHABLE = (sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OSError)
 PlayerKey = tuple[str, str]
 _FINAL_BY_OUTCOME = {OK: "delivered", ROLLED_BACK: "rolled_back", REFUSED: "dead"}  # the status a final answer gives
 

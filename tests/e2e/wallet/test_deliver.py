@@ -72,3 +72,30 @@ def test_a_free_slot_goes_to_the_player_whose_head_is_oldest(store_url: str, tmp
         assert sent == [[oldest]]
     finally:
         deliverer.close()
+
+
+def test_the_librarys_own_connection_error_is_a_reconnect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event log is read through the library's recorder, which raises its own
+    OperationalError for psycopg's: a lost session found there is a reconnect like any other
+    (it ended the run with exit 2: `store_unreachable: terminating connection due to
+    administrator command`, one run in four of test_kill's terminations)."""
+    from eventsourcing.persistence import OperationalError as LibraryOperationalError
+
+    url = filled(f"sqlite:///{tmp_path / 'ledger.db'}", rounds=3, seed=38)
+    with FakeWallet(SECRET) as wallet:
+        deliverer = Deliverer(url, load(str(config_file(tmp_path, wallet.url))))
+        derive, failures = deliverer.derive, [1]
+
+        def failing_once(**kwargs: bool) -> int:
+            if failures:
+                failures.pop()
+                raise LibraryOperationalError("terminating connection due to administrator command")
+            return derive(**kwargs)
+
+        monkeypatch.setattr(deliverer, "derive", failing_once)  # (the bound original reads the reopened log)
+        try:
+            result = deliverer.run(until_idle=True)
+        finally:
+            deliverer.close()
+        assert result.reconnects == 1
+        assert problems(url, wallet.state) == [], describe(url, wallet.state)
