@@ -341,7 +341,7 @@ def _work(make: Callable[..., Ingester], env: Mapping[str, str], inbox: Queue[Ba
 
 def _connection_lost(exc: BaseException) -> bool:
     """The store stopped answering (what ops/cli/errors.py reports as store_unreachable)."""
-    from ledger.store import lost_store_errors
+    from ledger.unreachable import lost_store_errors
 
     return isinstance(exc, lost_store_errors())
 

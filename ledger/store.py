@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from functools import cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -82,18 +81,6 @@ def env_for(db_url: str) -> dict[str, str]:
             "TRANSCODER_TOPIC": TRANSCODER,
         }
     raise StoreUnavailable(ErrorCode.BAD_DB_URL, f"{db_url!r}: the store URL must start with sqlite:/// or postgresql://")
-
-
-@cache
-def lost_store_errors() -> tuple[type[BaseException], ...]:
-    """What a store that stopped answering raises, by whichever path it was reached: SQLite's,
-    psycopg's (a statement on a connection of ours), the library's (its recorder raises its own
-    for psycopg's). The one list every reconnect, retry and exit 2 goes by (imported when first
-    asked: psycopg costs a SQLite-only command its import)."""
-    import psycopg
-    from eventsourcing.persistence import InterfaceError, OperationalError
-
-    return sqlite3.OperationalError, psycopg.OperationalError, psycopg.InterfaceError, OperationalError, InterfaceError
 
 
 def pg_connect_args(env: dict[str, str]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from domain.text import storable
 from ledger.eventdecode import no_cyclic_gc
 from ledger.eventlog import PAGE_SIZE_MAX, EventLog
 from ledger.records import Record, RecordType
-from ledger.store import lost_store_errors
+from ledger.unreachable import lost_store_errors
 from projections import balances, ggr, monitor, operators, recall, refunds, rounds, tables
 from projections.folding import CachedRows, View
 from projections.sql import Db, Table

@@ -53,7 +53,8 @@ def check_input_file(path: str) -> None:
 def classify(exc: BaseException) -> CliError:
     """Any exception that ends a command -> the one line it is reported as."""
     from ledger.partitions import StoreLost
-    from ledger.store import StoreUnavailable, lost_store_errors
+    from ledger.store import StoreUnavailable
+    from ledger.unreachable import lost_store_errors
 
     if isinstance(exc, CliError):
         return exc
